@@ -1,0 +1,87 @@
+"""The background sampler, driven by the synthetic sensor (a known signal)."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from tf_mobileperf.sampler import Sampler
+from tf_mobileperf.sensors import SyntheticSensor
+
+
+@pytest.mark.parametrize("mode", ["process", "thread"])
+def test_synthetic_signal_sampled_on_monotonic_clock(mode):
+    sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 2.0 + math.sin(t)})
+    sampler = Sampler([sensor], period_ms=5.0, mode=mode)
+    sampler.start()
+    sampler.start()  # idempotent
+    time.sleep(0.5)
+    rows = sampler.drain()
+    sampler.stop()
+    sampler.stop()
+    assert len(rows) > 40
+    assert np.all(np.diff(rows.t) > 0)
+    np.testing.assert_allclose(rows.values[:, 0], 2.0 + np.sin(rows.t), atol=1e-3)
+    assert abs(rows.t[-1] - time.monotonic()) < 1.0
+
+
+def test_failing_sensor_leaves_nan_gap_and_sampling_goes_on():
+    t0 = time.monotonic()
+
+    def flaky(t):
+        if 0.1 < t - t0 < 0.2:
+            raise OSError("EIO")
+        return 1.0
+
+    class Raising(SyntheticSensor):
+        def read(self):
+            if time.monotonic() - t0 > 0.1:
+                raise OSError("vanished")
+            return super().read()
+
+    sampler = Sampler([SyntheticSensor(power_w={"a": flaky}), Raising(power_w={"b": lambda t: 3.0})], 5.0, mode="process")
+    with sampler:
+        time.sleep(0.35)
+    rows = sampler.drain()
+    a, b = rows.values[:, 0], rows.values[:, 1]
+    in_gap = (rows.t - t0 > 0.12) & (rows.t - t0 < 0.18)
+    assert np.isnan(a[in_gap]).all() and (a[rows.t - t0 > 0.25] == 1.0).all()
+    assert np.isnan(b[rows.t - t0 > 0.12]).all()
+    assert sampler.errors()["synthetic"] > 0
+
+
+def test_slow_sensor_read_at_its_own_rate():
+    slow = SyntheticSensor(util={"u": lambda t: 50.0}, min_period_s=0.05)
+    fast = SyntheticSensor(power_w={"p": lambda t: 1.0})
+    with Sampler([slow, fast], 5.0) as sampler:
+        time.sleep(0.5)
+    rows = sampler.drain()
+    readings = np.isfinite(rows.values[:, 0]).sum()
+    assert 5 <= readings <= 12
+    assert np.isfinite(rows.values[:, 1]).all()
+
+
+def test_drain_is_incremental_and_overflow_counts_drops():
+    sampler = Sampler([SyntheticSensor(power_w={"p": lambda t: 1.0})], 1.0, capacity=64)
+    with sampler:
+        time.sleep(0.3)
+        first = sampler.drain()
+        time.sleep(0.05)
+    second = sampler.drain()
+    assert len(first) == 64 and sampler.dropped > 100
+    assert second.t[0] > first.t[-1]
+
+
+@pytest.mark.parametrize("bad,error", [(0, ValueError), (-5, ValueError), (0.1, ValueError), ("5", TypeError), (math.nan, TypeError)])
+def test_bad_period(bad, error):
+    with pytest.raises(error):
+        Sampler([SyntheticSensor(power_w={"p": lambda t: 1.0})], bad)
+
+
+def test_duplicate_channel_names_rejected():
+    s = SyntheticSensor(power_w={"p": lambda t: 1.0})
+    with pytest.raises(ValueError, match="more than one sensor"):
+        Sampler([s, SyntheticSensor(power_w={"p": lambda t: 1.0})])

@@ -1,0 +1,102 @@
+"""The ``mobileperf`` command line.
+
+``mobileperf sensors`` answers the first question of anyone on a new board:
+what can this machine measure, from where, and how fast?
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import sys
+import time
+
+import numpy as np
+
+from . import sensors as sensors_mod
+from .sampler import Sampler
+
+
+def _format(value: float, unit: str) -> str:
+    if math.isnan(value):
+        return "unreadable (NaN)"
+    if unit == "B":
+        return f"{value / 2**30:.3f} GiB"
+    if unit == "Hz":
+        return f"{value / 1e6:.0f} MHz"
+    return f"{value:.3f} {unit}"
+
+
+def sampling_test(found: list, period_ms: float, seconds: float) -> dict:
+    """Samples ``found`` for ``seconds``; returns rate and interval-error figures."""
+    with Sampler(found, period_ms=period_ms) as sampler:
+        time.sleep(seconds)
+    rows = sampler.drain()
+    intervals_ms = np.diff(rows.t) * 1000.0
+    error = np.abs(intervals_ms - period_ms)
+    span = rows.t[-1] - rows.t[0] if len(rows) > 1 else math.nan
+    return {
+        "mode": sampler.mode,
+        "realtime": sampler.realtime_granted,
+        "samples": len(rows),
+        "achieved_hz": (len(rows) - 1) / span if len(rows) > 1 else math.nan,
+        "p50_ms": float(np.percentile(error, 50)) if len(error) else math.nan,
+        "p99_ms": float(np.percentile(error, 99)) if len(error) else math.nan,
+        "max_interval_ms": float(intervals_ms.max()) if len(error) else math.nan,
+    }
+
+
+def cmd_sensors(args: argparse.Namespace) -> int:
+    found = sensors_mod.probe(args.root)
+    out = sys.stdout
+    out.write(f"Sensors found under {args.root}: {len(found.sensors)}\n")
+    for sensor in found.sensors:
+        reading = sensor.read()
+        out.write(f"\n* {sensor.name} (read at most every {sensor.min_period_s * 1000:g} ms)\n")
+        for channel in sensor.channels:
+            value = reading.get(channel.name, math.nan)
+            group = f" [{channel.group}]" if channel.group else ""
+            cluster = f" ({channel.cluster})" if channel.cluster else ""
+            out.write(f"    {channel.name:<18} {channel.unit:<2}{group}{cluster}  {_format(value, channel.unit):<18} from {channel.source}\n")
+    out.write("\nNot present:\n")
+    for label, reason in found.absent.items():
+        out.write(f"    {label}: {reason}\n")
+    if not found.has_kind("power") and not found.has_kind("energy"):
+        out.write(
+            "\nNo power sensor is present on this machine (no INA3221 rails, no RAPL powercap "
+            "counters, no NVML device): power and energy will be reported as null, not 0.\n"
+        )
+    if found.sensors and args.seconds > 0:
+        result = sampling_test(found.sensors, args.period_ms, args.seconds)
+        out.write(
+            f"\nSampling test ({args.seconds:g} s at {args.period_ms:g} ms, {result['mode']}"
+            f"{', SCHED_FIFO' if result['realtime'] else ''}): {result['samples']} samples, "
+            f"{result['achieved_hz']:.1f} Hz achieved, interval error p50 {result['p50_ms']:.3f} ms, "
+            f"p99 {result['p99_ms']:.3f} ms, longest interval {result['max_interval_ms']:.2f} ms\n"
+        )
+    for sensor in found.sensors:
+        sensor.close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mobileperf", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("sensors", help="list the sensors on this machine and test the sampling rate")
+    p.add_argument("--root", default="/", help="root of the sysfs/procfs tree (default /)")
+    p.add_argument("--period-ms", type=float, default=5.0, help="sampling period for the test")
+    p.add_argument("--seconds", type=float, default=2.0, help="length of the sampling test (0 skips it)")
+    p.set_defaults(func=cmd_sensors)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

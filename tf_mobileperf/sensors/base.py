@@ -1,0 +1,135 @@
+"""The one small interface every sensor implements.
+
+A sensor names its channels once (``channels``) and then, on every ``read()``,
+returns ``{channel name: value}`` in SI-like units: W for power, J for
+cumulative energy counters, % for utilization, bytes for memory, Hz for clocks.
+A channel that could not be read this time is NaN, never 0: a zero would be a
+reading the hardware never gave.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import math
+import os
+from pathlib import Path
+from typing import Mapping
+
+NAN = math.nan
+
+#: Channel kinds and their units.
+UNITS = {
+    "power": "W",
+    "energy": "J",
+    "util": "%",
+    "memory": "B",
+    "clock": "Hz",
+}
+
+
+class SensorUnavailable(RuntimeError):
+    """Raised by a sensor's constructor when its hardware is not present.
+
+    The message says why (which path or library was missing), so that
+    ``detect()`` and ``mobileperf sensors`` can tell the user.
+    """
+
+
+@dataclasses.dataclass(frozen=True)
+class Channel:
+    """One measured quantity.
+
+    Args:
+        name: Unique name within a run, e.g. ``"VDD_SYS_GPU"`` or ``"cpu3_util"``.
+        kind: One of ``UNITS`` ("power", "energy", "util", "memory", "clock").
+        source: Where the value is read from (a file path or an API call).
+        group: The seed's grouping: "cpu", "gpu", "mem", "total", "soc", ...
+            or "" when the channel belongs to none.
+        cluster: For per-core CPU channels, the core type (e.g. "Denver2").
+    """
+
+    name: str
+    kind: str
+    source: str
+    group: str = ""
+    cluster: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in UNITS:
+            raise ValueError(f"unknown channel kind {self.kind!r}; expected one of {sorted(UNITS)}")
+
+    @property
+    def unit(self) -> str:
+        return UNITS[self.kind]
+
+
+class Sensor(abc.ABC):
+    """A source of channels read by the sampler.
+
+    Subclasses set ``name``, ``channels`` and ``min_period_s`` (the fastest
+    rate the hardware updates or the read can sustain; the sampler reads the
+    sensor no more often than that) and implement ``read``.
+    """
+
+    name: str = "sensor"
+    channels: list[Channel]
+    min_period_s: float = 0.0
+
+    @abc.abstractmethod
+    def read(self) -> Mapping[str, float]:
+        """Returns the current value of every channel; NaN where unreadable."""
+
+    def metadata(self) -> dict:
+        """Static facts about the device (board, driver, limits) for the report."""
+        return {}
+
+    def close(self) -> None:
+        """Releases handles; the default holds none."""
+
+    def describe(self) -> dict:
+        return {
+            "name": self.name,
+            "min_period_s": self.min_period_s,
+            "channels": [dataclasses.asdict(c) | {"unit": c.unit} for c in self.channels],
+        }
+
+
+class SysfsValue:
+    """One numeric sysfs file, kept open and re-read with ``pread``.
+
+    Re-reading an open sysfs attribute at offset 0 costs one system call
+    instead of three, which matters at 200 Hz. A failed read (EIO, a device
+    that vanished) gives NaN and the file is reopened on the next read.
+    """
+
+    def __init__(self, path: Path, scale: float = 1.0):
+        self.path = Path(path)
+        self.scale = scale
+        self._fd: int | None = None
+
+    def read(self) -> float:
+        try:
+            if self._fd is None:
+                self._fd = os.open(self.path, os.O_RDONLY)
+            return float(os.pread(self._fd, 64, 0).split()[0]) * self.scale
+        except (OSError, ValueError, IndexError):
+            self.close()
+            return NAN
+
+    def close(self) -> None:
+        if self._fd is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None
+
+    def __getstate__(self) -> dict:
+        # File descriptors do not cross process boundaries; reopen lazily.
+        return {"path": self.path, "scale": self.scale, "_fd": None}
+
+
+def under_root(root: str | Path, path: str) -> Path:
+    """``path`` (absolute, e.g. "/sys/...") inside the tree at ``root``."""
+    return Path(root) / path.lstrip("/")

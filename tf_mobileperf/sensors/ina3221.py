@@ -1,0 +1,148 @@
+"""Jetson on-board power monitors (TI INA3221) read straight from sysfs.
+
+jtop polls these at about 1 Hz; the seed samples every 5 ms, which only the
+sysfs files themselves allow. Two kernel drivers exist:
+
+* JetPack 4 (TX1/TX2/Nano): iio driver ``ina3221x``, ``rail_name_N`` and
+  ``in_powerN_input`` in mW.
+* JetPack 5/6 (Xavier/Orin): hwmon driver ``ina3221``, ``inK_label``,
+  ``inK_input`` (mV) and ``currK_input`` (mA). The hwmon number changes
+  between boots, so every path is globbed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Mapping
+
+from .base import Channel, Sensor, SensorUnavailable, SysfsValue, under_root
+
+IIO_GLOB = "sys/bus/i2c/drivers/ina3221x/*/iio:device*"
+HWMON_GLOB = "sys/bus/i2c/drivers/ina3221/*/hwmon/hwmon*"
+
+# Rail-name keywords -> the seed's groups. Checked in order; a rail that
+# feeds several blocks (Orin Nano's VDD_CPU_GPU_CV) gets all of them.
+_GROUP_PATTERNS = [
+    ("total", re.compile(r"(^|_)(IN|5V_IN)$")),
+    ("cpu", re.compile(r"CPU")),
+    ("gpu", re.compile(r"GPU")),
+    ("mem", re.compile(r"DDR|VDDQ|VDDRQ|VDD2")),
+    ("soc", re.compile(r"SOC")),
+    ("cv", re.compile(r"(^|_)CV($|_)")),
+]
+
+
+def rail_group(rail: str) -> str:
+    """The seed's group of a rail name: "cpu", "gpu", "mem", "total", ...
+
+    >>> rail_group("VDD_SYS_DDR"), rail_group("VDD_IN"), rail_group("VDD_CPU_GPU_CV")
+    ('mem', 'total', 'cpu+gpu+cv')
+    """
+    name = rail.upper()
+    found = [group for group, pattern in _GROUP_PATTERNS if pattern.search(name)]
+    if "total" in found:
+        return "total"
+    return "+".join(found)
+
+
+def _unique(name: str, taken: set[str]) -> str:
+    candidate, n = name, 2
+    while candidate in taken:
+        candidate, n = f"{name}_{n}", n + 1
+    taken.add(candidate)
+    return candidate
+
+
+class _RailSensor(Sensor):
+    """Shared read loop: each rail is a function of one or two sysfs values."""
+
+    min_period_s = 0.0  # the INA3221 converts every ~1 ms; read at the sampler's rate
+
+    def __init__(self) -> None:
+        self._rails: list[tuple[str, list[SysfsValue]]] = []
+        self.channels = []
+
+    def _add_rail(self, label: str, values: list[SysfsValue], taken: set[str]) -> None:
+        name = _unique(label, taken)
+        source = " * ".join(str(v.path) for v in values)
+        self.channels.append(Channel(name, "power", source, group=rail_group(label)))
+        self._rails.append((name, values))
+
+    def read(self) -> Mapping[str, float]:
+        out = {}
+        for name, values in self._rails:
+            power = 1.0
+            for value in values:
+                power *= value.read()
+            out[name] = power
+        return out
+
+    def close(self) -> None:
+        for _, values in self._rails:
+            for value in values:
+                value.close()
+
+
+class Ina3221IioSensor(_RailSensor):
+    """JetPack 4 ``ina3221x`` iio rails (TX2: VDD_IN, VDD_SYS_CPU, ...), in W.
+
+    Args:
+        root: Root of the file system tree to read (tests pass a fake sysfs).
+
+    Example:
+        >>> sensor = Ina3221IioSensor()          # doctest: +SKIP
+        >>> sensor.read()["VDD_SYS_GPU"]          # doctest: +SKIP
+        0.152
+    """
+
+    name = "ina3221x (iio)"
+
+    def __init__(self, root: str | Path = "/"):
+        super().__init__()
+        taken: set[str] = set()
+        devices = sorted(Path(root).glob(IIO_GLOB))
+        for device in devices:
+            for label_file in sorted(device.glob("rail_name_*")):
+                index = label_file.name.rsplit("_", 1)[1]
+                power_file = device / f"in_power{index}_input"
+                try:
+                    label = label_file.read_text().strip()
+                except OSError:
+                    continue
+                if label and power_file.exists():
+                    self._add_rail(label, [SysfsValue(power_file, 1e-3)], taken)
+        if not self.channels:
+            raise SensorUnavailable(f"no ina3221x iio rails under {under_root(root, IIO_GLOB)}")
+
+
+class Ina3221HwmonSensor(_RailSensor):
+    """JetPack 5/6 ``ina3221`` hwmon rails (Xavier, Orin), in W = mV * mA / 1e6.
+
+    Labels containing "NC" (not connected) and the sum-of-shunts channel are
+    skipped.
+
+    Args:
+        root: Root of the file system tree to read.
+    """
+
+    name = "ina3221 (hwmon)"
+
+    def __init__(self, root: str | Path = "/"):
+        super().__init__()
+        taken: set[str] = set()
+        for hwmon in sorted(Path(root).glob(HWMON_GLOB)):
+            for label_file in sorted(hwmon.glob("in*_label")):
+                index = label_file.name[2:-len("_label")]
+                try:
+                    label = label_file.read_text().strip()
+                except OSError:
+                    continue
+                volt, curr = hwmon / f"in{index}_input", hwmon / f"curr{index}_input"
+                if not label or "NC" in re.split(r"[^A-Z0-9]+", label.upper()):
+                    continue
+                if index == "7" or "sum" in label.lower() or not (volt.exists() and curr.exists()):
+                    continue
+                self._add_rail(label, [SysfsValue(volt, 1e-3), SysfsValue(curr, 1e-3)], taken)
+        if not self.channels:
+            raise SensorUnavailable(f"no ina3221 hwmon rails under {under_root(root, HWMON_GLOB)}")

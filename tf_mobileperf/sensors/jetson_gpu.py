@@ -1,0 +1,67 @@
+"""Jetson integrated-GPU load and clock from sysfs (NVML does not cover iGPUs).
+
+The load file holds per-mille busy time (0..1000) averaged by the driver over
+its own short window; it has moved between L4T releases, so known locations
+are tried in order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from .base import Channel, Sensor, SensorUnavailable, SysfsValue
+
+LOAD_GLOBS = [
+    "sys/devices/gpu.0/load",
+    "sys/devices/platform/gpu.0/load",
+    "sys/devices/*.ga10b/load",
+    "sys/devices/*.gv11b/load",
+    "sys/devices/*.gp10b/load",
+    "sys/devices/platform/*.ga10b/load",
+    "sys/devices/platform/*.gv11b/load",
+    "sys/devices/platform/bus@0/*.gpu/load",
+    "sys/devices/platform/bus@0/*.g*b/load",
+]
+DEVFREQ_GLOB = "sys/class/devfreq/*"
+GPU_DEVFREQ_NAMES = ("gpu", "gp10b", "gv11b", "ga10b", "gb10b", "gm20b")
+
+
+def _first(root: Path, patterns: list[str]) -> Path | None:
+    for pattern in patterns:
+        found = sorted(root.glob(pattern))
+        if found:
+            return found[0]
+    return None
+
+
+class JetsonGpuSensor(Sensor):
+    """GPU utilization (%) and clock (Hz) of a Jetson's integrated GPU.
+
+    Args:
+        root: Root of the file system tree to read.
+    """
+
+    name = "jetson gpu (sysfs)"
+    min_period_s = 0.0
+
+    def __init__(self, root: str | Path = "/"):
+        root = Path(root)
+        load = _first(root, LOAD_GLOBS)
+        if load is None:
+            raise SensorUnavailable(f"no Jetson GPU load file under {root / 'sys/devices'} (tried gpu.0, *.ga10b, *.gv11b, ...)")
+        self._values = {"gpu_util": SysfsValue(load, 0.1)}
+        self.channels = [Channel("gpu_util", "util", str(load), group="gpu")]
+        for devfreq in sorted(root.glob(DEVFREQ_GLOB)):
+            device_name = (devfreq.resolve().name if devfreq.is_symlink() else devfreq.name).lower()
+            if any(key in device_name for key in GPU_DEVFREQ_NAMES) and (devfreq / "cur_freq").exists():
+                self._values["gpu_freq"] = SysfsValue(devfreq / "cur_freq")
+                self.channels.append(Channel("gpu_freq", "clock", str(devfreq / "cur_freq"), group="gpu"))
+                break
+
+    def read(self) -> Mapping[str, float]:
+        return {name: value.read() for name, value in self._values.items()}
+
+    def close(self) -> None:
+        for value in self._values.values():
+            value.close()

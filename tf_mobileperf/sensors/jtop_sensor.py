@@ -1,0 +1,77 @@
+"""jetson-stats (jtop): board metadata, and a slow fallback power sensor.
+
+jtop talks to its root service over a socket and refreshes at most every
+0.5 s (its maintainer's advice), so it cannot give the seed's 5 ms; it is
+used for what sysfs does not say (board, JetPack/L4T, nvpmodel mode) and for
+power only when the INA3221 files are not readable. Off a Jetson, starting
+jtop raises ``JtopException``: that means "not present".
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from .base import NAN, Channel, Sensor, SensorUnavailable
+from .ina3221 import rail_group
+
+
+class JtopSensor(Sensor):
+    """Power rails (W) as jtop reports them, at jtop's own rate.
+
+    Args:
+        interval_s: jtop's refresh interval (>= 0.5 s recommended).
+    """
+
+    name = "jtop (jetson-stats)"
+
+    def __init__(self, interval_s: float = 0.5):
+        try:
+            from jtop import JtopException, jtop
+        except ImportError as exc:
+            raise SensorUnavailable("jetson-stats is not installed (pip install tf-mobileperf[jetson])") from exc
+        self.min_period_s = interval_s
+        try:
+            self._jetson = jtop(interval=interval_s)
+            self._jetson.start()
+        except JtopException as exc:
+            raise SensorUnavailable("jtop: " + " ".join(str(exc).split())) from exc
+        rails = self._rails()
+        self.channels = [Channel(name, "power", "jtop power['rail']", group=rail_group(name)) for name in rails]
+        if not self.channels:
+            self.close()
+            raise SensorUnavailable("jtop reports no power rails")
+
+    def _rails(self) -> dict:
+        return (self._jetson.power or {}).get("rail", {})
+
+    def read(self) -> Mapping[str, float]:
+        rails = self._rails()
+        out = {}
+        for channel in self.channels:
+            milliwatts = rails.get(channel.name, {}).get("power")
+            out[channel.name] = NAN if milliwatts is None else milliwatts / 1000.0
+        return out
+
+    def metadata(self) -> dict:
+        return jetson_metadata(self._jetson)
+
+    def close(self) -> None:
+        self._jetson.close()
+
+
+def jetson_metadata(jetson) -> dict:
+    """Board, JetPack/L4T and power mode from a started ``jtop`` object."""
+    board = getattr(jetson, "board", {}) or {}
+    hardware = board.get("hardware", {})
+    libraries = board.get("platform", {})
+    meta = {
+        "board": hardware.get("Model") or hardware.get("Module"),
+        "jetpack": hardware.get("Jetpack"),
+        "l4t": hardware.get("L4T"),
+        "platform": libraries,
+    }
+    try:
+        meta["nvpmodel"] = str(jetson.nvpmodel)
+    except Exception:  # jtop raises various errors when nvpmodel is absent
+        meta["nvpmodel"] = None
+    return meta

@@ -1,0 +1,201 @@
+"""Per-core CPU utilization and clocks, and memory, from /proc and /sys.
+
+Utilization is the share of non-idle jiffies between two reads of
+``/proc/stat``; jiffies tick at 100 Hz, so this sensor is read every 50 ms
+rather than at the power rate. Cores are grouped into clusters by their core
+type in ``/proc/cpuinfo`` (TX2: NVIDIA Denver2 and ARM Cortex-A57).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from pathlib import Path
+from typing import Mapping
+
+from .base import NAN, Channel, Sensor, SensorUnavailable, SysfsValue
+
+# (implementer, part) from /proc/cpuinfo on ARM -> core name.
+ARM_CORES = {
+    ("0x41", "0xd03"): "Cortex-A53", ("0x41", "0xd04"): "Cortex-A35",
+    ("0x41", "0xd05"): "Cortex-A55", ("0x41", "0xd07"): "Cortex-A57",
+    ("0x41", "0xd08"): "Cortex-A72", ("0x41", "0xd09"): "Cortex-A73",
+    ("0x41", "0xd0a"): "Cortex-A75", ("0x41", "0xd0b"): "Cortex-A76",
+    ("0x41", "0xd0c"): "Neoverse-N1", ("0x41", "0xd41"): "Cortex-A78",
+    ("0x41", "0xd42"): "Cortex-A78AE", ("0x41", "0xd4f"): "Neoverse-V2",
+    ("0x41", "0xd83"): "Neoverse-V3AE",
+    ("0x4e", "0x000"): "Denver", ("0x4e", "0x003"): "Denver2", ("0x4e", "0x004"): "Carmel",
+}
+
+
+def parse_cpu_list(text: str) -> list[int]:
+    """Parses a kernel CPU list such as "0-3,5" into [0, 1, 2, 3, 5]."""
+    cores: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, _, hi = part.partition("-")
+        cores.extend(range(int(lo), int(hi or lo) + 1))
+    return cores
+
+
+def core_types(cpuinfo: str) -> dict[int, str]:
+    """Core index -> core type name, from the text of /proc/cpuinfo."""
+    types: dict[int, str] = {}
+    for block in cpuinfo.split("\n\n"):
+        fields = dict(
+            (k.strip().lower(), v.strip())
+            for k, _, v in (line.partition(":") for line in block.splitlines())
+            if _
+        )
+        if "processor" not in fields or not fields["processor"].isdigit():
+            continue
+        core = int(fields["processor"])
+        key = (fields.get("cpu implementer", "").lower(), fields.get("cpu part", "").lower())
+        if key in ARM_CORES:
+            types[core] = ARM_CORES[key]
+        elif "model name" in fields:
+            types[core] = fields["model name"]
+        elif key != ("", ""):
+            types[core] = f"implementer {key[0]} part {key[1]}"
+    return types
+
+
+def _read_stat(path: Path) -> dict[str, tuple[int, int]]:
+    """"cpu"/"cpuN" -> (busy jiffies, total jiffies)."""
+    out = {}
+    for line in path.read_text().splitlines():
+        if not line.startswith("cpu"):
+            continue
+        name, *fields = line.split()
+        values = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
+        idle = values[3] + (values[4] if len(values) > 4 else 0)
+        out[name] = (sum(values) - idle, sum(values))
+    return out
+
+
+class CpuSensor(Sensor):
+    """Utilization (%) of the whole CPU and of every core, and core clocks (Hz).
+
+    A core that is offline reads NaN and is listed in ``metadata()["offline"]``.
+
+    Args:
+        root: Root of the file system tree to read.
+        period_s: How often the sampler reads it (jiffies are 10 ms).
+    """
+
+    name = "cpu (/proc/stat)"
+
+    def __init__(self, root: str | Path = "/", period_s: float = 0.05):
+        root = Path(root)
+        self._stat = root / "proc/stat"
+        self.min_period_s = period_s
+        try:
+            first = _read_stat(self._stat)
+        except (OSError, ValueError) as exc:
+            raise SensorUnavailable(f"cannot read {self._stat}: {exc}") from exc
+        cpu_dir = root / "sys/devices/system/cpu"
+        try:
+            present = parse_cpu_list((cpu_dir / "present").read_text())
+        except (OSError, ValueError):
+            present = sorted(int(name[3:]) for name in first if name != "cpu")
+        try:
+            types = core_types((root / "proc/cpuinfo").read_text())
+        except OSError:
+            types = {}
+        self.cores = present
+        self.clusters = {core: types.get(core, "unknown") for core in present}
+        self.offline = [core for core in present if f"cpu{core}" not in first]
+        self.channels = [Channel("cpu_util", "util", str(self._stat), group="cpu")]
+        self.channels += [
+            Channel(f"cpu{core}_util", "util", str(self._stat), group="cpu", cluster=self.clusters[core])
+            for core in present
+        ]
+        self._freqs = {}
+        for core in present:
+            freq = cpu_dir / f"cpu{core}/cpufreq/scaling_cur_freq"
+            if freq.exists():
+                self._freqs[f"cpu{core}_freq"] = SysfsValue(freq, 1e3)
+                self.channels.append(Channel(f"cpu{core}_freq", "clock", str(freq), group="cpu", cluster=self.clusters[core]))
+        self._last = first
+
+    def read(self) -> Mapping[str, float]:
+        out: dict[str, float] = {c.name: NAN for c in self.channels}
+        try:
+            now = _read_stat(self._stat)
+        except (OSError, ValueError):
+            return out
+        for name, (busy, total) in now.items():
+            before = self._last.get(name)
+            if before is not None and total > before[1]:
+                out[f"{name}_util"] = 100.0 * (busy - before[0]) / (total - before[1])
+        self._last = now
+        for name, value in self._freqs.items():
+            out[name] = value.read()
+        return out
+
+    def metadata(self) -> dict:
+        clusters: dict[str, list[int]] = {}
+        for core, kind in self.clusters.items():
+            clusters.setdefault(kind, []).append(core)
+        return {"cores": self.cores, "clusters": clusters, "offline": self.offline}
+
+
+_MEMINFO = re.compile(r"^(\w+):\s+(\d+)\s*kB", re.M)
+_STATUS = re.compile(r"^(VmRSS|VmHWM):\s+(\d+)\s*kB", re.M)
+
+
+class MemorySensor(Sensor):
+    """System RAM in use (bytes) and the training process's RSS and peak RSS.
+
+    On a Jetson, CPU and GPU share one DRAM, so system RAM in use is the
+    seed's "peak memory". ``pid`` is the training process: the sampler may run
+    in a child process, where ``/proc/self`` would be the wrong one.
+
+    Args:
+        root: Root of the file system tree to read.
+        pid: Process whose RSS is read; defaults to the calling process.
+    """
+
+    name = "memory (/proc/meminfo)"
+    min_period_s = 0.01
+
+    def __init__(self, root: str | Path = "/", pid: int | None = None):
+        root = Path(root)
+        self._meminfo = root / "proc/meminfo"
+        self._status = root / f"proc/{pid or os.getpid()}/status"
+        try:
+            info = self._parse_meminfo()
+        except (OSError, ValueError) as exc:
+            raise SensorUnavailable(f"cannot read {self._meminfo}: {exc}") from exc
+        if "MemTotal" not in info:
+            raise SensorUnavailable(f"{self._meminfo} has no MemTotal")
+        self.total_bytes = info["MemTotal"]
+        self.channels = [
+            Channel("ram_used", "memory", f"{self._meminfo} MemTotal-MemAvailable", group="mem"),
+            Channel("proc_rss", "memory", f"{self._status} VmRSS", group="mem"),
+            Channel("proc_peak", "memory", f"{self._status} VmHWM", group="mem"),
+        ]
+
+    def _parse_meminfo(self) -> dict[str, int]:
+        return {k: int(v) * 1024 for k, v in _MEMINFO.findall(self._meminfo.read_text())}
+
+    def read(self) -> Mapping[str, float]:
+        out = {"ram_used": NAN, "proc_rss": NAN, "proc_peak": NAN}
+        try:
+            info = self._parse_meminfo()
+            available = info.get("MemAvailable", info.get("MemFree", math.nan))
+            out["ram_used"] = float(info["MemTotal"] - available)
+        except (OSError, ValueError, KeyError):
+            pass
+        try:
+            status = dict(_STATUS.findall(self._status.read_text()))
+            out["proc_rss"] = float(status["VmRSS"]) * 1024 if "VmRSS" in status else NAN
+            out["proc_peak"] = float(status["VmHWM"]) * 1024 if "VmHWM" in status else NAN
+        except OSError:
+            pass
+        return out
+
+    def metadata(self) -> dict:
+        return {"ram_total_bytes": self.total_bytes}

@@ -7,3 +7,9 @@ energy integrated over each step's own time window.
 """
 
 __version__ = "0.1.0"
+
+from .callback import MobilePerfCallback
+from .monitor import PerfMonitor
+from .report import Report, StepRecord
+
+__all__ = ["MobilePerfCallback", "PerfMonitor", "Report", "StepRecord"]

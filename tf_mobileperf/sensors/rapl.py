@@ -45,7 +45,8 @@ class RaplSensor(Sensor):
             except (OSError, ValueError):
                 continue
             name = f"rapl_{zone.name.split(':', 1)[1].replace(':', '_')}_{label}"
-            group = _GROUPS.get(label.split("-")[0], "")
+            # Subzones (core, uncore, dram under a package) are parts of their package.
+            group = "subzone" if zone.name.count(":") > 1 else _GROUPS.get(label.split("-")[0], "")
             self.channels.append(Channel(name, "energy", str(zone / "energy_uj"), group=group))
             self._zones.append((name, counter, wrap))
         if not self._zones:

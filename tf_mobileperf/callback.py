@@ -1,0 +1,116 @@
+"""``MobilePerfCallback``: the seed's per-step measurement inside ``model.fit``.
+
+The hooks stay thin: they mark step windows on a ``PerfMonitor``, which does
+the sampling, joining and writing. To survive an out-of-memory error, the
+callback wraps ``model.train_function`` for the duration of ``fit``: a
+``ResourceExhaustedError`` or ``MemoryError`` in a step is recorded as the
+failed step, and training stops cleanly (``on_oom="stop"``) or the error is
+re-raised after the report is written (``on_oom="raise"``). A Ctrl-C inside
+a step writes the partial report before the KeyboardInterrupt goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Sequence
+
+import keras
+
+from .monitor import OOM_ERRORS, PerfMonitor
+from .report import Report
+from .sensors import Sensor
+
+log = logging.getLogger(__name__)
+
+
+class MobilePerfCallback(keras.callbacks.Callback):
+    """Measures power, energy, utilization and peak memory of every training step.
+
+    Args:
+        logdir: Directory for ``report.json``, ``steps.csv``, and the run
+            ``<logdir>/train`` (TensorBoard scalars and the sample series).
+        warmup_steps: First steps recorded but excluded from averages (seed: 3).
+        sample_period_ms: Sampling period of the power rails (seed: 5 ms).
+        sensors: "auto", "none", "replay:PATH[@SPEED]", or a list of sensors.
+        on_oom: "stop" ends ``fit`` normally with ``success: False``;
+            "raise" re-raises the error after writing the report.
+        profile_steps: ``(first, last)`` steps to trace with the TF profiler.
+        batch_size: Samples per batch, for J/sample and samples/s.
+
+    A step is one call of the train function: with ``steps_per_execution=N``
+    it covers N batches, and the report gives each step's ``batches``.
+
+    Example:
+        >>> cb = MobilePerfCallback("runs/cnn", batch_size=32)      # doctest: +SKIP
+        >>> model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb])  # doctest: +SKIP
+        >>> cb.report.summary()["energy_total"]                       # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        logdir: str | os.PathLike,
+        warmup_steps: int = 3,
+        sample_period_ms: float = 5.0,
+        sensors: str | Sequence[Sensor] = "auto",
+        on_oom: str = "stop",
+        profile_steps: tuple[int, int] | None = None,
+        batch_size: int | None = None,
+    ):
+        super().__init__()
+        if on_oom not in ("stop", "raise"):
+            raise ValueError(f"on_oom must be 'stop' or 'raise', got {on_oom!r}")
+        self.on_oom = on_oom
+        self._monitor_args = dict(logdir=logdir, warmup_steps=warmup_steps, sample_period_ms=sample_period_ms,
+                                  sensors=sensors, profile_steps=profile_steps, batch_size=batch_size)
+        self.monitor = PerfMonitor(**self._monitor_args)
+        self.report: Report | None = None
+        self._begin_batch = 0
+        self._original_train_function = None
+        self._last_logs: dict = {}
+
+    def on_train_begin(self, logs=None):
+        if self.monitor.report is not None:  # fit called again: a fresh measurement
+            self.monitor = PerfMonitor(**self._monitor_args)
+        self.monitor.begin()
+        self._wrap_train_function()
+
+    def on_train_batch_begin(self, batch, logs=None):
+        self._begin_batch = batch
+        self.monitor.step_begin()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._last_logs = logs or {}
+        self.monitor.step_end(batches=batch - self._begin_batch + 1)
+
+    def on_train_end(self, logs=None):
+        self._finish()
+
+    def _finish(self) -> None:
+        if self._original_train_function is not None:
+            self.model.train_function = self._original_train_function
+            self._original_train_function = None
+        self.report = self.monitor.end()
+
+    def _wrap_train_function(self) -> None:
+        original = self.model.train_function
+        if original is None:
+            return
+        self._original_train_function = original
+
+        def guarded_train_function(iterator):
+            try:
+                return original(iterator)
+            except OOM_ERRORS as exc:
+                self.monitor.fail(exc)
+                if self.on_oom == "raise":
+                    self._finish()
+                    raise
+                self.model.stop_training = True
+                return self._last_logs
+            except KeyboardInterrupt as exc:
+                self.monitor.fail(exc)
+                self._finish()
+                raise
+
+        self.model.train_function = guarded_train_function

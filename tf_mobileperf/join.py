@@ -1,0 +1,153 @@
+"""Join samples to training steps: energy, mean, peak per step and channel.
+
+Every function here is vectorized over steps and samples (``searchsorted``
+and ``reduceat``); nothing loops over samples in Python.
+
+Energy of a step is the integral of power over exactly [start, end]: the
+trapezoid rule between samples, with the power at the two edges linearly
+interpolated, so a constant power P gives P * duration to float precision.
+A window that the samples do not cover on both sides, or that overlaps a gap
+longer than ``max_gap_s`` between two valid samples, gets NaN and is flagged
+incomplete instead of being integrated across the hole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from .sensors.base import Channel
+
+
+def _cumulative(t: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Cumulative trapezoid integral of v over t, F[0] = 0."""
+    out = np.zeros_like(v)
+    np.cumsum(0.5 * (v[1:] + v[:-1]) * np.diff(t), out=out[1:])
+    return out
+
+
+def _integral_to(t: np.ndarray, v: np.ndarray, cum: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Integral from t[0] to each x (t[0] <= x <= t[-1]) of the piecewise-linear v."""
+    k = np.clip(np.searchsorted(t, x, side="right") - 1, 0, len(t) - 2)
+    dt = t[k + 1] - t[k]
+    frac = np.divide(x - t[k], dt, out=np.zeros_like(x), where=dt > 0)
+    vx = v[k] + frac * (v[k + 1] - v[k])
+    return cum[k] + 0.5 * (v[k] + vx) * (x - t[k])
+
+
+def _range_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """ufunc.reduce(values[lo[i]:hi[i]]) for every i; NaN where the range is empty."""
+    out = np.full(len(lo), np.nan)
+    used = hi > lo
+    if used.any():
+        idx = np.empty(2 * used.sum(), dtype=np.intp)
+        idx[0::2], idx[1::2] = lo[used], hi[used]
+        padded = np.append(values, np.nan)  # hi may equal len(values)
+        out[used] = ufunc.reduceat(padded, idx)[0::2]
+    return out
+
+
+def _coverage(t: np.ndarray, starts: np.ndarray, ends: np.ndarray, max_gap_s: float) -> np.ndarray:
+    """True where samples bracket the window and no interval inside it exceeds max_gap_s."""
+    if len(t) < 2:
+        return np.zeros(len(starts), dtype=bool)
+    covered = (t[0] <= starts) & (ends <= t[-1])
+    # Intervals overlapping [s, e] are k in [first, last], interval k = [t[k], t[k+1]].
+    first = np.clip(np.searchsorted(t, starts, side="right") - 1, 0, len(t) - 2)
+    last = np.clip(np.searchsorted(t, ends, side="left") - 1, 0, len(t) - 2)
+    longest = _range_reduce(np.maximum, np.diff(t), first, np.maximum(last + 1, first + 1))
+    return covered & (longest <= max_gap_s)
+
+
+@dataclasses.dataclass
+class StepValues:
+    """Per-step results of one channel: ``value`` (NaN where unknown) and ``complete``."""
+
+    channel: Channel
+    value: np.ndarray
+    complete: np.ndarray
+
+
+def window_energy(t, power, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
+    """Energy (J) of each window from power samples (W); NaN where incomplete."""
+    ok = np.isfinite(power)
+    t, power = t[ok], power[ok]
+    complete = _coverage(t, starts, ends, max_gap_s)
+    energy = np.full(len(starts), np.nan)
+    if complete.any():
+        cum = _cumulative(t, power)
+        energy[complete] = _integral_to(t, power, cum, ends[complete]) - _integral_to(t, power, cum, starts[complete])
+    return energy, complete
+
+
+def window_counter_delta(t, counter, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
+    """Increase of a cumulative counter (J) over each window, interpolated at the edges."""
+    ok = np.isfinite(counter)
+    t, counter = t[ok], counter[ok]
+    complete = _coverage(t, starts, ends, max_gap_s)
+    delta = np.full(len(starts), np.nan)
+    if complete.any():
+        delta[complete] = np.interp(ends[complete], t, counter) - np.interp(starts[complete], t, counter)
+    return delta, complete
+
+
+def window_mean(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
+    """Time-weighted mean of each window (utilization, clocks)."""
+    total, complete = window_energy(t, values, starts, ends, max_gap_s)
+    duration = ends - starts
+    mean = np.divide(total, duration, out=np.full(len(starts), np.nan), where=duration > 0)
+    return mean, complete
+
+
+def window_peak(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
+    """Largest value in each window: samples inside it and the edge interpolations."""
+    ok = np.isfinite(values)
+    t, values = t[ok], values[ok]
+    complete = _coverage(t, starts, ends, max_gap_s)
+    peak = np.full(len(starts), np.nan)
+    if complete.any():
+        s, e = starts[complete], ends[complete]
+        inside = _range_reduce(np.fmax, values, np.searchsorted(t, s, "left"), np.searchsorted(t, e, "right"))
+        peak[complete] = np.fmax(inside, np.maximum(np.interp(s, t, values), np.interp(e, t, values)))
+    return peak, complete
+
+
+_BY_KIND = {"power": window_energy, "energy": window_counter_delta, "util": window_mean,
+            "clock": window_mean, "memory": window_peak}
+
+
+def join(
+    t: np.ndarray,
+    values: np.ndarray,
+    channels: list[Channel],
+    starts: np.ndarray,
+    ends: np.ndarray,
+    period_s: float,
+    gap_factor: float = 3.0,
+) -> dict[str, StepValues]:
+    """Joins samples (``t`` (n,), ``values`` (n, channels)) to step windows.
+
+    Power channels give energy in J (mean power is energy / duration),
+    energy counters give their increase in J, utilization and clocks give
+    time-weighted means, memory gives the peak.
+
+    Args:
+        period_s: The sampler period. A channel's allowed gap between two
+            valid samples is ``gap_factor`` times the larger of this and the
+            channel's own slower rate (estimated from its samples).
+    """
+    t = np.asarray(t, dtype=np.float64)
+    starts = np.asarray(starts, dtype=np.float64)
+    ends = np.asarray(ends, dtype=np.float64)
+    if starts.shape != ends.shape or np.any(ends < starts):
+        raise ValueError("step windows need start <= end, one start per end")
+    out = {}
+    for i, channel in enumerate(channels):
+        column = values[:, i]
+        valid_t = t[np.isfinite(column)]
+        own_period = float(np.median(np.diff(valid_t))) if len(valid_t) > 2 else period_s
+        max_gap = gap_factor * max(period_s, own_period)
+        value, complete = _BY_KIND[channel.kind](t, column, starts, ends, max_gap)
+        out[channel.name] = StepValues(channel, value, complete)
+    return out

@@ -1,0 +1,191 @@
+"""The report of a run: the seed's numbers, per step and in total.
+
+The summary keys keep the seed's names and meaning (``success``,
+``gpu_util_avg``, ``cpu_util_avg``, ``power_avg``, ``energy_total``,
+``mem_peak_gb``). Averages and totals cover measured steps only; warm-up
+steps are listed, marked, and left out. A quantity no sensor measured is
+``None`` (JSON null) with the reason in ``unavailable``, never 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+
+from .join import StepValues
+from .sensors.base import Channel
+
+GIB = float(2**30)
+
+
+def _num(x: float | None) -> float | None:
+    """A JSON-safe number: NaN and None become None."""
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) or math.isinf(x) else x
+
+
+@dataclasses.dataclass
+class StepRecord:
+    """One training step (one hook call; ``batches`` > 1 with steps_per_execution)."""
+
+    step: int
+    start_s: float
+    end_s: float
+    batches: int = 1
+    warmup: bool = False
+    traced: bool = False
+    failed: bool = False
+    energy_j: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    power_w: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    cpu_util: float | None = None
+    cpu_util_per_core: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    gpu_util: float | None = None
+    mem_peak_gb: float | None = None
+    incomplete: list[str] = dataclasses.field(default_factory=list)
+
+    @property
+    def duration_s(self) -> float:
+        return self.end_s - self.start_s
+
+    def csv_row(self) -> dict[str, Any]:
+        row = {"step": self.step, "start_s": self.start_s, "end_s": self.end_s, "duration_s": self.duration_s,
+               "batches": self.batches, "warmup": int(self.warmup), "traced": int(self.traced),
+               "failed": int(self.failed), "cpu_util": self.cpu_util, "gpu_util": self.gpu_util,
+               "mem_peak_gb": self.mem_peak_gb}
+        row |= {f"energy_j/{k}": v for k, v in self.energy_j.items()}
+        row |= {f"power_w/{k}": v for k, v in self.power_w.items()}
+        return row
+
+
+def energy_rails(channels: list[Channel]) -> list[Channel]:
+    """Channels that give a rail's energy: power rails and energy counters.
+
+    A device with both (NVML ``gpuN_power`` and ``gpuN_energy``) uses the
+    counter, which the hardware integrates itself.
+    """
+    counters = {c.name.removesuffix("_energy") for c in channels if c.kind == "energy"}
+    return [c for c in channels if c.kind == "energy" or (c.kind == "power" and c.name.removesuffix("_power") not in counters)]
+
+
+def fill_steps(steps: list[StepRecord], joined: dict[str, StepValues], channels: list[Channel]) -> None:
+    """Writes the joined per-step values into ``steps`` (same order)."""
+    rails = energy_rails(channels)
+    total_rails = [c for c in rails if c.group == "total"] or [c for c in rails if c.group != "subzone"]
+    util_cores = [c for c in channels if c.kind == "util" and c.group == "cpu" and c.name != "cpu_util"]
+    gpu_utils = [c for c in channels if c.kind == "util" and c.group == "gpu"]
+    memory = [c for c in channels if c.kind == "memory" and c.name == "ram_used"]
+    for i, step in enumerate(steps):
+        duration = step.duration_s
+        for rail in rails:
+            energy = _num(joined[rail.name].value[i])
+            step.energy_j[rail.name] = energy
+            step.power_w[rail.name] = _num(energy / duration) if energy is not None and duration > 0 else None
+            if not joined[rail.name].complete[i]:
+                step.incomplete.append(rail.name)
+        if rails:
+            parts = [step.energy_j[c.name] for c in total_rails]
+            step.energy_j["total"] = None if any(p is None for p in parts) else sum(parts)
+            step.power_w["total"] = (step.energy_j["total"] / duration
+                                     if step.energy_j["total"] is not None and duration > 0 else None)
+        if "cpu_util" in joined:
+            step.cpu_util = _num(joined["cpu_util"].value[i])
+        step.cpu_util_per_core = {c.name.removesuffix("_util"): _num(joined[c.name].value[i]) for c in util_cores}
+        if gpu_utils:
+            values = [joined[c.name].value[i] for c in gpu_utils]
+            step.gpu_util = _num(np.mean(values)) if np.isfinite(values).all() else None
+        if memory:
+            peak = joined[memory[0].name].value[i]
+            step.mem_peak_gb = _num(peak / GIB)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return float(np.mean(known)) if known and len(known) == len(values) else None
+
+
+@dataclasses.dataclass
+class Report:
+    """What a run cost. ``to_dict()`` is JSON-ready (NaN never appears)."""
+
+    success: bool
+    failed_step: int | None
+    error: str | None
+    warmup_steps: int
+    steps: list[StepRecord]
+    channels: list[Channel]
+    sampling: dict
+    sensors: list[dict]
+    device: dict
+    unavailable: dict[str, str]
+    batch_size: int | None = None
+
+    @property
+    def measured(self) -> list[StepRecord]:
+        return [s for s in self.steps if not s.warmup and not s.failed]
+
+    def summary(self) -> dict[str, Any]:
+        steps = self.measured
+        durations = np.array([s.duration_s for s in steps])
+        total_time = float(durations.sum()) if len(steps) else 0.0
+        rails = [c.name for c in energy_rails(self.channels)]
+        energy_j = {r: _sum([s.energy_j.get(r) for s in steps]) for r in rails + (["total"] if rails else [])}
+        power_avg_w = {r: (e / total_time if e is not None and total_time > 0 else None) for r, e in energy_j.items()}
+        clusters: dict[str, list[str]] = {}
+        for c in self.channels:
+            if c.kind == "util" and c.group == "cpu" and c.cluster:
+                clusters.setdefault(c.cluster, []).append(c.name.removesuffix("_util"))
+        per_core = {core: _mean([s.cpu_util_per_core.get(core) for s in steps]) for core in
+                    (steps[0].cpu_util_per_core if steps else {})}
+        per_cluster = {name: _mean_known([per_core.get(core) for core in cores]) for name, cores in clusters.items()}
+        samples = self.batch_size * sum(s.batches for s in steps) if self.batch_size else None
+        energy_total = energy_j.get("total")
+        mem = [s.mem_peak_gb for s in steps if s.mem_peak_gb is not None]
+        return {
+            "success": self.success,
+            "failed_step": self.failed_step,
+            "error": self.error,
+            "steps_measured": len(steps),
+            "warmup_steps": self.warmup_steps,
+            "gpu_util_avg": _mean([s.gpu_util for s in steps]) if steps else None,
+            "cpu_util_avg": _mean([s.cpu_util for s in steps]) if steps else None,
+            "power_avg": power_avg_w.get("total"),
+            "energy_total": energy_total,
+            "mem_peak_gb": max(mem) if mem else None,
+            "power_avg_w": power_avg_w,
+            "energy_j": energy_j,
+            "cpu_util_per_core": per_core,
+            "cpu_util_per_cluster": per_cluster,
+            "step_time_s": {
+                "mean": float(durations.mean()) if len(steps) else None,
+                "p50": float(np.percentile(durations, 50)) if len(steps) else None,
+                "p99": float(np.percentile(durations, 99)) if len(steps) else None,
+            },
+            "batch_size": self.batch_size,
+            "energy_per_sample_j": energy_total / samples if energy_total is not None and samples else None,
+            "samples_per_s": samples / total_time if samples and total_time > 0 else None,
+            "sampling": self.sampling,
+            "sensors": self.sensors,
+            "device": self.device,
+            "unavailable": self.unavailable,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.summary()
+        out["steps"] = [
+            dataclasses.asdict(s) | {"duration_s": s.duration_s} for s in self.steps
+        ]
+        return out
+
+
+def _sum(values: list[float | None]) -> float | None:
+    return float(sum(values)) if values and all(v is not None for v in values) else None
+
+
+def _mean_known(values: list[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return float(np.mean(known)) if known else None

@@ -15,7 +15,9 @@ $(STAMP): $(BIN)/python setup.cfg pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/mobileperf sensors
+	$(BIN)/mobileperf sensors --seconds 1
+	$(BIN)/python examples/demo.py --logdir runs/demo
+	$(BIN)/tensorboard --logdir runs/demo --host 127.0.0.1 --port 6006
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

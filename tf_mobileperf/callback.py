@@ -5,14 +5,17 @@ the sampling, joining and writing. To survive an out-of-memory error, the
 callback wraps ``model.train_function`` for the duration of ``fit``: a
 ``ResourceExhaustedError`` or ``MemoryError`` in a step is recorded as the
 failed step, and training stops cleanly (``on_oom="stop"``) or the error is
-re-raised after the report is written (``on_oom="raise"``). A Ctrl-C inside
-a step writes the partial report before the KeyboardInterrupt goes on.
+re-raised after the report is written (``on_oom="raise"``). Ctrl-C (SIGINT)
+or SIGTERM during ``fit`` writes the partial report, then the previous
+handler runs (by default: KeyboardInterrupt).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
+import threading
 from typing import Sequence
 
 import keras
@@ -74,6 +77,7 @@ class MobilePerfCallback(keras.callbacks.Callback):
             self.monitor = PerfMonitor(**self._monitor_args)
         self.monitor.begin()
         self._wrap_train_function()
+        self._install_interrupt_handler()
 
     def on_train_batch_begin(self, batch, logs=None):
         self._begin_batch = batch
@@ -87,6 +91,7 @@ class MobilePerfCallback(keras.callbacks.Callback):
         self._finish()
 
     def _finish(self) -> None:
+        self._restore_interrupt_handlers()
         if self._original_train_function is not None:
             self.model.train_function = self._original_train_function
             self._original_train_function = None
@@ -108,9 +113,28 @@ class MobilePerfCallback(keras.callbacks.Callback):
                     raise
                 self.model.stop_training = True
                 return self._last_logs
-            except KeyboardInterrupt as exc:
-                self.monitor.fail(exc)
-                self._finish()
-                raise
 
         self.model.train_function = guarded_train_function
+
+    def _install_interrupt_handler(self) -> None:
+        """On Ctrl-C (SIGINT) or SIGTERM: write the partial report, then go on as before."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        self._previous_handlers = {}
+
+        def handler(signum, frame):
+            self.monitor.fail(KeyboardInterrupt(signal.Signals(signum).name))
+            self._finish()
+            previous = self._previous_handlers.get(signum)
+            if callable(previous):
+                return previous(signum, frame)
+            if previous != signal.SIG_IGN:
+                os.kill(os.getpid(), signum)  # the default action; our handler is gone
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            self._previous_handlers[signum] = signal.signal(signum, handler)
+
+    def _restore_interrupt_handlers(self) -> None:
+        for signum, previous in getattr(self, "_previous_handlers", {}).items():
+            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
+        self._previous_handlers = {}

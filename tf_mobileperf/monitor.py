@@ -35,7 +35,7 @@ import numpy as np
 
 from . import join as join_mod
 from .report import GIB, Report, StepRecord, energy_rails, fill_steps
-from .sampler import Sampler, Samples
+from .sampler import Sampler, Samples, check_period
 from .sensors import Probe, ReplaySensor, Sensor, probe
 from .storage import SeriesWriter, StepsCsv, write_json
 from .summary import ScalarWriter
@@ -119,13 +119,12 @@ class PerfMonitor:
         self.profile_steps = profile_steps
         self.batch_size = batch_size
         self.flush_s = flush_s
+        self.period_ms = check_period(sample_period_ms)
         self._probe = resolve_sensors(sensors)
-        # Validates the period now, in the constructor, not at the first step.
         self.sampler = Sampler(self._probe.sensors, sample_period_ms) if self._probe.sensors else None
-        self.period_ms = float(sample_period_ms)
         self.channels = self.sampler.channels if self.sampler else []
         self.report: Report | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # re-entered by a signal handler in the main thread
         self._steps: list[StepRecord] = []
         self._pending: list[StepRecord] = []
         self._open: StepRecord | None = None
@@ -322,19 +321,21 @@ class PerfMonitor:
         rails += ["total"] if rails else []
         return base + [f"energy_j/{r}" for r in rails] + [f"power_w/{r}" for r in rails]
 
+    def _absent(self, *keywords: str) -> str:
+        reasons = [f"{k}: {v}" for k, v in self._probe.absent.items() if any(w in k for w in keywords)]
+        return "; ".join(reasons) or "no such sensor among those given"
+
     def _unavailable(self) -> dict[str, str]:
-        kinds = {c.kind for c in self.channels}
-        groups = {(c.kind, c.group) for c in self.channels}
-        absent = "; ".join(f"{k}: {v}" for k, v in self._probe.absent.items()) or "no sensor was given"
+        names = {c.name for c in self.channels}
         out = {}
-        if not kinds & {"power", "energy"}:
-            out["power"] = out["energy"] = f"no power sensor: {absent}"
-        if not any(kind == "util" and "gpu" in group for kind, group in groups):
-            out["gpu_util"] = f"no GPU utilization sensor: {absent}"
-        if "cpu_util" not in {c.name for c in self.channels}:
-            out["cpu_util"] = f"no CPU utilization sensor: {absent}"
-        if "ram_used" not in {c.name for c in self.channels}:
-            out["mem_peak_gb"] = f"no memory sensor: {absent}"
+        if not {c.kind for c in self.channels} & {"power", "energy"}:
+            out["power"] = out["energy"] = "no power sensor: " + self._absent("ina3221", "rapl", "nvml", "jtop", "all")
+        if not any(c.kind == "util" and "gpu" in c.group for c in self.channels):
+            out["gpu_util"] = "no GPU utilization sensor: " + self._absent("gpu", "nvml", "all")
+        if "cpu_util" not in names:
+            out["cpu_util"] = "no CPU utilization sensor: " + self._absent("cpu", "all")
+        if "ram_used" not in names:
+            out["mem_peak_gb"] = "no memory sensor: " + self._absent("memory", "all")
         if self.batch_size is None:
             out["energy_per_sample_j"] = out["samples_per_s"] = "batch size unknown: pass batch_size="
         return out

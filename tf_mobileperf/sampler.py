@@ -36,6 +36,15 @@ log = logging.getLogger(__name__)
 MIN_PERIOD_MS = 0.5
 
 
+def check_period(period_ms: float) -> float:
+    """Returns ``period_ms`` if the sampler can do it, else raises TypeError/ValueError."""
+    if isinstance(period_ms, bool) or not isinstance(period_ms, (int, float)) or not math.isfinite(period_ms):
+        raise TypeError(f"sample period must be a finite number of ms, got {period_ms!r}")
+    if period_ms < MIN_PERIOD_MS:
+        raise ValueError(f"sample period must be >= {MIN_PERIOD_MS} ms (what the sampler can sustain), got {period_ms}")
+    return float(period_ms)
+
+
 @dataclasses.dataclass
 class Samples:
     """Rows drained from the sampler: ``t`` (n,) seconds, ``values`` (n, channels)."""
@@ -119,10 +128,7 @@ class Sampler:
         capacity: int = 1 << 16,
         realtime: bool = True,
     ):
-        if isinstance(period_ms, bool) or not isinstance(period_ms, (int, float)) or not math.isfinite(period_ms):
-            raise TypeError(f"period_ms must be a number, got {period_ms!r}")
-        if period_ms < MIN_PERIOD_MS:
-            raise ValueError(f"period_ms must be >= {MIN_PERIOD_MS} ms (what the sampler can sustain), got {period_ms}")
+        check_period(period_ms)
         if mode == "auto":
             mode = "process" if "fork" in mp.get_all_start_methods() else "thread"
         if mode not in ("process", "thread"):

@@ -69,27 +69,39 @@ class StepValues:
     complete: np.ndarray
 
 
+def _per_window(compute, t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
+    """Runs ``compute(t, v, s, e)`` on the finite samples for the complete windows only."""
+    ok = np.isfinite(values)
+    t, values = t[ok], values[ok]
+    complete = _coverage(t, starts, ends, max_gap_s)
+    out = np.full(len(starts), np.nan)
+    if complete.any():
+        out[complete] = compute(t, values, starts[complete], ends[complete])
+    return out, complete
+
+
+def _energy(t, power, s, e):
+    cum = _cumulative(t, power)
+    return _integral_to(t, power, cum, e) - _integral_to(t, power, cum, s)
+
+
+def _counter_delta(t, counter, s, e):
+    return np.interp(e, t, counter) - np.interp(s, t, counter)
+
+
+def _peak(t, values, s, e):
+    inside = _range_reduce(np.fmax, values, np.searchsorted(t, s, "left"), np.searchsorted(t, e, "right"))
+    return np.fmax(inside, np.maximum(np.interp(s, t, values), np.interp(e, t, values)))
+
+
 def window_energy(t, power, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
     """Energy (J) of each window from power samples (W); NaN where incomplete."""
-    ok = np.isfinite(power)
-    t, power = t[ok], power[ok]
-    complete = _coverage(t, starts, ends, max_gap_s)
-    energy = np.full(len(starts), np.nan)
-    if complete.any():
-        cum = _cumulative(t, power)
-        energy[complete] = _integral_to(t, power, cum, ends[complete]) - _integral_to(t, power, cum, starts[complete])
-    return energy, complete
+    return _per_window(_energy, t, power, starts, ends, max_gap_s)
 
 
 def window_counter_delta(t, counter, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
     """Increase of a cumulative counter (J) over each window, interpolated at the edges."""
-    ok = np.isfinite(counter)
-    t, counter = t[ok], counter[ok]
-    complete = _coverage(t, starts, ends, max_gap_s)
-    delta = np.full(len(starts), np.nan)
-    if complete.any():
-        delta[complete] = np.interp(ends[complete], t, counter) - np.interp(starts[complete], t, counter)
-    return delta, complete
+    return _per_window(_counter_delta, t, counter, starts, ends, max_gap_s)
 
 
 def window_mean(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
@@ -102,15 +114,7 @@ def window_mean(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndar
 
 def window_peak(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
     """Largest value in each window: samples inside it and the edge interpolations."""
-    ok = np.isfinite(values)
-    t, values = t[ok], values[ok]
-    complete = _coverage(t, starts, ends, max_gap_s)
-    peak = np.full(len(starts), np.nan)
-    if complete.any():
-        s, e = starts[complete], ends[complete]
-        inside = _range_reduce(np.fmax, values, np.searchsorted(t, s, "left"), np.searchsorted(t, e, "right"))
-        peak[complete] = np.fmax(inside, np.maximum(np.interp(s, t, values), np.interp(e, t, values)))
-    return peak, complete
+    return _per_window(_peak, t, values, starts, ends, max_gap_s)
 
 
 _BY_KIND = {"power": window_energy, "energy": window_counter_delta, "util": window_mean,

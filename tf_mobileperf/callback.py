@@ -75,6 +75,7 @@ class MobilePerfCallback(keras.callbacks.Callback):
     def on_train_begin(self, logs=None):
         if self.monitor.report is not None:  # fit called again: a fresh measurement
             self.monitor = PerfMonitor(**self._monitor_args)
+        self.monitor.model_name = self.model.name
         self.monitor.begin()
         self._wrap_train_function()
         self._install_interrupt_handler()

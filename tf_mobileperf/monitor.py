@@ -37,7 +37,7 @@ from . import join as join_mod
 from .report import GIB, Report, StepRecord, energy_rails, fill_steps
 from .sampler import Sampler, Samples, check_period
 from .sensors import Probe, ReplaySensor, Sensor, probe
-from .storage import SeriesWriter, StepsCsv, write_json
+from .storage import PLUGIN_DIR, SeriesWriter, StepsCsv, write_json
 from .summary import ScalarWriter
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,7 @@ class PerfMonitor:
         self.run_dir = self.logdir / run
         self.profile_steps = profile_steps
         self.batch_size = batch_size
+        self.model_name: str | None = None  # set by the callback from the Keras model
         self.flush_s = flush_s
         self.period_ms = check_period(sample_period_ms)
         self._probe = resolve_sensors(sensors)
@@ -143,11 +144,13 @@ class PerfMonitor:
         if self._started:
             return self
         self.logdir.mkdir(parents=True, exist_ok=True)
-        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / PLUGIN_DIR).mkdir(parents=True, exist_ok=True)
         meta = self._device_metadata()
         self._series = SeriesWriter(self.run_dir, self.channels, meta) if self.channels else None
         self._csv = StepsCsv(self.logdir / "steps.csv", self._csv_fields())
         self._scalars = ScalarWriter(self.run_dir)
+        self._guard("write run summary", self._scalars.write_run_summary,
+                    {"status": "running", "model": self.model_name, "batch_size": self.batch_size}, 0)
         if not self._probe.has_kind("power") and not self._probe.has_kind("energy"):
             log.info("no power sensor on this machine; power and energy are reported as null (%s)",
                      "; ".join(f"{k}: {v}" for k, v in self._probe.absent.items()))
@@ -179,7 +182,11 @@ class PerfMonitor:
             self.sampler.stop()
         self._collect(final=True)
         self.report = self._build_report()
-        self._guard("write report", write_json, self.logdir / "report.json", self.report.to_dict())
+        report = self.report.to_dict()
+        self._guard("write report", write_json, self.logdir / "report.json", report)
+        self._guard("write report", write_json, self.run_dir / PLUGIN_DIR / "report.json", report)
+        summary = {k: v for k, v in report.items() if k != "steps"} | {"status": "finished"}
+        self._guard("write run summary", self._scalars.write_run_summary, summary, len(self._steps))
         for closer in (self._series.close if self._series else None, self._csv.close, self._scalars.close):
             if closer:
                 self._guard("close", closer)
@@ -347,6 +354,7 @@ class PerfMonitor:
             warmup_steps=self.warmup_steps, steps=list(self._steps), channels=self.channels,
             sampling=self._stats.summary(self.sampler), sensors=[s.describe() for s in self._probe.sensors],
             device=self._device_metadata(), unavailable=self._unavailable(), batch_size=self.batch_size,
+            model=self.model_name,
         )
 
     @staticmethod

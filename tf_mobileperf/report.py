@@ -123,6 +123,7 @@ class Report:
     device: dict
     unavailable: dict[str, str]
     batch_size: int | None = None
+    model: str | None = None
 
     @property
     def measured(self) -> list[StepRecord]:
@@ -146,6 +147,7 @@ class Report:
         energy_total = energy_j.get("total")
         mem = [s.mem_peak_gb for s in steps if s.mem_peak_gb is not None]
         return {
+            "model": self.model,
             "success": self.success,
             "failed_step": self.failed_step,
             "error": self.error,

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from tf_mobileperf_tensorboard.summary import run_summary
+
 from .report import StepRecord
 
 
@@ -42,6 +44,12 @@ class ScalarWriter:
                     continue
                 for tag, value in step_scalars(step).items():
                     tf.summary.scalar(tag, value, step=step.step)
+        self._writer.flush()
+
+    def write_run_summary(self, summary: dict, step: int) -> None:
+        """The dashboard's entry for this run (see tf_mobileperf_tensorboard.summary)."""
+        with self._writer.as_default():
+            run_summary(summary, step)
         self._writer.flush()
 
     def close(self) -> None:

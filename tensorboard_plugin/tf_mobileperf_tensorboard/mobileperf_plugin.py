@@ -1,0 +1,204 @@
+"""Serves the MobilePerf dashboard: runs, step tables, sample series, traces.
+
+Runs are found through ``context.data_provider`` (the run summary tensor
+written by the callback); a run's step table and samples are then read from
+that run's own ``plugins/mobileperf/`` folder, as the profile plugin reads
+its traces. A run name is accepted only if the data provider lists it and it
+resolves inside the logdir. Every route answers bad input with a 4xx and a
+message, never a 500, and no route writes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+from urllib.parse import quote
+
+import numpy as np
+from werkzeug import wrappers
+
+from tensorboard import plugin_util
+from tensorboard.backend import http_util
+from tensorboard.data import provider
+from tensorboard.plugins import base_plugin
+
+from . import metadata
+from .downsample import min_max
+
+log = logging.getLogger(__name__)
+
+STATIC = Path(__file__).parent / "static"
+SERIES_DIR = "plugins/mobileperf"
+MAX_POINTS_LIMIT = 20000
+
+
+class BadRequest(Exception):
+    """Client error: ``status`` and a message for the response."""
+
+    def __init__(self, message: str, status: int = 400):
+        super().__init__(message)
+        self.status = status
+
+
+def _route(fn):
+    """Wraps a handler: JSON out, BadRequest and broken files as 4xx."""
+
+    @wrappers.Request.application
+    def handler(self, request):
+        try:
+            body = fn(self, request)
+        except BadRequest as exc:
+            return http_util.Respond(request, {"error": str(exc)}, "application/json", code=exc.status)
+        except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+            log.warning("mobileperf: %s: %s", request.path, exc)
+            return http_util.Respond(request, {"error": f"unreadable data: {exc}"}, "application/json", code=422)
+        return http_util.Respond(request, body, "application/json")
+
+    return handler
+
+
+def _number(request, name: str, default: float | None = None) -> float | None:
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise BadRequest(f"parameter {name!r} must be a number, got {raw[:40]!r}")
+    if not math.isfinite(value):
+        raise BadRequest(f"parameter {name!r} must be finite")
+    return value
+
+
+class MobilePerfPlugin(base_plugin.TBPlugin):
+    """The "MobilePerf" tab: power per rail, energy per step, memory, utilization."""
+
+    plugin_name = metadata.PLUGIN_NAME
+
+    def __init__(self, context: base_plugin.TBContext):
+        self._data_provider = context.data_provider
+        self._logdir = Path(context.logdir).resolve() if context.logdir else None
+
+    def get_plugin_apps(self):
+        return {
+            "/index.js": self._serve_js,
+            "/runs": self._serve_runs,
+            "/steps": self._serve_steps,
+            "/channels": self._serve_channels,
+            "/series": self._serve_series,
+        }
+
+    def is_active(self) -> bool:
+        return False  # TensorBoard activates us when the data provider lists our plugin's data
+
+    def frontend_metadata(self):
+        return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="MobilePerf")
+
+    @wrappers.Request.application
+    def _serve_js(self, request):
+        bundle = STATIC / "index.js"
+        if not bundle.exists():
+            return http_util.Respond(request, "frontend bundle not built: run `make`", "text/plain", code=404)
+        return http_util.Respond(request, bundle.read_bytes(), "application/javascript")
+
+    # -- data --------------------------------------------------------------
+    def _summaries(self, request) -> dict[str, dict]:
+        ctx = plugin_util.context(request.environ)
+        experiment = plugin_util.experiment_id(request.environ)
+        mapping = self._data_provider.list_tensors(ctx, experiment_id=experiment, plugin_name=metadata.PLUGIN_NAME)
+        if not mapping:
+            return {}
+        filter_ = provider.RunTagFilter(runs=list(mapping), tags=[metadata.RUN_TAG])
+        data = self._data_provider.read_tensors(
+            ctx, experiment_id=experiment, plugin_name=metadata.PLUGIN_NAME, run_tag_filter=filter_, downsample=1)
+        out = {}
+        for run, tags in data.items():
+            datum = tags.get(metadata.RUN_TAG)
+            if not datum:
+                continue
+            try:
+                raw = datum[-1].numpy.item()
+                out[run] = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
+            except (ValueError, AttributeError, UnicodeDecodeError) as exc:
+                out[run] = {"error": f"unreadable run summary: {exc}"}
+        return out
+
+    def _run_dir(self, request) -> tuple[str, Path]:
+        run = request.args.get("run")
+        if not run:
+            raise BadRequest("missing parameter 'run'")
+        if run not in self._summaries(request):
+            raise BadRequest(f"unknown run {run[:100]!r}", 404)
+        if self._logdir is None:
+            raise BadRequest("this TensorBoard has no local logdir; series are not available", 404)
+        path = (self._logdir / run).resolve()
+        if not path.is_relative_to(self._logdir):
+            raise BadRequest(f"run {run[:100]!r} is outside the logdir", 404)
+        return run, path
+
+    @_route
+    def _serve_runs(self, request):
+        return [{"run": run, "summary": summary} for run, summary in sorted(self._summaries(request).items())]
+
+    @_route
+    def _serve_steps(self, request):
+        run, path = self._run_dir(request)
+        report = path / SERIES_DIR / "report.json"
+        if not report.exists():
+            return {"run": run, "steps": [], "message": "the run has not finished its first report yet"}
+        data = json.loads(report.read_text())
+        return {"run": run, "steps": data.get("steps", []), "warmup_steps": data.get("warmup_steps"),
+                "failed_step": data.get("failed_step"), "profile": self._profile_links(run, path)}
+
+    @staticmethod
+    def _profile_links(run: str, path: Path) -> list[dict]:
+        sessions = sorted(p.name for p in (path / "plugins" / "profile").glob("*") if p.is_dir())
+        return [{"session": s, "url": f"/?run={quote(run + '/' + s, safe='')}&tool=trace_viewer#profile"} for s in sessions]
+
+    def _header(self, path: Path) -> dict:
+        header = json.loads((path / SERIES_DIR / "channels.json").read_text())
+        if not isinstance(header.get("columns"), list) or header["columns"][:1] != ["t"]:
+            raise ValueError("channels.json has no column list starting with 't'")
+        return header
+
+    def _rows(self, path: Path, width: int) -> np.ndarray:
+        file = path / SERIES_DIR / "samples.bin"
+        rows = file.stat().st_size // (8 * width)
+        if rows == 0:
+            return np.empty((0, width))
+        return np.memmap(file, dtype="<f8", mode="r", shape=(rows, width))
+
+    @_route
+    def _serve_channels(self, request):
+        run, path = self._run_dir(request)
+        header = self._header(path)
+        rows = self._rows(path, len(header["columns"]))
+        header["t0"] = float(rows[0, 0]) if len(rows) else None
+        header["t1"] = float(rows[-1, 0]) if len(rows) else None
+        header["samples"] = len(rows)
+        return header
+
+    @_route
+    def _serve_series(self, request):
+        run, path = self._run_dir(request)
+        channel = request.args.get("channel")
+        if not channel:
+            raise BadRequest("missing parameter 'channel'")
+        header = self._header(path)
+        if channel not in header["columns"][1:]:
+            raise BadRequest(f"unknown channel {channel[:100]!r} in run {run[:100]!r}", 404)
+        max_points = int(_number(request, "max_points", 2000))
+        if not 2 <= max_points <= MAX_POINTS_LIMIT:
+            raise BadRequest(f"max_points must be within 2..{MAX_POINTS_LIMIT}")
+        rows = self._rows(path, len(header["columns"]))
+        t = np.asarray(rows[:, 0])
+        start = _number(request, "start", -math.inf)
+        end = _number(request, "end", math.inf)
+        if end < start:
+            raise BadRequest("end must be >= start")
+        lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "right")
+        column = header["columns"].index(channel)
+        values = np.asarray(rows[lo:hi, column])
+        return {"run": run, "channel": channel, "samples": int(hi - lo), **min_max(t[lo:hi], values, max_points)}

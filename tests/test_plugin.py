@@ -1,0 +1,138 @@
+"""The dashboard's backend through TensorBoard's own WSGI app (werkzeug client),
+on logdirs made by the real callback with the synthetic sensor."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+
+import keras
+import numpy as np
+import pytest
+from werkzeug import test as werkzeug_test
+from werkzeug import wrappers
+
+from tensorboard.backend import application
+from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
+from tensorboard.plugins import base_plugin
+
+from tf_mobileperf import MobilePerfCallback
+from tf_mobileperf.sensors import SyntheticSensor
+from tf_mobileperf_tensorboard.downsample import min_max
+from tf_mobileperf_tensorboard.mobileperf_plugin import MobilePerfPlugin
+
+BASE = "/data/plugin/mobileperf"
+
+
+def train(logdir, batch_size=32, spike_at=None):
+    sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0 + math.sin(t * 20), "VDD_SYS_GPU": lambda t: 2.0},
+                             memory_b={"ram_used": lambda t: 2e9}, groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"})
+    cb = MobilePerfCallback(logdir, sensors=[sensor], batch_size=batch_size)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32), keras.layers.Dense(1)], name=f"mlp")
+    model.compile("sgd", "mse")
+    x = np.ones((batch_size * 12, 8), "float32")
+    model.fit(x, x[:, :1], batch_size=batch_size, epochs=1, callbacks=[cb], verbose=0)
+    return cb.report
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("logs")
+    train(root / "bs8", batch_size=8)
+    train(root / "bs32", batch_size=32)
+    return root
+
+
+def client_for(logdir):
+    multiplexer = plugin_event_multiplexer.EventMultiplexer()
+    multiplexer.AddRunsFromDirectory(str(logdir))
+    multiplexer.Reload()
+    provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
+    context = base_plugin.TBContext(logdir=str(logdir), multiplexer=multiplexer, data_provider=provider)
+    plugin = MobilePerfPlugin(context)
+    app = application.TensorBoardWSGI([plugin], data_provider=provider)
+    return werkzeug_test.Client(app, wrappers.Response), plugin
+
+
+def get(client, route, **params):
+    response = client.get(f"{BASE}/{route}", query_string=params)
+    return response.status_code, json.loads(response.get_data()) if response.mimetype == "application/json" else None
+
+
+def test_runs_lists_every_run_with_its_summary(logdir):
+    client, _ = client_for(logdir)
+    status, runs = get(client, "runs")
+    assert status == 200
+    by_run = {r["run"]: r["summary"] for r in runs}
+    assert set(by_run) == {"bs8/train", "bs32/train"}
+    assert by_run["bs8/train"]["batch_size"] == 8 and by_run["bs8/train"]["status"] == "finished"
+    assert by_run["bs32/train"]["model"] == "mlp" and by_run["bs32/train"]["success"] is True
+
+
+def test_plugin_is_listed_active(logdir):
+    client, _ = client_for(logdir)
+    listing = json.loads(client.get("/data/plugins_listing").get_data())
+    assert listing["mobileperf"]["enabled"] is True
+    assert listing["mobileperf"]["tab_name"] == "MobilePerf"
+
+
+def test_steps_and_channels(logdir):
+    client, _ = client_for(logdir)
+    status, steps = get(client, "steps", run="bs8/train")
+    assert status == 200 and len(steps["steps"]) == 12 and steps["steps"][0]["warmup"] is True
+    status, header = get(client, "channels", run="bs8/train")
+    assert status == 200 and header["columns"] == ["t", "VDD_IN", "VDD_SYS_GPU", "ram_used"]
+    assert header["samples"] > 0 and header["t1"] >= header["t0"]
+
+
+def test_series_raw_and_downsampled_keep_peaks(logdir):
+    client, _ = client_for(logdir)
+    _, header = get(client, "channels", run="bs8/train")
+    status, series = get(client, "series", run="bs8/train", channel="VDD_SYS_GPU", max_points=100000 // 10)
+    assert status == 200 and set(series["min"]) == {2.0}
+    status, small = get(client, "series", run="bs8/train", channel="VDD_IN", max_points=10)
+    assert len(small["t"]) <= 5
+    status, part = get(client, "series", run="bs8/train", channel="VDD_IN", start=header["t0"], end=header["t0"] + 0.05)
+    assert 0 < part["samples"] <= 12
+
+
+def test_min_max_keeps_a_one_sample_spike():
+    t = np.arange(720_000) / 200.0
+    v = np.ones_like(t)
+    v[123_457] = 50.0
+    out = min_max(t, v, 1000)
+    assert len(out["t"]) == 500 and max(out["max"]) == 50.0 and min(out["min"]) == 1.0
+
+
+@pytest.mark.parametrize("route,params,status", [
+    ("steps", {}, 400),
+    ("steps", {"run": "nope"}, 404),
+    ("steps", {"run": "../../etc"}, 404),
+    ("series", {"run": "bs8/train"}, 400),
+    ("series", {"run": "bs8/train", "channel": "nope"}, 404),
+    ("series", {"run": "bs8/train", "channel": "VDD_IN", "start": "abc"}, 400),
+    ("series", {"run": "bs8/train", "channel": "VDD_IN", "max_points": "1e12"}, 400),
+    ("series", {"run": "bs8/train", "channel": "VDD_IN", "start": "5", "end": "1"}, 400),
+    ("series", {"run": "bs8/train", "channel": "VDD_IN", "start": "nan"}, 400),
+    ("channels", {"run": "<script>alert(1)</script>"}, 404),
+])
+def test_bad_input_is_4xx_with_message(logdir, route, params, status):
+    client, _ = client_for(logdir)
+    got, body = get(client, route, **params)
+    assert got == status and body["error"]
+
+
+def test_corrupt_and_truncated_files_are_4xx_or_empty(logdir, tmp_path):
+    broken = tmp_path / "logs"
+    shutil.copytree(logdir, broken)
+    series_dir = broken / "bs8/train/plugins/mobileperf"
+    (series_dir / "channels.json").write_text("{not json")
+    samples = broken / "bs32/train/plugins/mobileperf/samples.bin"
+    samples.write_bytes(samples.read_bytes()[:8 * 4 * 3 + 5])  # three rows and a torn fourth
+    (broken / "bs32/train/plugins/mobileperf/report.json").write_text("[1, 2")
+    client, _ = client_for(broken)
+    assert get(client, "channels", run="bs8/train")[0] == 422
+    status, series = get(client, "series", run="bs32/train", channel="VDD_IN")
+    assert status == 200 and series["samples"] == 3
+    assert get(client, "steps", run="bs32/train")[0] == 422

@@ -1,10 +1,14 @@
-# The README's two commands: `make demo` and `make test`. Each builds what it needs.
+# The README's two commands: `make demo` and `make test`. Each builds what it needs:
+# the virtual environment, the dashboard bundle (npm), and for tests Debian's Chromium.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+FRONTEND := tensorboard_plugin/frontend
+BUNDLE := tensorboard_plugin/tf_mobileperf_tensorboard/static/index.js
+PORT ?= 6006
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench browser clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -14,16 +18,28 @@ $(STAMP): $(BIN)/python setup.cfg pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[all]"
 	touch $(STAMP)
 
-demo: $(STAMP)
+$(FRONTEND)/node_modules/.package-lock.json: $(FRONTEND)/package.json $(FRONTEND)/package-lock.json
+	cd $(FRONTEND) && npm ci --no-audit --no-fund
+
+$(BUNDLE): $(FRONTEND)/node_modules/.package-lock.json $(wildcard $(FRONTEND)/src/*.js)
+	cd $(FRONTEND) && npm run build
+
+# Debian's Chromium and ChromeDriver for the browser test (root on these machines).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+		(apt-get update -q && apt-get install -y -q chromium chromium-driver)
+
+demo: $(STAMP) $(BUNDLE)
 	$(BIN)/mobileperf sensors --seconds 1
 	$(BIN)/python examples/demo.py --logdir runs/demo
-	$(BIN)/tensorboard --logdir runs/demo --host 127.0.0.1 --port 6006
+	@echo "MobilePerf dashboard: http://127.0.0.1:$(PORT)/#mobileperf  (Ctrl-C to stop)"
+	$(BIN)/tensorboard --logdir runs/demo --host 127.0.0.1 --port $(PORT)
 
-test: $(STAMP)
+test: $(STAMP) $(BUNDLE) browser
 	$(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/sampling.py
 
 clean:
-	rm -rf $(VENV) runs build *.egg-info
+	rm -rf $(VENV) runs build *.egg-info $(FRONTEND)/node_modules $(BUNDLE)

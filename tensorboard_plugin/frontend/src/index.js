@@ -1,0 +1,132 @@
+// The MobilePerf tab: TensorBoard imports this module in the plugin's iframe
+// and calls render(). Per selected run: a header with the seed's numbers and
+// the sampling quality, then time charts sharing one zoom, then energy bars.
+// Across runs: a sortable table and energy/memory against batch size.
+import uPlotCss from "uplot/dist/uPlot.min.css";
+import { getChannels, getSteps, listRuns } from "./api.js";
+import { batchSizeChart, energyPerStep, runCharts } from "./charts.js";
+import { el, fmt, NOT_MEASURED } from "./format.js";
+
+const STYLE = `
+body { font-family: Roboto, "Helvetica Neue", sans-serif; font-size: 13px; margin: 16px; color: #212121; background: #fff; }
+@media (prefers-color-scheme: dark) { body { color: #e0e0e0; background: #303030; } th { background: #424242 !important; } }
+h2 { font-size: 18px; font-weight: 500; } h3 { font-size: 15px; font-weight: 500; margin: 24px 0 8px; } h4 { font-size: 13px; font-weight: 500; margin: 8px 0; }
+table { border-collapse: collapse; margin: 8px 0; } th, td { padding: 4px 10px; border-bottom: 1px solid rgba(128,128,128,0.3); text-align: right; }
+th { cursor: pointer; background: #f5f5f5; user-select: none; } td:first-child, th:first-child, td:nth-child(2) { text-align: left; }
+.runs label { margin-right: 16px; } .header { display: flex; flex-wrap: wrap; gap: 4px 24px; margin: 6px 0; }
+.header span b { font-weight: 500; } .failed { color: #c62828; } .ok { color: #2e7d32; }
+.chart { margin: 8px 0 16px; } .empty p { color: #757575; font-style: italic; } .note { color: #757575; }
+.error { color: #c62828; }
+`;
+
+const COLUMNS = [
+  ["run", "run", (s, r) => r.run],
+  ["model", "model", (s) => s.model ?? ""],
+  ["batch size", "batch", (s) => s.batch_size ?? null],
+  ["success", "success", (s) => (s.status === "running" ? "running" : s.success ? "yes" : `no (step ${s.failed_step})`)],
+  ["energy/step (J)", "eps", (s) => energyPerStep(s)],
+  ["J/sample", "jps", (s) => s.energy_per_sample_j ?? null],
+  ["samples/s", "sps", (s) => s.samples_per_s ?? null],
+  ["mean power (W)", "pw", (s) => s.power_avg ?? null],
+  ["peak memory (GiB)", "mem", (s) => s.mem_peak_gb ?? null],
+  ["GPU util (%)", "gpu", (s) => s.gpu_util_avg ?? null],
+];
+
+function runTable(runs) {
+  let sortKey = 0;
+  let ascending = true;
+  const table = el("table", { id: "runs-table" });
+  const draw = () => {
+    const rows = [...runs].sort((a, b) => {
+      const va = COLUMNS[sortKey][2](a.summary, a);
+      const vb = COLUMNS[sortKey][2](b.summary, b);
+      const order = va === vb ? 0 : va === null ? 1 : vb === null ? -1 : va < vb ? -1 : 1;
+      return ascending ? order : -order;
+    });
+    table.replaceChildren(
+      el("tr", {}, ...COLUMNS.map(([title], i) => el("th", {
+        text: title + (i === sortKey ? (ascending ? " ▲" : " ▼") : ""),
+        onclick: () => { ascending = i === sortKey ? !ascending : true; sortKey = i; draw(); },
+      }))),
+      ...rows.map((r) => el("tr", {}, ...COLUMNS.map(([, , get]) => {
+        const v = get(r.summary, r);
+        const text = typeof v === "number" ? (Number.isInteger(v) ? String(v) : fmt(v)) : v === null ? NOT_MEASURED : String(v);
+        return el("td", { text });
+      }))),
+    );
+  };
+  draw();
+  return table;
+}
+
+function runHeader(run, s, profile) {
+  const sampling = s.sampling || {};
+  const clusters = Object.entries(s.cpu_util_per_cluster || {}).map(([k, v]) => `${k} ${fmt(v, "%")}`).join(", ");
+  const items = [
+    ["status", s.status === "running" ? "running" : s.success ? "trained" : `failed at step ${s.failed_step}`],
+    ["steps measured", `${s.steps_measured ?? "?"} (after ${s.warmup_steps ?? "?"} warm-up)`],
+    ["energy total", fmt(s.energy_total, "J")], ["mean power", fmt(s.power_avg, "W")],
+    ["J/sample", fmt(s.energy_per_sample_j, "J")], ["samples/s", fmt(s.samples_per_s)],
+    ["peak memory", fmt(s.mem_peak_gb, "GiB")], ["GPU util", fmt(s.gpu_util_avg, "%")],
+    ["CPU util", fmt(s.cpu_util_avg, "%")], ["CPU clusters", clusters || NOT_MEASURED],
+    ["step time", s.step_time_s && s.step_time_s.mean != null ? `${fmt(s.step_time_s.mean * 1e3, "ms")} mean, ${fmt(s.step_time_s.p99 * 1e3, "ms")} p99` : NOT_MEASURED],
+    ["sampling", sampling.achieved_hz ? `${fmt(sampling.achieved_hz, "Hz")} of ${fmt(sampling.requested_hz, "Hz")}, p99 interval error ${fmt(sampling.interval_error_p99_ms, "ms")}, ${sampling.gaps} gaps` : NOT_MEASURED],
+  ];
+  const box = el("div", {}, el("h3", { text: `${run}${s.model ? " — " + s.model : ""}${s.batch_size ? ", batch " + s.batch_size : ""}` }));
+  const line = el("div", { class: "header" });
+  for (const [k, v] of items) line.append(el("span", {}, el("b", { text: `${k}: ` }), v));
+  box.append(line);
+  if (s.error) box.append(el("div", { class: "failed", text: s.error.split("\n")[0] }));
+  for (const p of profile || []) {
+    box.append(el("div", {}, "TF profiler trace of the traced steps (blue): ",
+      el("a", { href: p.url, target: "_top", text: `open in the Profile tab (${p.session})` })));
+  }
+  return box;
+}
+
+async function showRun(container, r, width) {
+  const section = el("section", { class: "run", "data-run": r.run });
+  container.append(section);
+  try {
+    const [steps, header] = await Promise.all([getSteps(r.run), getChannels(r.run)]);
+    section.append(runHeader(r.run, r.summary, steps.profile));
+    if (steps.message) section.append(el("p", { class: "note", text: steps.message }));
+    section.append(...(await runCharts(r.run, header, steps.steps, r.summary, width)));
+  } catch (err) {
+    section.append(el("h3", { text: r.run }), el("p", { class: "error", text: String(err.message || err) }));
+  }
+}
+
+export async function render() {
+  document.head.append(el("style", { text: uPlotCss + STYLE }));
+  const root = el("div", { id: "mobileperf" }, el("h2", { text: "MobilePerf: power, energy and memory per training step" }));
+  document.body.append(root);
+  const width = Math.max(480, Math.min(1200, document.body.clientWidth - 40));
+  let runs;
+  try {
+    runs = await listRuns();
+  } catch (err) {
+    root.append(el("p", { class: "error", text: String(err.message || err) }));
+    return;
+  }
+  if (!runs.length) {
+    root.append(el("p", { text: "No run with tf-mobileperf data in this logdir." }));
+    return;
+  }
+  root.append(el("h3", { text: "All runs" }), runTable(runs), batchSizeChart(runs, width));
+  const picker = el("div", { class: "runs" }, el("b", { text: "Show runs: " }));
+  const details = el("div", { id: "run-details" });
+  const selected = new Set([runs[0].run]);
+  const redraw = async () => {
+    details.replaceChildren();
+    for (const r of runs) if (selected.has(r.run)) await showRun(details, r, width);
+  };
+  for (const r of runs) {
+    const box = el("input", { type: "checkbox", onchange: (e) => { e.target.checked ? selected.add(r.run) : selected.delete(r.run); redraw(); } });
+    box.checked = selected.has(r.run);
+    picker.append(el("label", {}, box, r.run));
+  }
+  root.append(picker, details);
+  await redraw();
+  root.setAttribute("data-ready", "true");
+}

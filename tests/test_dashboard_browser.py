@@ -1,0 +1,97 @@
+"""The MobilePerf tab in a real browser: real callback (synthetic sensor for
+power), real `tensorboard` on a free localhost port, headless Debian Chromium
+driven by Selenium. Saves a screenshot under tests/_output/."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from test_plugin import train
+
+OUTPUT = Path(__file__).parent / "_output"
+CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
+pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def tensorboard(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("tb")
+    train(logdir / "mlp-bs8", batch_size=8)
+    train(logdir / "mlp-bs32", batch_size=32)
+    port = free_port()
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "tensorboard"), "--logdir", str(logdir),
+                             "--host", "127.0.0.1", "--port", str(port), "--load_fast", "false"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            listing = urllib.request.urlopen(f"{url}/data/plugins_listing", timeout=2).read().decode()
+            if '"mobileperf"' in listing and '"enabled": true' in listing.split('"mobileperf"')[1][:200]:
+                break
+        except OSError:
+            pass
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            pytest.fail(f"tensorboard did not come up: {proc.stderr.read().decode()[-2000:]}")
+        time.sleep(0.5)
+    yield url
+    proc.terminate()
+    proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--window-size=1400,2400", "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def test_tab_renders_charts_table_and_no_console_errors(tensorboard, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{tensorboard}/#mobileperf")
+    wait = WebDriverWait(browser, 60)
+    wait.until(lambda d: "mobileperf" in d.find_element(By.TAG_NAME, "body").text.lower())
+    frame = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "iframe")))
+    browser.switch_to.frame(frame)
+    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#mobileperf[data-ready='true']")))
+    legends = " ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, ".u-legend"))
+    assert "VDD_IN" in legends and "VDD_SYS_GPU" in legends and "ram_used" in legends
+    rows = browser.find_elements(By.CSS_SELECTOR, "#runs-table tr")
+    assert len(rows) == 3  # header + two runs
+    table = browser.find_element(By.ID, "runs-table").text
+    assert "mlp-bs8/train" in table and "mlp-bs32/train" in table
+    assert "not measured on this device" in browser.find_element(By.TAG_NAME, "body").text  # no GPU sensor
+    assert len(browser.find_elements(By.CSS_SELECTOR, "canvas")) >= 4  # batch size, power, memory, energy bars
+    browser.switch_to.default_content()
+    OUTPUT.mkdir(exist_ok=True)
+    browser.save_screenshot(str(OUTPUT / "dashboard.png"))
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []

@@ -11,11 +11,13 @@ import logging
 import math
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from . import sensors as sensors_mod
 from .sampler import Sampler
+from .sizes import parse_size
 
 
 def _format(value: float, unit: str) -> str:
@@ -89,7 +91,78 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--period-ms", type=float, default=5.0, help="sampling period for the test")
     p.add_argument("--seconds", type=float, default=2.0, help="length of the sampling test (0 skips it)")
     p.set_defaults(func=cmd_sensors)
+
+    p = sub.add_parser("sweep", help="models x batch sizes, each in its own process, OOM recorded as a result")
+    p.add_argument("--models", type=_names, required=True, help="comma-separated zoo names: " + ", ".join(zoo_names()))
+    p.add_argument("--batch-sizes", type=_ints, default=[1, 2, 4, 8, 16, 32, 64])
+    p.add_argument("--steps", type=int, default=10, help="training steps per configuration (warm-up included)")
+    p.add_argument("--warmup-steps", type=int, default=3)
+    p.add_argument("--input-size", type=int, default=None, help="image side (32 CIFAR-10, 224 ImageNet) or sequence length")
+    p.add_argument("--memory-limit", type=parse_size, default=None, help="emulate a smaller device, e.g. 8GiB")
+    p.add_argument("--sensors", default="auto")
+    p.add_argument("--find-max-batch", action="store_true", help="largest batch that fits, by doubling then bisection")
+    p.add_argument("--out", required=True, type=Path)
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("plot", help="PNG figures of a sweep directory")
+    p.add_argument("directory", type=Path)
+    p.set_defaults(func=cmd_plot)
     return parser
+
+
+def zoo_names() -> list[str]:
+    from .zoo import MODELS
+
+    return list(MODELS)
+
+
+def _names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    unknown = [n for n in names if n not in zoo_names()]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown model(s) {unknown}; known: {', '.join(zoo_names())}")
+    return names
+
+
+def _ints(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"batch sizes must be comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"batch sizes must be >= 1, got {text!r}")
+    return values
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import SweepConfig, find_max_batch, sweep
+
+    config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
+                         memory_limit=args.memory_limit, sensors=args.sensors)
+    if args.find_max_batch:
+        for model in args.models:
+            size, tried = find_max_batch(model, config)
+            print(f"{model}: largest batch that fits: {size if size else 'none (batch 1 fails)'} ({len(tried)} runs)")
+        return 0
+    rows = sweep(args.models, args.batch_sizes, config)
+    print(f"{'model':<10} {'batch':>5} {'ok':>3} {'J/step':>10} {'J/sample':>10} {'peak GiB':>9}  cause")
+    for r in rows:
+        print(f"{r['model']:<10} {r['batch_size']:>5} {'yes' if r['success'] else 'no':>3} "
+              f"{_cell(r.get('energy_per_step_j'))} {_cell(r.get('energy_per_sample_j'))} {_cell(r.get('mem_peak_gb'), 9)}  {r.get('cause') or ''}")
+    print(f"results: {args.out / 'results.csv'}   dashboard: tensorboard --logdir {args.out / 'runs'}")
+    return 0
+
+
+def _cell(value, width: int = 10) -> str:
+    return f"{'null':>{width}}" if value is None else f"{value:>{width}.4g}"
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from .plot import plot
+
+    for path in plot(args.directory):
+        print(path)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

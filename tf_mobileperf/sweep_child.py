@@ -1,0 +1,75 @@
+"""One sweep configuration, run in its own process by ``mobileperf sweep``.
+
+A child so that an out-of-memory, whether TensorFlow's ResourceExhaustedError,
+Python's MemoryError or the kernel's OOM killer, ends only this configuration.
+``--memory-limit`` emulates a smaller device: on CPU an RLIMIT_AS of the
+child's address space at start (interpreter and TensorFlow loaded) plus the
+limit, set before the model is built so weights count; on a GPU a logical
+device with that memory limit.
+
+    python -m tf_mobileperf.sweep_child --model cnn --batch-size 8 --steps 10 --logdir DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import resource
+import sys
+from pathlib import Path
+
+from .sizes import parse_size
+
+
+def _emulate_memory_limit(limit: int) -> dict:
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        tf.config.set_logical_device_configuration(gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=limit // 2**20)])
+        return {"memory_limit_bytes": limit, "memory_limit_emulated_by": "tf logical GPU device memory_limit"}
+    with open("/proc/self/status") as f:
+        vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize"))
+    resource.setrlimit(resource.RLIMIT_AS, (vm + limit, vm + limit))
+    return {"memory_limit_bytes": limit, "memory_limit_emulated_by": f"RLIMIT_AS = address space at start ({vm} B) + limit"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--batch-size", type=int, required=True)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup-steps", type=int, default=3)
+    parser.add_argument("--input-size", type=int, default=None)
+    parser.add_argument("--memory-limit", type=parse_size, default=None)
+    parser.add_argument("--sensors", default="auto")
+    parser.add_argument("--logdir", required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+
+    import tensorflow as tf
+
+    from . import zoo
+    from .callback import MobilePerfCallback
+
+    spec = zoo.get(args.model)
+    logdir = Path(args.logdir)
+    logdir.mkdir(parents=True, exist_ok=True)
+    limit = _emulate_memory_limit(args.memory_limit) if args.memory_limit else {}
+    cb = MobilePerfCallback(logdir, warmup_steps=args.warmup_steps, sensors=args.sensors, batch_size=args.batch_size)
+    try:
+        model = spec.build(args.input_size)
+        x, y = spec.synthetic(args.batch_size, args.steps, args.input_size)
+        model.fit(x, y, batch_size=args.batch_size, epochs=1, callbacks=[cb], verbose=0)
+        summary = cb.report.summary()
+    except (tf.errors.ResourceExhaustedError, MemoryError) as exc:  # before the first step: building, data
+        summary = cb.monitor.end().summary() if cb.report is None else cb.report.summary()
+        summary.update(success=False, failed_step=None, error=f"{type(exc).__name__} before training: {str(exc)[:500]}")
+    summary.update(limit)
+    (logdir / "summary.json").write_text(json.dumps(summary, allow_nan=False))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""The DQN Q-network of the Atari case (Mnih et al. 2015), 84x84x4 frames in."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+from .base import ModelSpec
+
+ACTIONS = 6  # Pong's action set
+
+
+def build_dqn(size: int = 84, actions: int = ACTIONS) -> keras.Model:
+    model = keras.Sequential([
+        keras.Input((size, size, 4)), keras.layers.Rescaling(1 / 255.0),
+        keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
+        keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
+        keras.layers.Conv2D(64, 3, strides=1, activation="relu"),
+        keras.layers.Flatten(), keras.layers.Dense(512, activation="relu"), keras.layers.Dense(actions),
+    ], name="dqn")
+    model.compile(keras.optimizers.Adam(1e-4), keras.losses.Huber())
+    return model
+
+
+def _frames(rng, n, size):
+    """Frames and regression targets of Q-values (what a DQN step fits)."""
+    return rng.integers(0, 256, (n, size, size, 4)).astype(np.float32), rng.standard_normal((n, ACTIONS)).astype(np.float32)
+
+
+DQN = ModelSpec("dqn", "RL", build_dqn, _frames, 84, "gymnasium + ale-py (examples/atari_dqn.py)")

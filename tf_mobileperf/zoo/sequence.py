@@ -1,0 +1,68 @@
+"""Sequence models: the char-LSTM (Shakespeare), a small BERT-style masked LM,
+and an encoder-decoder LSTM for translation (the seed's IWSLT15 NMT)."""
+
+from __future__ import annotations
+
+import keras
+import numpy as np
+
+from .base import ModelSpec
+
+CHAR_VOCAB = 65  # distinct characters of tinyshakespeare
+
+
+def build_char_lstm(seq_len: int, vocab: int = CHAR_VOCAB, units: int = 256) -> keras.Model:
+    model = keras.Sequential([
+        keras.Input((seq_len,), dtype="int32"), keras.layers.Embedding(vocab, 64),
+        keras.layers.LSTM(units, return_sequences=True), keras.layers.Dense(vocab),
+    ], name="char_lstm")
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def _chars(rng, n, seq_len):
+    text = rng.integers(0, CHAR_VOCAB, (n, seq_len + 1)).astype(np.int32)
+    return text[:, :-1], text[:, 1:]
+
+
+def build_bert(seq_len: int, vocab: int = 8000, dim: int = 128, layers: int = 2, heads: int = 4) -> keras.Model:
+    """A BERT-style encoder trained as a masked language model (every position predicted)."""
+    tokens = keras.Input((seq_len,), dtype="int32")
+    x = keras.layers.Embedding(vocab, dim)(tokens)
+    positions = keras.layers.Embedding(seq_len, dim)(keras.ops.arange(seq_len)[None, :])
+    x = x + positions
+    for _ in range(layers):
+        attention = keras.layers.MultiHeadAttention(heads, dim // heads)(x, x)
+        x = keras.layers.LayerNormalization()(x + attention)
+        ffn = keras.layers.Dense(dim, activation="gelu")(keras.layers.Dense(4 * dim, activation="gelu")(x))
+        x = keras.layers.LayerNormalization()(x + ffn)
+    model = keras.Model(tokens, keras.layers.Dense(vocab)(x), name="bert_mlm")
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def _masked_tokens(rng, n, seq_len, vocab=8000, mask_id=1):
+    labels = rng.integers(2, vocab, (n, seq_len)).astype(np.int32)
+    tokens = np.where(rng.random((n, seq_len)) < 0.15, mask_id, labels).astype(np.int32)
+    return tokens, labels
+
+
+def build_nmt(seq_len: int, vocab: int = 8000, units: int = 256) -> keras.Model:
+    source = keras.Input((seq_len,), dtype="int32", name="source")
+    target_in = keras.Input((seq_len,), dtype="int32", name="target_in")
+    _, h, c = keras.layers.LSTM(units, return_state=True)(keras.layers.Embedding(vocab, 128)(source))
+    decoded = keras.layers.LSTM(units, return_sequences=True)(keras.layers.Embedding(vocab, 128)(target_in), initial_state=[h, c])
+    model = keras.Model([source, target_in], keras.layers.Dense(vocab)(decoded), name="nmt_seq2seq")
+    model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def _pairs(rng, n, seq_len, vocab=8000):
+    source = rng.integers(2, vocab, (n, seq_len)).astype(np.int32)
+    target = rng.integers(2, vocab, (n, seq_len + 1)).astype(np.int32)
+    return (source, target[:, :-1]), target[:, 1:]
+
+
+CHAR_LSTM = ModelSpec("lstm", "RNN", build_char_lstm, _chars, 100, "tinyshakespeare (keras.utils.get_file)")
+BERT = ModelSpec("bert", "Transformer", build_bert, _masked_tokens, 128, None)
+NMT = ModelSpec("nmt", "RNN", build_nmt, _pairs, 30, None)

@@ -1,0 +1,53 @@
+"""Character-level LSTM language model on Shakespeare, measured per step.
+
+Loads the usual tinyshakespeare text with keras.utils.get_file (or --data
+PATH); --synthetic uses random characters for machines without network.
+
+    python examples/shakespeare_lstm.py --steps 30 [--synthetic] [--no-prefetch]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+import keras
+
+from _common import finish, parser, setup_logging
+from tf_mobileperf import MobilePerfCallback
+from tf_mobileperf.zoo.sequence import build_char_lstm
+
+URL = "https://storage.googleapis.com/download.tensorflow.org/data/shakespeare.txt"
+
+
+def load_text(path: str | None, synthetic: bool) -> str:
+    if synthetic:
+        rng = np.random.default_rng(0)
+        return "".join(rng.choice(list("abcdefghijklmnopqrstuvwxyz ,.\n"), 200_000))
+    return open(path or keras.utils.get_file("shakespeare.txt", URL), encoding="utf-8").read()
+
+
+def dataset(text: str, seq_len: int, batch_size: int, prefetch: bool) -> tuple[tf.data.Dataset, int]:
+    vocab = sorted(set(text))
+    ids = np.array([vocab.index(c) for c in text[:500_000]] if len(vocab) > 0 else [], dtype=np.int32)
+    chunks = tf.data.Dataset.from_tensor_slices(ids).batch(seq_len + 1, drop_remainder=True)
+    data = chunks.map(lambda c: (c[:-1], c[1:])).shuffle(10_000, seed=0).batch(batch_size, drop_remainder=True).repeat()
+    return (data.prefetch(tf.data.AUTOTUNE) if prefetch else data), len(vocab)
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0], batch_size=32, steps=50, logdir="runs/shakespeare")
+    p.add_argument("--seq-len", type=int, default=100)
+    p.add_argument("--data", default=None, help="a text file instead of tinyshakespeare")
+    p.add_argument("--synthetic", action="store_true")
+    p.add_argument("--no-prefetch", action="store_true")
+    args = p.parse_args()
+    setup_logging()
+    data, vocab = dataset(load_text(args.data, args.synthetic), args.seq_len, args.batch_size, not args.no_prefetch)
+    model = build_char_lstm(args.seq_len, vocab=vocab)
+    cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size)
+    model.fit(data, steps_per_epoch=args.steps, epochs=1, callbacks=[cb], verbose=2)
+    finish(cb.report, args.logdir)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""The sweep: real child processes per configuration, a real OOM under an
+emulated memory limit, resume, plots; find-max-batch's search on a stub."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+
+from tf_mobileperf import sweep as sweep_mod
+from tf_mobileperf.cli import main
+from tf_mobileperf.sizes import parse_size
+
+
+def test_tiny_sweep_with_a_real_oom(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    assert main(["sweep", "--models", "cnn,lstm", "--batch-sizes", "1,2,4", "--steps", "5", "--out", str(out)]) == 0
+    rows = json.loads((out / "results.json").read_text())
+    assert [(r["model"], r["batch_size"]) for r in rows] == [(m, b) for m in ("cnn", "lstm") for b in (1, 2, 4)]
+    assert all(r["success"] for r in rows)
+    assert all(r["steps_measured"] == 2 and r["mem_peak_gb"] > 0.1 for r in rows)
+    assert all((out / "runs" / f"{r['model']}-bs{r['batch_size']}" / "train").is_dir() for r in rows)
+    with open(out / "results.csv") as f:
+        assert len(list(csv.DictReader(f))) == 6
+
+    # 224x224 inputs at batch 64 need far more than 1 GiB: a real ResourceExhaustedError in the child.
+    limited = tmp_path / "limited"
+    assert main(["sweep", "--models", "cnn", "--batch-sizes", "1,64", "--input-size", "224",
+                 "--memory-limit", "1GiB", "--steps", "4", "--out", str(limited)]) == 0
+    small, big = json.loads((limited / "results.json").read_text())
+    assert small["success"] is True
+    assert big["success"] is False and big["cause"] == "out of memory"
+    assert big["memory_limit_bytes"] == 2**30 and "RLIMIT_AS" in big["memory_limit_emulated_by"]
+
+    # Resume: nothing left to run, the rows stay.
+    before = (limited / "results.json").read_text()
+    assert main(["sweep", "--models", "cnn", "--batch-sizes", "1,64", "--input-size", "224",
+                 "--memory-limit", "1GiB", "--steps", "4", "--out", str(limited)]) == 0
+    assert (limited / "results.json").read_text() == before
+
+    assert main(["plot", str(limited)]) == 0
+    for name in ("energy_gpu_power.png", "peak_memory.png", "cpu_clusters.png"):
+        assert (limited / name).stat().st_size > 1000
+
+
+def test_find_max_batch_doubles_then_bisects(tmp_path, monkeypatch):
+    tried = []
+
+    def fake_run_one(model, batch_size, config):
+        tried.append(batch_size)
+        return {"model": model, "batch_size": batch_size, "success": batch_size <= 37}
+
+    monkeypatch.setattr(sweep_mod, "run_one", fake_run_one)
+    size, _ = sweep_mod.find_max_batch("cnn", sweep_mod.SweepConfig(out=tmp_path))
+    assert size == 37
+    assert tried[:7] == [1, 2, 4, 8, 16, 32, 64] and len(tried) == 7 + 5
+
+
+def test_child_killed_by_sigkill_is_a_failed_config():
+    assert sweep_mod._exit_cause(-9, "").startswith("killed by SIGKILL")
+
+
+@pytest.mark.parametrize("text,value", [("8GiB", 8 * 2**30), ("512MiB", 512 * 2**20), ("2GB", 2 * 10**9), ("1e9", 10**9)])
+def test_parse_size(text, value):
+    assert parse_size(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "8 parsecs", "-1GiB", "GiB", "0"])
+def test_parse_size_rejects(text):
+    with pytest.raises(ValueError):
+        parse_size(text)
+
+
+def test_sweep_rejects_unknown_model(capsys):
+    with pytest.raises(SystemExit):
+        main(["sweep", "--models", "alexnet", "--out", "x"])
+    assert "unknown model" in capsys.readouterr().err

@@ -76,3 +76,18 @@ def test_sweep_rejects_unknown_model(capsys):
     with pytest.raises(SystemExit):
         main(["sweep", "--models", "alexnet", "--out", "x"])
     assert "unknown model" in capsys.readouterr().err
+
+
+def test_zoo_builds_every_model_and_trains_a_step():
+    import numpy as np
+
+    from tf_mobileperf import zoo
+
+    for name in ("cnn", "lstm", "dqn", "dcgan", "bert", "nmt"):
+        spec = zoo.get(name)
+        model = spec.build()
+        x, y = spec.synthetic(batch_size=2, batches=1)
+        history = model.fit(x, y, batch_size=2, epochs=1, verbose=0)
+        assert all(np.isfinite(v[0]) for v in history.history.values()), name
+    with pytest.raises(ValueError, match="known"):
+        zoo.get("alexnet")

@@ -14,11 +14,11 @@ failures only show at full size.
 from __future__ import annotations
 
 from .base import ModelSpec
-from .sequence import BERT, CHAR_LSTM, NMT
+from .sequence import BERT, BERT_BASE, CHAR_LSTM, NMT
 from .vision import CNN, DCGAN, RESNET50, RESNET152, VGG19
 from .rl import DQN
 
-MODELS: dict[str, ModelSpec] = {m.name: m for m in (CNN, RESNET50, RESNET152, VGG19, CHAR_LSTM, DQN, DCGAN, BERT, NMT)}
+MODELS: dict[str, ModelSpec] = {m.name: m for m in (CNN, RESNET50, RESNET152, VGG19, CHAR_LSTM, DQN, DCGAN, BERT, BERT_BASE, NMT)}
 
 
 def get(name: str) -> ModelSpec:

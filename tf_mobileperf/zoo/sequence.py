@@ -41,6 +41,11 @@ def build_bert(seq_len: int, vocab: int = 8000, dim: int = 128, layers: int = 2,
     return model
 
 
+def build_bert_base(seq_len: int) -> keras.Model:
+    """BERT-base's shape (12 layers, 768 wide, 12 heads, 30522 tokens): the seed's SQuAD case."""
+    return build_bert(seq_len, vocab=30522, dim=768, layers=12, heads=12)
+
+
 def _masked_tokens(rng, n, seq_len, vocab=8000, mask_id=1):
     labels = rng.integers(2, vocab, (n, seq_len)).astype(np.int32)
     tokens = np.where(rng.random((n, seq_len)) < 0.15, mask_id, labels).astype(np.int32)
@@ -65,4 +70,5 @@ def _pairs(rng, n, seq_len, vocab=8000):
 
 CHAR_LSTM = ModelSpec("lstm", "RNN", build_char_lstm, _chars, 100, "tinyshakespeare (keras.utils.get_file)")
 BERT = ModelSpec("bert", "Transformer", build_bert, _masked_tokens, 128, None)
+BERT_BASE = ModelSpec("bert-base", "Transformer", build_bert_base, _masked_tokens, 384, None)
 NMT = ModelSpec("nmt", "RNN", build_nmt, _pairs, 30, None)

@@ -222,3 +222,14 @@ def test_profiler_clash_is_a_warning_not_a_crash(tmp_path, caplog):
         tf.profiler.experimental.stop()
     assert cb.report.success and not any(s.traced for s in cb.report.steps)
     assert "could not start the TF profiler" in caplog.text
+
+
+def test_step_longer_than_the_flush_interval_keeps_its_samples(tmp_path):
+    import time
+
+    with PerfMonitor(tmp_path, sensors=[constant_sensor()], warmup_steps=0) as perf:
+        for _ in range(2):
+            with perf.step():
+                time.sleep(1.3)  # several collector drains while the step is open
+    for step in perf.report.steps:
+        assert step.energy_j["VDD_IN"] == pytest.approx(5.0 * step.duration_s, rel=1e-9)

@@ -268,17 +268,16 @@ class PerfMonitor:
                 if self._series:
                     self._guard("write samples", self._series.append, rows.t, rows.values)
         with self._lock:
-            if not self._pending:
-                self._trim(None)
-                return
             last_t = self._buffer[-1].t[-1] if self._buffer and len(self._buffer[-1]) else -np.inf
             margin = 0.0 if final else 2 * self._slowest_period()
             ready = [s for s in self._pending if final or s.end_s + margin < last_t]
             self._pending = [s for s in self._pending if s not in ready]
-            oldest = self._pending[0].start_s if self._pending else None
+            # Samples are kept from the oldest step not yet joined, the open one included.
+            open_step = self._open
+            starts = [s.start_s for s in self._pending] + ([open_step.start_s] if open_step else [])
         if ready:
             self._join(ready)
-        self._trim(oldest)
+        self._trim(min(starts) if starts else None)
 
     def _join(self, steps: list[StepRecord]) -> None:
         if self.channels and self._buffer:

@@ -74,7 +74,7 @@ def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
         row["cause"] = None if row.get("success") else _cause(row.get("error"))
     else:
         cause = _exit_cause(returncode, stderr)
-        if config.memory_limit and returncode is not None and returncode < 0:
+        if config.memory_limit and returncode is not None and returncode < 0 and "out of memory" not in cause:
             cause += " under the emulated memory limit (an allocation failure, most likely)"
         row = {"success": False, "failed_step": None, "error": stderr[-2000:], "cause": cause}
         if config.memory_limit:

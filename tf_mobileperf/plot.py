@@ -62,14 +62,17 @@ def plot(directory: str | Path) -> list[Path]:
 
     fig, ax = plt.subplots(figsize=(6, 4))
     _panel(ax, groups, "mem_peak_gb", "peak memory (GiB)")
-    for model, model_rows in groups.items():
-        failed = [r["batch_size"] for r in model_rows if not r.get("success")]
-        if failed:
-            ax.scatter(failed, [ax.get_ylim()[1]] * len(failed), marker="x", color="red", zorder=5,
-                       label=f"{model}: out of memory")
-    limits = {r["memory_limit_bytes"] for r in rows if r.get("memory_limit_bytes")}
+    limits = sorted({r["memory_limit_bytes"] for r in rows if r.get("memory_limit_bytes")})
     for limit in limits:
         ax.axhline(limit / 2**30, color="red", linestyle="--", label=f"memory limit {limit / 2**30:g} GiB")
+    # OOM points sit on the limit line (or the top of the axis when no limit was set).
+    oom_y = limits[0] / 2**30 if limits else ax.get_ylim()[1]
+    markers = "xv^sD"
+    for i, (model, model_rows) in enumerate(groups.items()):
+        failed = [r["batch_size"] for r in model_rows if not r.get("success")]
+        if failed:
+            ax.scatter(failed, [oom_y] * len(failed), marker=markers[i % len(markers)], color="red", zorder=5,
+                       label=f"{model}: out of memory")
     ax.legend(fontsize=8)
     fig.tight_layout()
     written.append(directory / "peak_memory.png")

@@ -82,3 +82,13 @@ def test_join_by_kind_with_slow_channel():
 def test_bad_windows_rejected():
     with pytest.raises(ValueError):
         join(grid(), np.ones((400, 1)), [P], np.array([1.0]), np.array([0.5]), 0.005)
+
+
+def test_scheduling_hiccup_is_jitter_but_a_dead_sensor_is_a_hole():
+    t = grid(seconds=3.0)
+    values = np.full((len(t), 1), 4.0)
+    values[(t > 100.50) & (t < 100.54), 0] = np.nan  # a 40 ms hiccup
+    values[(t > 101.50) & (t < 101.80), 0] = np.nan  # 300 ms without an answer
+    out = join(t, values, [P], np.array([100.1, 101.1]), np.array([101.0, 102.5]), period_s=0.005)
+    assert out["VDD_IN"].complete.tolist() == [True, False]
+    assert out["VDD_IN"].value[0] == pytest.approx(4.0 * 0.9)

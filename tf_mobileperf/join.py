@@ -7,8 +7,9 @@ Energy of a step is the integral of power over exactly [start, end]: the
 trapezoid rule between samples, with the power at the two edges linearly
 interpolated, so a constant power P gives P * duration to float precision.
 A window that the samples do not cover on both sides, or that overlaps a gap
-longer than ``max_gap_s`` between two valid samples, gets NaN and is flagged
-incomplete instead of being integrated across the hole.
+between two valid samples longer than the channel's allowed gap (see
+``join``), gets NaN and is flagged incomplete instead of being integrated
+across the hole.
 """
 
 from __future__ import annotations
@@ -129,6 +130,7 @@ def join(
     ends: np.ndarray,
     period_s: float,
     gap_factor: float = 3.0,
+    min_gap_s: float = 0.1,
 ) -> dict[str, StepValues]:
     """Joins samples (``t`` (n,), ``values`` (n, channels)) to step windows.
 
@@ -139,7 +141,10 @@ def join(
     Args:
         period_s: The sampler period. A channel's allowed gap between two
             valid samples is ``gap_factor`` times the larger of this and the
-            channel's own slower rate (estimated from its samples).
+            channel's own slower rate (estimated from its samples), and at
+            least ``min_gap_s``: a scheduling hiccup of a few periods is
+            sampling jitter (counted in the report's ``sampling.gaps``), a
+            sensor that stopped answering is a hole.
     """
     t = np.asarray(t, dtype=np.float64)
     starts = np.asarray(starts, dtype=np.float64)
@@ -151,7 +156,7 @@ def join(
         column = values[:, i]
         valid_t = t[np.isfinite(column)]
         own_period = float(np.median(np.diff(valid_t))) if len(valid_t) > 2 else period_s
-        max_gap = gap_factor * max(period_s, own_period)
+        max_gap = max(gap_factor * max(period_s, own_period), min_gap_s)
         value, complete = _BY_KIND[channel.kind](t, column, starts, ends, max_gap)
         out[channel.name] = StepValues(channel, value, complete)
     return out

@@ -114,11 +114,12 @@ def test_scalars_read_back_with_tbparse_in_keras_tensorboard_run(tmp_path):
     cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()])
     tb = keras.callbacks.TensorBoard(log_dir=str(tmp_path), update_freq="batch")
     small_model().fit(*data(), batch_size=32, epochs=1, callbacks=[tb, cb], verbose=0)
-    # TF2 summaries are tensor events; TensorBoard shows them as scalars.
-    df = SummaryReader(str(tmp_path), extra_columns={"dir_name"}).tensors
+    reader = SummaryReader(str(tmp_path), extra_columns={"dir_name"})
+    df = reader.scalars  # ours: plain scalar events
     ours = df[df.tag == "mobileperf/energy_j"]
     assert set(ours.dir_name) == {"train"}
-    assert "train" in set(df[df.tag == "epoch_loss"].dir_name)  # Keras' own scalars: same run
+    keras_own = reader.tensors  # Keras writes TF2 tensor summaries
+    assert "train" in set(keras_own[keras_own.tag == "epoch_loss"].dir_name)  # same run
     by_step = dict(zip(ours.step, ours.value))
     for s in cb.report.steps:
         assert by_step[s.step] == pytest.approx(s.energy_j["total"], rel=1e-6)

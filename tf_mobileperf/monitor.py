@@ -156,6 +156,9 @@ class PerfMonitor:
                      "; ".join(f"{k}: {v}" for k, v in self._probe.absent.items()))
         if self.sampler:
             self.sampler.start()
+            # A first sample before the first step starts, so its left edge is covered.
+            if not self.sampler.wait_for_first_row():
+                log.warning("mobileperf: the sampler wrote no sample within 2 s of starting")
         self._collector = threading.Thread(target=self._collect_loop, daemon=True, name="mobileperf-collector")
         self._collector.start()
         self._started = True
@@ -209,8 +212,10 @@ class PerfMonitor:
         index = len(self._steps)
         if self.profile_steps and index == self.profile_steps[0]:
             self._start_trace()
-        self._open = StepRecord(step=index, start_s=time.monotonic(), end_s=float("nan"),
-                                warmup=index < self.warmup_steps, traced=self._tracing)
+        step = StepRecord(step=index, start_s=time.monotonic(), end_s=float("nan"),
+                          warmup=index < self.warmup_steps, traced=self._tracing)
+        with self._lock:
+            self._open = step
 
     def step_end(self, batches: int = 1) -> None:
         step = self._open
@@ -220,7 +225,6 @@ class PerfMonitor:
             self._guard("sync devices", _tf.test.experimental.sync_devices)
         step.end_s = time.monotonic()
         step.batches = max(1, int(batches))
-        self._open = None
         self._close_step(step)
         if self.profile_steps and step.step == self.profile_steps[1]:
             self._stop_trace()
@@ -244,13 +248,14 @@ class PerfMonitor:
                               warmup=len(self._steps) < self.warmup_steps)
         step.end_s = time.monotonic()
         step.failed = True
-        self._open = None
         self._failure = (step.step, f"{type(exc).__name__}: {str(exc).strip()[:2000]}")
         log.warning("training step %d failed: %s", step.step, self._failure[1].splitlines()[0] if self._failure[1] else "")
         self._close_step(step)
 
     def _close_step(self, step: StepRecord) -> None:
+        # One move under the lock: the collector always sees the step, open or pending.
         with self._lock:
+            self._open = None
             self._steps.append(step)
             self._pending.append(step)
 

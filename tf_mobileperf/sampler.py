@@ -177,6 +177,13 @@ class Sampler:
         self._worker.start()
         return self
 
+    def wait_for_first_row(self, timeout_s: float = 2.0) -> bool:
+        """Blocks until the first row is written (a forked child takes a moment)."""
+        deadline = time.monotonic() + timeout_s
+        while self._count.value == 0 and time.monotonic() < deadline and self.running:
+            time.sleep(0.0005)
+        return self._count.value > 0
+
     def stop(self) -> None:
         """Stops sampling (idempotent); rows not yet drained stay drainable."""
         if self._worker is None:

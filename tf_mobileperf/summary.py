@@ -3,14 +3,18 @@
 Written to the run directory ``<logdir>/train`` so that, next to
 ``keras.callbacks.TensorBoard(log_dir=logdir)``, our scalars land in the
 same run as Keras' own. A quantity that was not measured is not written:
-a missing point, never a 0.
+a missing point, never a 0. Events are built as protobufs and written by
+TensorBoard's own event-file writer, with no TensorFlow op per value: the
+collector thread writing them must not compete with training.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
-import tensorflow as tf
+from tensorboard.compat.proto import event_pb2, summary_pb2
+from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from tf_mobileperf_tensorboard.summary import run_summary
 
@@ -35,21 +39,20 @@ class ScalarWriter:
     """Writes joined steps as scalars, flushing after each batch of steps."""
 
     def __init__(self, run_dir: str | Path):
-        self._writer = tf.summary.create_file_writer(str(run_dir))
+        self._writer = EventFileWriter(str(run_dir), max_queue_size=1000, flush_secs=5, filename_suffix=".mobileperf")
 
     def write_steps(self, steps: list[StepRecord]) -> None:
-        with self._writer.as_default():
-            for step in steps:
-                if step.failed:
-                    continue
-                for tag, value in step_scalars(step).items():
-                    tf.summary.scalar(tag, value, step=step.step)
+        now = time.time()
+        for step in steps:
+            if step.failed:
+                continue
+            values = [summary_pb2.Summary.Value(tag=tag, simple_value=v) for tag, v in step_scalars(step).items()]
+            self._writer.add_event(event_pb2.Event(wall_time=now, step=step.step, summary=summary_pb2.Summary(value=values)))
         self._writer.flush()
 
     def write_run_summary(self, summary: dict, step: int) -> None:
         """The dashboard's entry for this run (see tf_mobileperf_tensorboard.summary)."""
-        with self._writer.as_default():
-            run_summary(summary, step)
+        self._writer.add_event(event_pb2.Event(wall_time=time.time(), step=step, summary=run_summary(summary)))
         self._writer.flush()
 
     def close(self) -> None:

@@ -1,23 +1,26 @@
-"""Writes the run summary that makes a run show up in the dashboard.
+"""The run summary that makes a run show up in the dashboard.
 
 The summary is a string tensor (the report summary as JSON) under
 ``mobileperf/run``; TensorBoard's data provider then lists the run under our
 plugin, and the dashboard reads the summary through it. Step tables and raw
 samples are files under ``<run>/plugins/mobileperf/`` (see
 ``tf_mobileperf.storage``), because TensorBoard keeps only a few tensor
-events per tag.
+events per tag. Built as a protobuf directly: no TensorFlow op runs.
 """
 
 from __future__ import annotations
 
 import json
 
-import tensorflow as tf
+from tensorboard.compat.proto import summary_pb2
+from tensorboard.util import tensor_util
 
 from . import metadata
 
 
-def run_summary(summary: dict, step: int) -> None:
-    """Writes ``summary`` (JSON-ready) at ``step`` into the default writer."""
+def run_summary(summary: dict) -> summary_pb2.Summary:
+    """A ``Summary`` proto holding ``summary`` (JSON-ready) for this plugin."""
     text = json.dumps(summary, allow_nan=False)
-    tf.summary.write(metadata.RUN_TAG, tf.constant(text), step=step, metadata=metadata.create_summary_metadata())
+    value = summary_pb2.Summary.Value(tag=metadata.RUN_TAG, metadata=metadata.create_summary_metadata(),
+                                      tensor=tensor_util.make_tensor_proto(text.encode()))
+    return summary_pb2.Summary(value=[value])

@@ -9,12 +9,11 @@ Prints a table; writes benchmarks/results/accuracy.json.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import numpy as np
 
 from tf_mobileperf.join import window_energy
+from _results import save  # noqa: E402
 
 SECONDS = 60.0
 SIGNALS = {
@@ -62,9 +61,7 @@ def main() -> None:
             rows.append(row)
             print(f"{name:<22} {period_ms:>4} ms {row['seed_total_error_pct']:>20.3f}% {row['seed_step_error_p99_pct']:>11.2f}% "
                   f"{row['ours_total_error_pct']:>15.4f}% {row['ours_step_error_p99_pct']:>11.2f}%")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "accuracy.json").write_text(json.dumps(rows, indent=2))
+    save("accuracy", rows)
 
 
 if __name__ == "__main__":

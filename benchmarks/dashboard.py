@@ -5,7 +5,6 @@ stored series per hour. Prints a table; writes benchmarks/results/dashboard.json
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 import tempfile
@@ -19,6 +18,7 @@ from test_plugin import client_for  # noqa: E402  (the same app the tests use)
 
 from tf_mobileperf import PerfMonitor  # noqa: E402
 from tf_mobileperf.sensors import SyntheticSensor  # noqa: E402
+from _results import save  # noqa: E402
 
 RAILS = ["VDD_IN", "VDD_SYS_CPU", "VDD_SYS_GPU", "VDD_SYS_SOC", "VDD_SYS_DDR", "VDD_4V0_WIFI"]
 
@@ -47,9 +47,7 @@ def main() -> None:
             assert response.status_code == 200, response.get_data()[:200]
         results[f"latency_ms_{points}"] = {"median": 1e3 * float(np.median(times)), "max": 1e3 * max(times)}
         print(f"series route, whole hour, {points} points: median {1e3 * np.median(times):.1f} ms, max {1e3 * max(times):.1f} ms")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "dashboard.json").write_text(json.dumps(results, indent=2))
+    save("dashboard", results)
 
 
 if __name__ == "__main__":

@@ -6,14 +6,13 @@ benchmarks/results/join.json.
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 
 import numpy as np
 
 from tf_mobileperf.join import join
 from tf_mobileperf.sensors.base import Channel
+from _results import save  # noqa: E402
 
 CHANNELS = [Channel(f"rail{i}", "power", "benchmark") for i in range(6)]
 
@@ -40,9 +39,7 @@ def main() -> None:
             seconds = case(samples, steps)
             rows.append({"samples": samples, "steps": steps, "channels": len(CHANNELS), "seconds": seconds})
             print(f"{samples:>9} {steps:>7} {seconds:>9.4f}", flush=True)
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "join.json").write_text(json.dumps(rows, indent=2))
+    save("join", rows)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import tempfile
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ import keras
 import numpy as np
 
 from tf_mobileperf import MobilePerfCallback
+from _results import save  # noqa: E402
 
 
 def model_for(width: int) -> keras.Model:
@@ -103,9 +103,7 @@ def main() -> None:
                             "ratio": ratio, "ci95": [lo, hi], "fit_wall_s": float(np.median(wall[name]))})
             print(f"  {name:<26} {1e3 * np.mean(times):7.2f} ms   ratio {ratio:.3f}  [{lo:.3f}, {hi:.3f}]"
                   f"   fit wall {np.median(wall[name]):.2f} s")
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "overhead.json").write_text(json.dumps(results, indent=2))
+    save("overhead", results)
 
 
 if __name__ == "__main__":

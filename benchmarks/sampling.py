@@ -13,17 +13,16 @@ benchmarks/results/sampling.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import psutil
 
 from tf_mobileperf.sampler import Sampler
 from tf_mobileperf.sensors import detect, SyntheticSensor
+from _results import save  # noqa: E402
 
 
 def train_for(seconds: float) -> None:
@@ -91,9 +90,7 @@ def main() -> None:
             print(f"{r['design']:<13} {period:>4g} ms  {r['achieved_hz']:7.1f} Hz  p50 {r['err_p50_ms']:.3f}  "
                   f"p99 {r['err_p99_ms']:.3f}  max {r['max_interval_ms']:7.2f} ms  gaps {r['gaps_over_2x']:4d}  "
                   f"dropped {r['dropped']}  cpu {r['sampler_cpu_pct_of_core'] or float('nan'):.1f}%", flush=True)
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "sampling.json").write_text(json.dumps({"cores": os.cpu_count(), "seconds": args.seconds, "results": results}, indent=2))
+    save("sampling", {"cores": os.cpu_count(), "seconds": args.seconds, "results": results})
 
 
 if __name__ == "__main__":

@@ -95,27 +95,27 @@ class Sensor(abc.ABC):
         }
 
 
-class SysfsValue:
-    """One numeric sysfs file, kept open and re-read with ``pread``.
+class KernelFile:
+    """A sysfs/procfs file kept open and re-read with ``pread`` at offset 0.
 
-    Re-reading an open sysfs attribute at offset 0 costs one system call
-    instead of three, which matters at 200 Hz. A failed read (EIO, a device
-    that vanished) gives NaN and the file is reopened on the next read.
+    Re-reading an open kernel file costs one system call instead of three,
+    which matters at 200 Hz. A failed read (EIO, a device that vanished)
+    raises OSError and the file is reopened on the next read.
     """
 
-    def __init__(self, path: Path, scale: float = 1.0):
+    def __init__(self, path: Path, size: int = 64):
         self.path = Path(path)
-        self.scale = scale
+        self.size = size
         self._fd: int | None = None
 
-    def read(self) -> float:
+    def read_bytes(self) -> bytes:
         try:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_RDONLY)
-            return float(os.pread(self._fd, 64, 0).split()[0]) * self.scale
-        except (OSError, ValueError, IndexError):
+            return os.pread(self._fd, self.size, 0)
+        except OSError:
             self.close()
-            return NAN
+            raise
 
     def close(self) -> None:
         if self._fd is not None:
@@ -127,7 +127,24 @@ class SysfsValue:
 
     def __getstate__(self) -> dict:
         # File descriptors do not cross process boundaries; reopen lazily.
-        return {"path": self.path, "scale": self.scale, "_fd": None}
+        return {"path": self.path, "size": self.size, "_fd": None}
+
+
+class SysfsValue(KernelFile):
+    """One numeric sysfs file, times ``scale``; NaN when it cannot be read."""
+
+    def __init__(self, path: Path, scale: float = 1.0):
+        super().__init__(path, 64)
+        self.scale = scale
+
+    def read(self) -> float:
+        try:
+            return float(self.read_bytes().split()[0]) * self.scale
+        except (OSError, ValueError, IndexError):
+            return NAN
+
+    def __getstate__(self) -> dict:
+        return super().__getstate__() | {"scale": self.scale}
 
 
 def under_root(root: str | Path, path: str) -> Path:

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from pathlib import Path
 from typing import Mapping
 
-from .base import NAN, Channel, Sensor, SensorUnavailable, SysfsValue
+from .base import NAN, Channel, KernelFile, Sensor, SensorUnavailable, SysfsValue
 
 # (implementer, part) from /proc/cpuinfo on ARM -> core name.
 ARM_CORES = {
@@ -62,10 +61,10 @@ def core_types(cpuinfo: str) -> dict[int, str]:
     return types
 
 
-def _read_stat(path: Path) -> dict[str, tuple[int, int]]:
+def _read_stat(stat: KernelFile) -> dict[str, tuple[int, int]]:
     """"cpu"/"cpuN" -> (busy jiffies, total jiffies)."""
     out = {}
-    for line in path.read_text().splitlines():
+    for line in stat.read_bytes().decode().splitlines():
         if not line.startswith("cpu"):
             continue
         name, *fields = line.split()
@@ -89,12 +88,12 @@ class CpuSensor(Sensor):
 
     def __init__(self, root: str | Path = "/", period_s: float = 0.05):
         root = Path(root)
-        self._stat = root / "proc/stat"
+        self._stat = KernelFile(root / "proc/stat", 1 << 16)
         self.min_period_s = period_s
         try:
             first = _read_stat(self._stat)
         except (OSError, ValueError) as exc:
-            raise SensorUnavailable(f"cannot read {self._stat}: {exc}") from exc
+            raise SensorUnavailable(f"cannot read {self._stat.path}: {exc}") from exc
         cpu_dir = root / "sys/devices/system/cpu"
         try:
             present = parse_cpu_list((cpu_dir / "present").read_text())
@@ -107,9 +106,10 @@ class CpuSensor(Sensor):
         self.cores = present
         self.clusters = {core: types.get(core, "unknown") for core in present}
         self.offline = [core for core in present if f"cpu{core}" not in first]
-        self.channels = [Channel("cpu_util", "util", str(self._stat), group="cpu")]
+        source = str(self._stat.path)
+        self.channels = [Channel("cpu_util", "util", source, group="cpu")]
         self.channels += [
-            Channel(f"cpu{core}_util", "util", str(self._stat), group="cpu", cluster=self.clusters[core])
+            Channel(f"cpu{core}_util", "util", source, group="cpu", cluster=self.clusters[core])
             for core in present
         ]
         self._freqs = {}
@@ -142,8 +142,16 @@ class CpuSensor(Sensor):
         return {"cores": self.cores, "clusters": clusters, "offline": self.offline}
 
 
-_MEMINFO = re.compile(r"^(\w+):\s+(\d+)\s*kB", re.M)
-_STATUS = re.compile(r"^(VmRSS|VmHWM):\s+(\d+)\s*kB", re.M)
+def _kb_field(text: bytes, key: bytes) -> float:
+    """Bytes of the "Key:   123 kB" line of /proc/meminfo or /proc/<pid>/status; NaN if absent."""
+    prefix = key + b":"
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            try:
+                return float(line.split()[1]) * 1024
+            except (IndexError, ValueError):
+                return math.nan
+    return math.nan
 
 
 class MemorySensor(Sensor):
@@ -159,43 +167,46 @@ class MemorySensor(Sensor):
     """
 
     name = "memory (/proc/meminfo)"
-    min_period_s = 0.01
+    min_period_s = 0.02
 
     def __init__(self, root: str | Path = "/", pid: int | None = None):
         root = Path(root)
-        self._meminfo = root / "proc/meminfo"
-        self._status = root / f"proc/{pid or os.getpid()}/status"
+        self._meminfo = KernelFile(root / "proc/meminfo", 8192)
+        self._status = KernelFile(root / f"proc/{pid or os.getpid()}/status", 8192)
         try:
-            info = self._parse_meminfo()
-        except (OSError, ValueError) as exc:
-            raise SensorUnavailable(f"cannot read {self._meminfo}: {exc}") from exc
-        if "MemTotal" not in info:
-            raise SensorUnavailable(f"{self._meminfo} has no MemTotal")
-        self.total_bytes = info["MemTotal"]
+            total = _kb_field(self._meminfo.read_bytes(), b"MemTotal")
+        except OSError as exc:
+            raise SensorUnavailable(f"cannot read {self._meminfo.path}: {exc}") from exc
+        if math.isnan(total):
+            raise SensorUnavailable(f"{self._meminfo.path} has no MemTotal")
+        self.total_bytes = total
         self.channels = [
-            Channel("ram_used", "memory", f"{self._meminfo} MemTotal-MemAvailable", group="mem"),
-            Channel("proc_rss", "memory", f"{self._status} VmRSS", group="mem"),
-            Channel("proc_peak", "memory", f"{self._status} VmHWM", group="mem"),
+            Channel("ram_used", "memory", f"{self._meminfo.path} MemTotal-MemAvailable", group="mem"),
+            Channel("proc_rss", "memory", f"{self._status.path} VmRSS", group="mem"),
+            Channel("proc_peak", "memory", f"{self._status.path} VmHWM", group="mem"),
         ]
-
-    def _parse_meminfo(self) -> dict[str, int]:
-        return {k: int(v) * 1024 for k, v in _MEMINFO.findall(self._meminfo.read_text())}
 
     def read(self) -> Mapping[str, float]:
         out = {"ram_used": NAN, "proc_rss": NAN, "proc_peak": NAN}
         try:
-            info = self._parse_meminfo()
-            available = info.get("MemAvailable", info.get("MemFree", math.nan))
-            out["ram_used"] = float(info["MemTotal"] - available)
-        except (OSError, ValueError, KeyError):
+            info = self._meminfo.read_bytes()
+            available = _kb_field(info, b"MemAvailable")
+            if math.isnan(available):
+                available = _kb_field(info, b"MemFree")
+            out["ram_used"] = _kb_field(info, b"MemTotal") - available
+        except OSError:
             pass
         try:
-            status = dict(_STATUS.findall(self._status.read_text()))
-            out["proc_rss"] = float(status["VmRSS"]) * 1024 if "VmRSS" in status else NAN
-            out["proc_peak"] = float(status["VmHWM"]) * 1024 if "VmHWM" in status else NAN
+            status = self._status.read_bytes()
+            out["proc_rss"] = _kb_field(status, b"VmRSS")
+            out["proc_peak"] = _kb_field(status, b"VmHWM")
         except OSError:
             pass
         return out
+
+    def close(self) -> None:
+        self._meminfo.close()
+        self._status.close()
 
     def metadata(self) -> dict:
         return {"ram_total_bytes": self.total_bytes}

@@ -234,3 +234,18 @@ def test_step_longer_than_the_flush_interval_keeps_its_samples(tmp_path):
                 time.sleep(1.3)  # several collector drains while the step is open
     for step in perf.report.steps:
         assert step.energy_j["VDD_IN"] == pytest.approx(5.0 * step.duration_s, rel=1e-9)
+
+
+def test_other_error_in_a_step_writes_the_partial_report_and_propagates(tmp_path):
+    def batches():
+        for i in range(20):
+            if i == 6:
+                raise RuntimeError("corrupt record")
+            yield np.ones((8, 16), "float32"), np.ones((8, 1), "float32")
+
+    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()])
+    with pytest.raises(Exception):
+        small_model().fit(batches(), epochs=1, steps_per_epoch=20, callbacks=[cb], verbose=0)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["success"] is False and report["failed_step"] == 6 and "corrupt record" in report["error"]
+    assert report["steps_measured"] == 3

@@ -114,6 +114,10 @@ class MobilePerfCallback(keras.callbacks.Callback):
                     raise
                 self.model.stop_training = True
                 return self._last_logs
+            except Exception as exc:  # any other error ends fit: keep what was measured, then let it go on
+                self.monitor.fail(exc)
+                self._finish()
+                raise
 
         self.model.train_function = guarded_train_function
 

@@ -19,6 +19,7 @@ $(STAMP): $(BIN)/python setup.cfg pyproject.toml
 	touch $(STAMP)
 
 $(FRONTEND)/node_modules/.package-lock.json: $(FRONTEND)/package.json $(FRONTEND)/package-lock.json
+	@command -v npm >/dev/null || (apt-get update -q && apt-get install -y -q nodejs npm)
 	cd $(FRONTEND) && npm ci --no-audit --no-fund
 
 $(BUNDLE): $(FRONTEND)/node_modules/.package-lock.json $(wildcard $(FRONTEND)/src/*.js)

@@ -13,10 +13,10 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 
 from . import sensors as sensors_mod
 from .sampler import Sampler
+from .sampling_stats import SamplingStats
 from .sizes import parse_size
 
 
@@ -31,22 +31,18 @@ def _format(value: float, unit: str) -> str:
 
 
 def sampling_test(found: list, period_ms: float, seconds: float) -> dict:
-    """Samples ``found`` for ``seconds``; returns rate and interval-error figures."""
+    """Samples ``found`` for ``seconds``; returns the sampling-quality summary."""
     with Sampler(found, period_ms=period_ms) as sampler:
         time.sleep(seconds)
+    stats = SamplingStats(period_ms / 1000.0, sampler.channels)
     rows = sampler.drain()
-    intervals_ms = np.diff(rows.t) * 1000.0
-    error = np.abs(intervals_ms - period_ms)
-    span = rows.t[-1] - rows.t[0] if len(rows) > 1 else math.nan
-    return {
-        "mode": sampler.mode,
-        "realtime": sampler.realtime_granted,
-        "samples": len(rows),
-        "achieved_hz": (len(rows) - 1) / span if len(rows) > 1 else math.nan,
-        "p50_ms": float(np.percentile(error, 50)) if len(error) else math.nan,
-        "p99_ms": float(np.percentile(error, 99)) if len(error) else math.nan,
-        "max_interval_ms": float(intervals_ms.max()) if len(error) else math.nan,
-    }
+    if len(rows):
+        stats.add(rows)
+    return stats.summary(sampler)
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "n/a" if value is None else format(value, fmt)
 
 
 def cmd_sensors(args: argparse.Namespace) -> int:
@@ -74,8 +70,8 @@ def cmd_sensors(args: argparse.Namespace) -> int:
         out.write(
             f"\nSampling test ({args.seconds:g} s at {args.period_ms:g} ms, {result['mode']}"
             f"{', SCHED_FIFO' if result['realtime'] else ''}): {result['samples']} samples, "
-            f"{result['achieved_hz']:.1f} Hz achieved, interval error p50 {result['p50_ms']:.3f} ms, "
-            f"p99 {result['p99_ms']:.3f} ms, longest interval {result['max_interval_ms']:.2f} ms\n"
+            f"{_num(result['achieved_hz'], '.1f')} Hz achieved, interval error p50 {_num(result['interval_error_p50_ms'], '.3f')} ms, "
+            f"p99 {_num(result['interval_error_p99_ms'], '.3f')} ms, longest interval {_num(result['max_interval_ms'], '.2f')} ms\n"
         )
     for sensor in found.sensors:
         sensor.close()

@@ -34,8 +34,9 @@ from typing import Iterator, Sequence
 import numpy as np
 
 from . import join as join_mod
-from .report import GIB, Report, StepRecord, energy_rails, fill_steps
+from .report import Report, StepRecord, energy_rails, fill_steps
 from .sampler import Sampler, Samples, check_period
+from .sampling_stats import SamplingStats
 from .sensors import Probe, ReplaySensor, Sensor, probe
 from .storage import PLUGIN_DIR, SeriesWriter, StepsCsv, write_json
 from .summary import ScalarWriter
@@ -130,7 +131,7 @@ class PerfMonitor:
         self._pending: list[StepRecord] = []
         self._open: StepRecord | None = None
         self._buffer: list[Samples] = []
-        self._stats = _SamplingStats(self.period_ms / 1000.0, self.channels)
+        self._stats = SamplingStats(self.period_ms / 1000.0, self.channels)
         self._failure: tuple[int, str] | None = None
         self._stop = threading.Event()
         self._collector: threading.Thread | None = None
@@ -368,71 +369,3 @@ class PerfMonitor:
         except Exception as exc:  # monitoring must never break training
             log.warning("mobileperf: %s failed: %s", what, exc)
             return None
-
-
-class _SamplingStats:
-    """Running figures of sampling quality, kept small for long runs."""
-
-    def __init__(self, period_s: float, channels: list):
-        self.period_s = period_s
-        self.channels = channels
-        self.rows = 0
-        self.first = self.last = None
-        self.errors: list[np.ndarray] = []
-        self.gaps = 0
-        self.valid = np.zeros(len(channels), dtype=np.int64)
-        self.changes = np.zeros(len(channels), dtype=np.int64)
-        self._prev: np.ndarray | None = None
-        self._prev_t: float | None = None
-
-    def add(self, rows: Samples) -> None:
-        t = rows.t if self._prev_t is None else np.concatenate([[self._prev_t], rows.t])
-        intervals = np.diff(t)
-        self.errors.append(np.abs(intervals - self.period_s).astype(np.float32))
-        self.gaps += int((intervals > 2 * self.period_s).sum())
-        self.rows += len(rows)
-        self.first = rows.t[0] if self.first is None else self.first
-        self.last = rows.t[-1]
-        self._prev_t = rows.t[-1]
-        finite = np.isfinite(rows.values)
-        self.valid += finite.sum(axis=0)
-        for i in range(rows.values.shape[1]):
-            column = rows.values[finite[:, i], i]
-            if len(column):
-                start = self._prev[i] if self._prev is not None and np.isfinite(self._prev[i]) else column[0]
-                self.changes[i] += int(np.count_nonzero(np.diff(np.concatenate([[start], column]))))
-        last_valid = np.where(finite.any(axis=0), _last_finite(rows.values, finite), np.nan)
-        self._prev = last_valid if self._prev is None else np.where(np.isnan(last_valid), self._prev, last_valid)
-
-    def summary(self, sampler: Sampler | None) -> dict:
-        span = (self.last - self.first) if self.rows > 1 else None
-        errors = np.concatenate(self.errors) if self.errors else np.array([])
-        per_channel = {}
-        stale = {}
-        for i, c in enumerate(self.channels):
-            rate = self.valid[i] / span if span else None
-            update = self.changes[i] / span if span else None
-            per_channel[c.name] = {"read_hz": rate, "updates_hz": update}
-            if rate and update is not None and self.valid[i] > 20 and update < 0.2 * rate:
-                stale[c.name] = update
-        return {
-            "requested_hz": 1.0 / self.period_s,
-            "achieved_hz": (self.rows - 1) / span if span else None,
-            "interval_error_p50_ms": float(np.percentile(errors, 50) * 1e3) if len(errors) else None,
-            "interval_error_p99_ms": float(np.percentile(errors, 99) * 1e3) if len(errors) else None,
-            "gaps": self.gaps,
-            "samples": self.rows,
-            "dropped": sampler.dropped if sampler else 0,
-            "mode": sampler.mode if sampler else None,
-            "realtime": sampler.realtime_granted if sampler else None,
-            "sensor_errors": sampler.errors() if sampler else {},
-            "channels": per_channel,
-            "stale_channels_updates_hz": stale,
-        }
-
-
-def _last_finite(values: np.ndarray, finite: np.ndarray) -> np.ndarray:
-    """Per column, the last finite value (NaN where none)."""
-    n = len(values)
-    idx = n - 1 - np.argmax(finite[::-1], axis=0)
-    return values[idx, np.arange(values.shape[1])]

@@ -138,6 +138,8 @@ class PerfMonitor:
         self._started = False
         self._tracing = False
         self._gpu = bool(_tf and _tf.config.list_physical_devices("GPU"))
+        self._device: dict | None = None
+        self._slowest_s = max([s.min_period_s for s in self._probe.sensors] + [self.period_ms / 1000.0])
 
     # -- session -----------------------------------------------------------
     def begin(self) -> "PerfMonitor":
@@ -146,8 +148,7 @@ class PerfMonitor:
             return self
         self.logdir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / PLUGIN_DIR).mkdir(parents=True, exist_ok=True)
-        meta = self._device_metadata()
-        self._series = SeriesWriter(self.run_dir, self.channels, meta) if self.channels else None
+        self._series = SeriesWriter(self.run_dir, self.channels, self._device_metadata()) if self.channels else None
         self._csv = StepsCsv(self.logdir / "steps.csv", self._csv_fields())
         self._scalars = ScalarWriter(self.run_dir)
         self._guard("write run summary", self._scalars.write_run_summary,
@@ -178,7 +179,7 @@ class PerfMonitor:
             self._close_step(self._open)
         self._stop_trace()
         if self.sampler:
-            time.sleep(min(0.2, 3 * self._slowest_period()))  # a sample past the last step's end
+            time.sleep(min(0.2, 3 * self._slowest_s))  # a sample past the last step's end
         self._stop.set()
         if self._collector:
             self._collector.join()
@@ -275,7 +276,7 @@ class PerfMonitor:
                     self._guard("write samples", self._series.append, rows.t, rows.values)
         with self._lock:
             last_t = self._buffer[-1].t[-1] if self._buffer and len(self._buffer[-1]) else -np.inf
-            margin = 0.0 if final else 2 * self._slowest_period()
+            margin = 0.0 if final else 2 * self._slowest_s
             ready = [s for s in self._pending if final or s.end_s + margin < last_t]
             self._pending = [s for s in self._pending if s not in ready]
             # Samples are kept from the oldest step not yet joined, the open one included.
@@ -299,12 +300,8 @@ class PerfMonitor:
         """Forgets samples older than any pending step needs (keeps a margin for edges)."""
         if not self._buffer:
             return
-        keep_from = (oldest_needed if oldest_needed is not None else self._buffer[-1].t[-1]) - 4 * self._slowest_period()
+        keep_from = (oldest_needed if oldest_needed is not None else self._buffer[-1].t[-1]) - 4 * self._slowest_s
         self._buffer = [b for b in self._buffer if len(b) and b.t[-1] >= keep_from]
-
-    def _slowest_period(self) -> float:
-        periods = [s.min_period_s for s in self._probe.sensors] + [self.period_ms / 1000.0]
-        return max(periods)
 
     # -- profiler ------------------------------------------------------------
     def _start_trace(self) -> None:
@@ -321,10 +318,12 @@ class PerfMonitor:
 
     # -- report --------------------------------------------------------------
     def _device_metadata(self) -> dict:
-        meta: dict = {"hostname": os.uname().nodename, "cpu_count": os.cpu_count()}
-        for sensor in self._probe.sensors:
-            self._guard("sensor metadata", lambda s=sensor: meta.update(s.metadata()))
-        return meta
+        """Static facts of the machine and its sensors, read once per session."""
+        if self._device is None:
+            self._device = {"hostname": os.uname().nodename, "cpu_count": os.cpu_count()}
+            for sensor in self._probe.sensors:
+                self._guard("sensor metadata", lambda s=sensor: self._device.update(s.metadata()))
+        return self._device
 
     def _csv_fields(self) -> list[str]:
         base = ["step", "start_s", "end_s", "duration_s", "batches", "warmup", "traced", "failed",

@@ -35,7 +35,6 @@ class SeriesWriter:
                   "clock": "time.monotonic (CLOCK_MONOTONIC), seconds", "metadata": metadata}
         write_json(self.dir / CHANNELS_FILE, header)
         self._file = open(self.dir / SAMPLES_FILE, "wb")
-        self.width = len(channels) + 1
 
     def append(self, t: np.ndarray, values: np.ndarray) -> None:
         if len(t):
@@ -73,7 +72,6 @@ class StepsCsv:
 
     def __init__(self, path: str | Path, fields: list[str]):
         self.path = Path(path)
-        self.fields = fields
         self._file = open(self.path, "w", newline="")
         self._writer = csv.DictWriter(self._file, fieldnames=fields, extrasaction="ignore")
         self._writer.writeheader()

@@ -142,8 +142,8 @@ def sweep(models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig
 
 def find_max_batch(model: str, config: SweepConfig, start: int = 1, ceiling: int = 4096) -> tuple[int | None, list[dict]]:
     """Largest batch size that trains, by doubling then bisection. Returns (size, rows tried)."""
-    results = Results(config.out)
     config.out.mkdir(parents=True, exist_ok=True)
+    results = Results(config.out)
 
     def fits(batch_size: int) -> bool:
         row = results.done(model, batch_size)
@@ -160,11 +160,7 @@ def find_max_batch(model: str, config: SweepConfig, start: int = 1, ceiling: int
         else:
             bad = size
             break
-    if good is None:
-        return None, results.rows
-    if bad is None:
-        return good, results.rows
-    while bad - good > 1:
+    while good is not None and bad is not None and bad - good > 1:
         middle = (good + bad) // 2
         good, bad = (middle, bad) if fits(middle) else (good, middle)
     return good, [r for r in results.rows if r["model"] == model]

@@ -9,6 +9,7 @@ steps are listed, marked, and left out. A quantity no sensor measured is
 
 from __future__ import annotations
 
+import array
 import dataclasses
 import math
 from typing import Any
@@ -103,20 +104,70 @@ def fill_steps(steps: list[StepRecord], joined: dict[str, StepValues], channels:
             step.mem_peak_gb = _num(peak / GIB)
 
 
-def _mean(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return float(np.mean(known)) if known and len(known) == len(values) else None
+class StepTotals:
+    """Running totals of the measured steps, so a long run needs no step list.
+
+    Holds what the summary needs and nothing per step but the durations
+    (8 bytes a step, for the percentiles). A quantity that some measured step
+    lacks stays unknown (None) in the totals: an average over part of the
+    steps would be presented as the whole run's.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.batches = 0
+        self._durations = array.array("d")
+        self._sums: dict[str, float] = {}
+        self._counts: dict[str, int] = {}
+        self.mem_peak_gb: float | None = None
+        self.cores: list[str] | None = None
+
+    def add(self, step: StepRecord) -> None:
+        """Adds one measured (not warm-up, not failed) step."""
+        self.count += 1
+        self.batches += step.batches
+        self._durations.append(step.duration_s)
+        if self.cores is None:
+            self.cores = list(step.cpu_util_per_core)
+        values = {"cpu_util": step.cpu_util, "gpu_util": step.gpu_util}
+        values |= {f"energy/{rail}": e for rail, e in step.energy_j.items()}
+        values |= {f"core/{core}": u for core, u in step.cpu_util_per_core.items()}
+        for key, value in values.items():
+            if value is not None:
+                self._sums[key] = self._sums.get(key, 0.0) + value
+                self._counts[key] = self._counts.get(key, 0) + 1
+        if step.mem_peak_gb is not None:
+            self.mem_peak_gb = max(self.mem_peak_gb or 0.0, step.mem_peak_gb)
+
+    def total(self, key: str) -> float | None:
+        """Sum over the measured steps; None unless every step has the value."""
+        return self._sums[key] if self.count and self._counts.get(key) == self.count else None
+
+    def mean(self, key: str) -> float | None:
+        total = self.total(key)
+        return total / self.count if total is not None else None
+
+    @property
+    def durations(self) -> np.ndarray:
+        return np.frombuffer(self._durations, dtype=np.float64) if self.count else np.empty(0)
 
 
 @dataclasses.dataclass
 class Report:
-    """What a run cost. ``to_dict()`` is JSON-ready (NaN never appears)."""
+    """What a run cost. ``to_dict()`` is JSON-ready (NaN never appears).
+
+    ``totals`` covers every measured step; ``steps`` are the steps kept in
+    memory: all of them, unless the run outgrew the monitor's ``keep_steps``;
+    then the warm-up and failed steps and the latest ones, and
+    ``steps_not_kept`` counts the others (they are all in ``steps.csv``).
+    """
 
     success: bool
     failed_step: int | None
     error: str | None
     warmup_steps: int
     steps: list[StepRecord]
+    totals: StepTotals
     channels: list[Channel]
     sampling: dict
     sensors: list[dict]
@@ -124,48 +175,49 @@ class Report:
     unavailable: dict[str, str]
     batch_size: int | None = None
     model: str | None = None
+    steps_not_kept: int = 0
 
     @property
     def measured(self) -> list[StepRecord]:
+        """The measured steps among those kept."""
         return [s for s in self.steps if not s.warmup and not s.failed]
 
     def summary(self) -> dict[str, Any]:
-        steps = self.measured
-        durations = np.array([s.duration_s for s in steps])
-        total_time = float(durations.sum()) if len(steps) else 0.0
+        totals = self.totals
+        durations = totals.durations
+        total_time = float(durations.sum())
         rails = [c.name for c in energy_rails(self.channels)]
-        energy_j = {r: _sum([s.energy_j.get(r) for s in steps]) for r in rails + (["total"] if rails else [])}
+        energy_j = {r: totals.total(f"energy/{r}") for r in rails + (["total"] if rails else [])}
         power_avg_w = {r: (e / total_time if e is not None and total_time > 0 else None) for r, e in energy_j.items()}
         clusters: dict[str, list[str]] = {}
         for c in self.channels:
             if c.kind == "util" and c.group == "cpu" and c.cluster:
                 clusters.setdefault(c.cluster, []).append(c.name.removesuffix("_util"))
-        per_core = {core: _mean([s.cpu_util_per_core.get(core) for s in steps]) for core in
-                    (steps[0].cpu_util_per_core if steps else {})}
+        per_core = {core: totals.mean(f"core/{core}") for core in totals.cores or []}
         per_cluster = {name: _mean_known([per_core.get(core) for core in cores]) for name, cores in clusters.items()}
-        samples = self.batch_size * sum(s.batches for s in steps) if self.batch_size else None
+        samples = self.batch_size * totals.batches if self.batch_size else None
         energy_total = energy_j.get("total")
-        mem = [s.mem_peak_gb for s in steps if s.mem_peak_gb is not None]
+        measured = len(durations) > 0
         return {
             "model": self.model,
             "success": self.success,
             "failed_step": self.failed_step,
             "error": self.error,
-            "steps_measured": len(steps),
+            "steps_measured": totals.count,
             "warmup_steps": self.warmup_steps,
-            "gpu_util_avg": _mean([s.gpu_util for s in steps]) if steps else None,
-            "cpu_util_avg": _mean([s.cpu_util for s in steps]) if steps else None,
+            "gpu_util_avg": totals.mean("gpu_util"),
+            "cpu_util_avg": totals.mean("cpu_util"),
             "power_avg": power_avg_w.get("total"),
             "energy_total": energy_total,
-            "mem_peak_gb": max(mem) if mem else None,
+            "mem_peak_gb": totals.mem_peak_gb,
             "power_avg_w": power_avg_w,
             "energy_j": energy_j,
             "cpu_util_per_core": per_core,
             "cpu_util_per_cluster": per_cluster,
             "step_time_s": {
-                "mean": float(durations.mean()) if len(steps) else None,
-                "p50": float(np.percentile(durations, 50)) if len(steps) else None,
-                "p99": float(np.percentile(durations, 99)) if len(steps) else None,
+                "mean": float(durations.mean()) if measured else None,
+                "p50": float(np.percentile(durations, 50)) if measured else None,
+                "p99": float(np.percentile(durations, 99)) if measured else None,
             },
             "batch_size": self.batch_size,
             "energy_per_sample_j": energy_total / samples if energy_total is not None and samples else None,
@@ -174,6 +226,7 @@ class Report:
             "sensors": self.sensors,
             "device": self.device,
             "unavailable": self.unavailable,
+            "steps_not_kept": self.steps_not_kept,
         }
 
     def to_dict(self) -> dict[str, Any]:
@@ -182,10 +235,6 @@ class Report:
             dataclasses.asdict(s) | {"duration_s": s.duration_s} for s in self.steps
         ]
         return out
-
-
-def _sum(values: list[float | None]) -> float | None:
-    return float(sum(values)) if values and all(v is not None for v in values) else None
 
 
 def _mean_known(values: list[float | None]) -> float | None:

@@ -4,15 +4,25 @@ TensorBoard keeps only a few tensor events per tag, so raw samples live in
 plain files under ``<run>/plugins/mobileperf/`` (as the profile plugin keeps
 its traces): ``channels.json`` names the columns, ``samples.bin`` holds rows
 of float64 (time, channel...) appended and flushed every drain, so a crash
-loses at most one drain interval. A torn last row is ignored on reading.
+loses at most one drain interval. A torn last row is ignored on reading;
+a write that fails (disk full) is cut back to the last whole row, so the
+rows after it stay aligned.
+
+A logdir is claimed by the measurement that writes it (``claim_logdir``), so
+two measurements never write into one logdir.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
+import mmap
 import os
+import socket
+import struct
+import time
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +32,92 @@ from .sensors.base import Channel
 PLUGIN_DIR = "plugins/mobileperf"
 CHANNELS_FILE = "channels.json"
 SAMPLES_FILE = "samples.bin"
+CLAIM_FILE = "mobileperf.claim"
+PROGRESS_FILE = "progress.bin"
+
+
+def claim_logdir(logdir: str | Path) -> Path:
+    """Claims ``logdir`` for one measurement, or the first free ``logdir/run-N``.
+
+    The claim is an exclusive create of ``mobileperf.claim`` (who, when), so
+    two processes starting at once get two directories.
+
+    Raises:
+        OSError: the directory cannot be created or written, with its path.
+    """
+    base = Path(logdir)
+    candidate, n = base, 1
+    while True:
+        try:
+            candidate.mkdir(parents=True, exist_ok=True)
+            fd = os.open(candidate / CLAIM_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            n += 1
+            candidate = base / f"run-{n}"
+            continue
+        except OSError as exc:
+            raise OSError(exc.errno, f"mobileperf cannot write to logdir {candidate}: {exc.strerror or exc}") from exc
+        with os.fdopen(fd, "w") as f:
+            json.dump({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}, f)
+        return candidate
+
+
+class StepProgress:
+    """The step running or next to run, in an 8-byte memory-mapped file.
+
+    Set at every step boundary without a system call. The page outlives the
+    process, so after a SIGKILL (the kernel's OOM killer) whoever started it
+    reads which step it died in with ``StepProgress.read``.
+    """
+
+    def __init__(self, path: Path):
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.ftruncate(fd, 8)
+            self._map = mmap.mmap(fd, 8)
+        finally:
+            os.close(fd)
+        self.set(0)
+
+    def set(self, step: int) -> None:
+        if not self._map.closed:  # a signal handler may end the run inside a step
+            struct.pack_into("<q", self._map, 0, step)
+
+    def close(self) -> None:
+        self._map.close()
+
+    @staticmethod
+    def read(path: Path) -> int | None:
+        """The last step set in ``path``; None if there is no whole value."""
+        try:
+            raw = Path(path).read_bytes()
+        except OSError:
+            return None
+        return struct.unpack("<q", raw)[0] if len(raw) == 8 else None
+
+
+class AppendFile:
+    """A file appended to in whole records: a failed write is cut back, then raised."""
+
+    def __init__(self, path: Path):
+        self._file = open(path, "wb", buffering=0)
+        self._size = 0
+
+    def append(self, data: bytes) -> None:
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[self._file.write(view):]
+        except OSError:
+            self._file.truncate(self._size)
+            self._file.seek(self._size)
+            raise
+        self._size += len(data)
+
+    def close(self) -> None:
+        if not self._file.closed:
+            os.fsync(self._file.fileno())
+            self._file.close()
 
 
 class SeriesWriter:
@@ -34,19 +130,14 @@ class SeriesWriter:
                   "channels": [dataclasses.asdict(c) | {"unit": c.unit} for c in channels],
                   "clock": "time.monotonic (CLOCK_MONOTONIC), seconds", "metadata": metadata}
         write_json(self.dir / CHANNELS_FILE, header)
-        self._file = open(self.dir / SAMPLES_FILE, "wb")
+        self._file = AppendFile(self.dir / SAMPLES_FILE)
 
     def append(self, t: np.ndarray, values: np.ndarray) -> None:
         if len(t):
-            rows = np.column_stack([t, values]).astype("<f8", copy=False)
-            self._file.write(rows.tobytes())
-            self._file.flush()
+            self._file.append(np.column_stack([t, values]).astype("<f8", copy=False).tobytes())
 
     def close(self) -> None:
-        if not self._file.closed:
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
+        self._file.close()
 
 
 def read_series(run_dir: str | Path) -> tuple[dict, np.ndarray]:
@@ -72,14 +163,17 @@ class StepsCsv:
 
     def __init__(self, path: str | Path, fields: list[str]):
         self.path = Path(path)
-        self._file = open(self.path, "w", newline="")
-        self._writer = csv.DictWriter(self._file, fieldnames=fields, extrasaction="ignore")
-        self._writer.writeheader()
-        self._file.flush()
+        self._file = AppendFile(self.path)
+        self._fields = fields
+        self._write(lambda writer: writer.writeheader())
 
     def write(self, rows: list[dict]) -> None:
-        self._writer.writerows(rows)
-        self._file.flush()
+        self._write(lambda writer: writer.writerows(rows))
+
+    def _write(self, fill) -> None:
+        text = io.StringIO()
+        fill(csv.DictWriter(text, fieldnames=self._fields, extrasaction="ignore"))
+        self._file.append(text.getvalue().encode())
 
     def close(self) -> None:
         self._file.close()

@@ -6,7 +6,9 @@ so a sweep can be resumed: configurations already in ``results.json`` are
 skipped. Each configuration is also a TensorBoard run under ``DIR/runs/``,
 so the dashboard's cross-run view compares them. A child that runs out of
 memory records ``success: False``; a child killed by a signal (SIGKILL from
-the kernel's OOM killer) is recorded the same way, with the cause.
+the kernel's OOM killer) is recorded the same way, with the cause, the step
+it died in (from the child's ``progress.bin``) and the steps it had written
+to ``steps.csv`` before it died.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,7 +27,7 @@ from typing import Iterable
 
 from tqdm import tqdm
 
-from .storage import write_json
+from .storage import PROGRESS_FILE, StepProgress, write_json
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,7 @@ def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
         cmd += ["--input-size", str(config.input_size)]
     if config.memory_limit:
         cmd += ["--memory-limit", str(config.memory_limit)]
+    shutil.rmtree(logdir, ignore_errors=True)  # what an unfinished earlier try left: this run replaces it
     # Few malloc arenas: each reserves 64 MB of address space, which RLIMIT_AS would count.
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"), MALLOC_ARENA_MAX="2")
     try:
@@ -76,7 +80,7 @@ def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
         cause = _exit_cause(returncode, stderr)
         if config.memory_limit and returncode is not None and returncode < 0 and "out of memory" not in cause:
             cause += " under the emulated memory limit (an allocation failure, most likely)"
-        row = {"success": False, "failed_step": None, "error": stderr[-2000:], "cause": cause}
+        row = {"success": False, "error": stderr[-2000:], "cause": cause} | _steps_on_disk(logdir)
         if config.memory_limit:
             row["memory_limit_bytes"] = config.memory_limit
     row.update(model=model, batch_size=batch_size, logdir=str(logdir))
@@ -84,6 +88,20 @@ def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
                                 if row.get("energy_total") is not None and row.get("steps_measured") else None)
     row["step_time_s_mean"] = (row.get("step_time_s") or {}).get("mean")
     return row
+
+
+def _steps_on_disk(logdir: Path) -> dict:
+    """What a child that died without a report had measured: its steps.csv and progress."""
+    try:
+        with open(logdir / "steps.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError:
+        rows = []
+    measured = [r for r in rows if r.get("warmup") == "0" and r.get("failed") == "0"]
+    durations = [float(r["duration_s"]) for r in measured]
+    return {"failed_step": StepProgress.read(logdir / PROGRESS_FILE), "steps_on_disk": len(rows),
+            "steps_measured": len(measured),
+            "step_time_s": {"mean": sum(durations) / len(durations) if durations else None}}
 
 
 def _cause(error: str | None) -> str:

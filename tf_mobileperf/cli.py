@@ -34,7 +34,7 @@ def sampling_test(found: list, period_ms: float, seconds: float) -> dict:
     """Samples ``found`` for ``seconds``; returns the sampling-quality summary."""
     with Sampler(found, period_ms=period_ms) as sampler:
         time.sleep(seconds)
-    stats = SamplingStats(period_ms / 1000.0, sampler.channels)
+    stats = SamplingStats.of(sampler)
     rows = sampler.drain()
     if len(rows):
         stats.add(rows)

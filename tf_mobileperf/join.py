@@ -118,6 +118,16 @@ def window_peak(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndar
     return _per_window(_peak, t, values, starts, ends, max_gap_s)
 
 
+#: A channel's allowed gap between two valid samples: this many of its periods, and at least MIN_GAP_S.
+GAP_FACTOR = 3.0
+MIN_GAP_S = 0.1
+
+
+def allowed_gap_s(period_s: float, gap_factor: float = GAP_FACTOR, min_gap_s: float = MIN_GAP_S) -> float:
+    """Longest stretch without a valid sample that is still jitter, not a hole."""
+    return max(gap_factor * period_s, min_gap_s)
+
+
 _BY_KIND = {"power": window_energy, "energy": window_counter_delta, "util": window_mean,
             "clock": window_mean, "memory": window_peak}
 
@@ -129,8 +139,8 @@ def join(
     starts: np.ndarray,
     ends: np.ndarray,
     period_s: float,
-    gap_factor: float = 3.0,
-    min_gap_s: float = 0.1,
+    gap_factor: float = GAP_FACTOR,
+    min_gap_s: float = MIN_GAP_S,
 ) -> dict[str, StepValues]:
     """Joins samples (``t`` (n,), ``values`` (n, channels)) to step windows.
 
@@ -156,7 +166,7 @@ def join(
         column = values[:, i]
         valid_t = t[np.isfinite(column)]
         own_period = float(np.median(np.diff(valid_t))) if len(valid_t) > 2 else period_s
-        max_gap = max(gap_factor * max(period_s, own_period), min_gap_s)
+        max_gap = allowed_gap_s(max(period_s, own_period), gap_factor, min_gap_s)
         value, complete = _BY_KIND[channel.kind](t, column, starts, ends, max_gap)
         out[channel.name] = StepValues(channel, value, complete)
     return out

@@ -17,7 +17,6 @@ due; their columns are NaN in between, as they are after a failed read.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 import multiprocessing as mp
 import os
@@ -30,7 +29,6 @@ import numpy as np
 
 from .sensors.base import Channel, Sensor
 
-log = logging.getLogger(__name__)
 
 #: Below this the loop cannot keep up in Python (measured: benchmarks/sampling.py).
 MIN_PERIOD_MS = 0.5
@@ -153,7 +151,6 @@ class Sampler:
         self._worker: mp.Process | threading.Thread | None = None
         self._read = 0
         self.dropped = 0
-        self._warned: set[int] = set()
 
     @property
     def running(self) -> bool:
@@ -209,17 +206,11 @@ class Sampler:
             rows = rows[overwritten:]
             self.dropped += overwritten
         self._read = end
-        self._warn_errors()
         return Samples(rows[:, 0], rows[:, 1:], self.channels)
 
-    def _warn_errors(self) -> None:
-        for i, sensor in enumerate(self.sensors):
-            if self._errors[i] and i not in self._warned:
-                self._warned.add(i)
-                log.warning("sensor %s raised while reading; its channels have NaN gaps", sensor.name)
-
     def errors(self) -> dict[str, int]:
-        """Failed ``read()`` calls per sensor so far."""
+        """Failed ``read()`` calls per sensor so far (their channels read NaN;
+        the monitor warns once when that makes a gap)."""
         return {s.name: int(self._errors[i]) for i, s in enumerate(self.sensors)}
 
     def __enter__(self) -> "Sampler":

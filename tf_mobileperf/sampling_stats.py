@@ -1,36 +1,68 @@
 """Sampling quality of a run: rate, interval error, gaps, stale channels.
 
-Kept as running totals (plus the interval errors as float32) so a long run
-costs little memory; used by the monitor's report and ``mobileperf sensors``.
+Kept as running totals and a fixed histogram of interval errors, so a long
+run costs constant memory; used by the monitor's report and ``mobileperf
+sensors``. A channel's *gap* is a stretch without a valid reading longer
+than the join's allowed gap (``join.allowed_gap_s``): a sensor that stopped
+answering, whose energy the join marks incomplete rather than integrating
+across it. ``add`` returns the channels whose first gap it found, so the
+monitor can warn once.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .join import allowed_gap_s
 from .sampler import Sampler, Samples
+
+#: Interval-error histogram: 0 and log-spaced edges from 1 us to 100 s (about 1% wide).
+_ERROR_EDGES = np.concatenate([[0.0], np.geomspace(1e-6, 100.0, 1600)])
 
 
 class SamplingStats:
-    """Running figures of sampling quality, kept small for long runs."""
+    """Running figures of sampling quality, kept small for long runs.
 
-    def __init__(self, period_s: float, channels: list):
+    Args:
+        period_s: The sampler's period.
+        channels: The sampled channels, in column order.
+        channel_periods_s: Each channel's own refresh period (a slow sensor
+            is read less often); defaults to ``period_s``.
+    """
+
+    def __init__(self, period_s: float, channels: list, channel_periods_s: list[float] | None = None):
         self.period_s = period_s
         self.channels = channels
         self.rows = 0
         self.first = self.last = None
-        self.errors: list[np.ndarray] = []
+        self.error_counts = np.zeros(len(_ERROR_EDGES) + 1, dtype=np.int64)
         self.gaps = 0
         self.max_interval = 0.0
         self.valid = np.zeros(len(channels), dtype=np.int64)
         self.changes = np.zeros(len(channels), dtype=np.int64)
+        periods = np.asarray(channel_periods_s if channel_periods_s is not None else [period_s] * len(channels))
+        self.allowed_gap = np.array([allowed_gap_s(max(period_s, p)) for p in periods])
+        self.channel_gaps = np.zeros(len(channels), dtype=np.int64)
+        self.channel_gap_s = np.zeros(len(channels))
+        self._last_valid_t = np.full(len(channels), np.nan)
+        self._open_gap = np.zeros(len(channels), dtype=bool)
         self._prev: np.ndarray | None = None
         self._prev_t: float | None = None
 
-    def add(self, rows: Samples) -> None:
+    @classmethod
+    def of(cls, sampler: Sampler) -> "SamplingStats":
+        """Stats for ``sampler``'s channels, each at its sensor's own rate."""
+        periods = [max(sampler.period_s, s.min_period_s) for s in sampler.sensors for _ in s.channels]
+        return cls(sampler.period_s, sampler.channels, periods)
+
+    def add(self, rows: Samples) -> list[str]:
+        """Adds drained rows; returns the channels whose first gap shows in them."""
+        if not len(rows):
+            return []
         t = rows.t if self._prev_t is None else np.concatenate([[self._prev_t], rows.t])
         intervals = np.diff(t)
-        self.errors.append(np.abs(intervals - self.period_s).astype(np.float32))
+        self.error_counts += np.bincount(np.searchsorted(_ERROR_EDGES, np.abs(intervals - self.period_s), side="right"),
+                                         minlength=len(self.error_counts))
         if len(intervals):
             self.max_interval = max(self.max_interval, float(intervals.max()))
         self.gaps += int((intervals > 2 * self.period_s).sum())
@@ -40,30 +72,57 @@ class SamplingStats:
         self._prev_t = rows.t[-1]
         finite = np.isfinite(rows.values)
         self.valid += finite.sum(axis=0)
+        had_gap = (self.channel_gaps > 0) | self._open_gap
         for i in range(rows.values.shape[1]):
             column = rows.values[finite[:, i], i]
             if len(column):
                 start = self._prev[i] if self._prev is not None and np.isfinite(self._prev[i]) else column[0]
                 self.changes[i] += int(np.count_nonzero(np.diff(np.concatenate([[start], column]))))
+            self._add_gaps(i, rows.t[finite[:, i]])
         last_valid = np.where(finite.any(axis=0), _last_finite(rows.values, finite), np.nan)
         self._prev = last_valid if self._prev is None else np.where(np.isnan(last_valid), self._prev, last_valid)
+        new = ((self.channel_gaps > 0) | self._open_gap) & ~had_gap
+        return [c.name for c, is_new in zip(self.channels, new) if is_new]
+
+    def _add_gaps(self, i: int, valid_t: np.ndarray) -> None:
+        """Counts the stretches of channel i without a valid reading; a trailing one stays open."""
+        since = self._last_valid_t[i] if np.isfinite(self._last_valid_t[i]) else self.first
+        stretches = np.diff(np.concatenate([[since], valid_t]))
+        long = stretches[stretches > self.allowed_gap[i]]
+        self.channel_gaps[i] += len(long)
+        self.channel_gap_s[i] += float(long.sum())
+        if len(valid_t):
+            self._last_valid_t[i] = valid_t[-1]
+        self._open_gap[i] = self.last - (self._last_valid_t[i] if np.isfinite(self._last_valid_t[i]) else self.first) > self.allowed_gap[i]
+
+    def _percentile_ms(self, q: float) -> float | None:
+        total = self.error_counts.sum()
+        if not total:
+            return None
+        k = int(np.searchsorted(np.cumsum(self.error_counts), q / 100.0 * total, side="left"))
+        lo = _ERROR_EDGES[min(max(k - 1, 0), len(_ERROR_EDGES) - 1)]
+        hi = _ERROR_EDGES[min(k, len(_ERROR_EDGES) - 1)]
+        return float(np.sqrt(lo * hi) if lo > 0 else hi) * 1e3  # the bin's geometric middle
 
     def summary(self, sampler: Sampler | None) -> dict:
         span = (self.last - self.first) if self.rows > 1 else None
-        errors = np.concatenate(self.errors) if self.errors else np.array([])
         per_channel = {}
         stale = {}
         for i, c in enumerate(self.channels):
             rate = self.valid[i] / span if span else None
             update = self.changes[i] / span if span else None
-            per_channel[c.name] = {"read_hz": rate, "updates_hz": update}
+            open_s = (self.last - (self._last_valid_t[i] if np.isfinite(self._last_valid_t[i]) else self.first)
+                      if self._open_gap[i] else 0.0)
+            per_channel[c.name] = {"read_hz": rate, "updates_hz": update,
+                                   "gaps": int(self.channel_gaps[i] + self._open_gap[i]),
+                                   "gap_s": float(self.channel_gap_s[i] + open_s)}
             if rate and update is not None and self.valid[i] > 20 and update < 0.2 * rate:
                 stale[c.name] = update
         return {
             "requested_hz": 1.0 / self.period_s,
             "achieved_hz": (self.rows - 1) / span if span else None,
-            "interval_error_p50_ms": float(np.percentile(errors, 50) * 1e3) if len(errors) else None,
-            "interval_error_p99_ms": float(np.percentile(errors, 99) * 1e3) if len(errors) else None,
+            "interval_error_p50_ms": self._percentile_ms(50),
+            "interval_error_p99_ms": self._percentile_ms(99),
             "max_interval_ms": self.max_interval * 1e3 if self.rows > 1 else None,
             "gaps": self.gaps,
             "samples": self.rows,
@@ -72,6 +131,7 @@ class SamplingStats:
             "realtime": sampler.realtime_granted if sampler else None,
             "sensor_errors": sampler.errors() if sampler else {},
             "channels": per_channel,
+            "channel_gaps": {name: v["gaps"] for name, v in per_channel.items() if v["gaps"]},
             "stale_channels_updates_hz": stale,
         }
 

@@ -125,21 +125,50 @@ class MobilePerfCallback(keras.callbacks.Callback):
         """On Ctrl-C (SIGINT) or SIGTERM: write the partial report, then go on as before."""
         if threading.current_thread() is not threading.main_thread():
             return
-        self._previous_handlers = {}
 
-        def handler(signum, frame):
+        def on_signal(signum: int) -> None:
             self.monitor.fail(KeyboardInterrupt(signal.Signals(signum).name))
             self._finish()
-            previous = self._previous_handlers.get(signum)
-            if callable(previous):
-                return previous(signum, frame)
-            if previous != signal.SIG_IGN:
-                os.kill(os.getpid(), signum)  # the default action; our handler is gone
 
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            self._previous_handlers[signum] = signal.signal(signum, handler)
+        self._handlers = [_ChainedHandler.install(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)]
 
     def _restore_interrupt_handlers(self) -> None:
-        for signum, previous in getattr(self, "_previous_handlers", {}).items():
-            signal.signal(signum, previous if previous is not None else signal.SIG_DFL)
-        self._previous_handlers = {}
+        for handler in getattr(self, "_handlers", []):
+            handler.uninstall()
+        self._handlers = []
+
+
+class _ChainedHandler:
+    """A signal handler that runs ``on_signal`` once, then hands the signal on.
+
+    Handlers chain when several callbacks are in one ``fit``; they may end in
+    any order, so an ended handler that another still points to only passes
+    the signal on, and uninstalling skips ended handlers.
+    """
+
+    def __init__(self, signum: int, on_signal, previous):
+        self.signum, self.on_signal, self.previous, self.active = signum, on_signal, previous, True
+
+    @classmethod
+    def install(cls, signum: int, on_signal) -> "_ChainedHandler":
+        handler = cls(signum, on_signal, signal.getsignal(signum))
+        signal.signal(signum, handler)
+        return handler
+
+    def uninstall(self) -> None:
+        self.active = False
+        if signal.getsignal(self.signum) is self:
+            previous = self.previous
+            while isinstance(previous, _ChainedHandler) and not previous.active:
+                previous = previous.previous
+            signal.signal(self.signum, previous if previous is not None else signal.SIG_DFL)
+
+    def __call__(self, signum, frame):
+        if self.active:
+            self.on_signal(signum)  # uninstalls this handler
+        previous = self.previous
+        if callable(previous):
+            return previous(signum, frame)
+        if previous != signal.SIG_IGN:  # the default action
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)

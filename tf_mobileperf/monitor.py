@@ -23,22 +23,23 @@ of sensors and writers are logged and the run goes on.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import logging
 import os
 import threading
 import time
 from pathlib import Path
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
 from . import join as join_mod
-from .report import Report, StepRecord, energy_rails, fill_steps
+from .report import Report, StepRecord, StepTotals, energy_rails, fill_steps
 from .sampler import Sampler, Samples, check_period
 from .sampling_stats import SamplingStats
 from .sensors import Probe, ReplaySensor, Sensor, probe
-from .storage import PLUGIN_DIR, SeriesWriter, StepsCsv, write_json
+from .storage import PLUGIN_DIR, PROGRESS_FILE, SeriesWriter, StepProgress, StepsCsv, claim_logdir, write_json
 from .summary import ScalarWriter
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,17 @@ class PerfMonitor:
         batch_size: Samples per batch, for J/sample and samples/s.
         run: Run name inside logdir; "train" shares the run of
             ``keras.callbacks.TensorBoard(log_dir=logdir)``.
+        flush_s: How often samples are drained, joined and written.
+        keep_steps: Measured steps kept in memory for ``report.steps`` and
+            ``report.json``; older ones are only in ``steps.csv`` (the
+            totals cover every step), so a long run's memory stays bounded.
+        clock: Seconds on the sampler's clock (``time.monotonic``); step
+            windows are taken on it. Simulations pass their own clock.
+
+    A logdir holds one measurement. Starting another in a logdir that
+    already holds one (``fit`` called again, a second callback, a second
+    process) writes it to the first free ``<logdir>/run-2``, ``run-3``, ...
+    (``logdir`` tells where), so two measurements never mix.
     """
 
     def __init__(
@@ -103,6 +115,8 @@ class PerfMonitor:
         batch_size: int | None = None,
         run: str = "train",
         flush_s: float = 0.5,
+        keep_steps: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
     ):
         self.warmup_steps = _check_int("warmup_steps", warmup_steps)
         if batch_size is not None:
@@ -116,7 +130,9 @@ class PerfMonitor:
                                  f"warmup_steps ({self.warmup_steps}) <= first <= last")
             profile_steps = (first, last)
         self.logdir = Path(logdir)
-        self.run_dir = self.logdir / run
+        self.run = run
+        self.keep_steps = _check_int("keep_steps", keep_steps, 1)
+        self.clock = clock
         self.profile_steps = profile_steps
         self.batch_size = batch_size
         self.model_name: str | None = None  # set by the callback from the Keras model
@@ -127,11 +143,15 @@ class PerfMonitor:
         self.channels = self.sampler.channels if self.sampler else []
         self.report: Report | None = None
         self._lock = threading.RLock()  # re-entered by a signal handler in the main thread
-        self._steps: list[StepRecord] = []
+        self._steps: list[StepRecord] = []  # kept for the report: see keep_steps
+        self._count = 0  # steps closed so far
+        self._not_kept = 0
+        self._totals = StepTotals()
+        self._warned: set[str] = set()
         self._pending: list[StepRecord] = []
         self._open: StepRecord | None = None
         self._buffer: list[Samples] = []
-        self._stats = SamplingStats(self.period_ms / 1000.0, self.channels)
+        self._stats = SamplingStats.of(self.sampler) if self.sampler else SamplingStats(self.period_ms / 1000.0, [])
         self._failure: tuple[int, str] | None = None
         self._stop = threading.Event()
         self._collector: threading.Thread | None = None
@@ -146,10 +166,15 @@ class PerfMonitor:
         """Starts sampling and the writers. Raises OSError if logdir is not writable."""
         if self._started:
             return self
-        self.logdir.mkdir(parents=True, exist_ok=True)
+        requested = self.logdir
+        self.logdir = claim_logdir(requested)
+        if self.logdir != requested:
+            log.warning("mobileperf: %s already holds a measurement; this one is written to %s", requested, self.logdir)
+        self.run_dir = self.logdir / self.run
         (self.run_dir / PLUGIN_DIR).mkdir(parents=True, exist_ok=True)
         self._series = SeriesWriter(self.run_dir, self.channels, self._device_metadata()) if self.channels else None
         self._csv = StepsCsv(self.logdir / "steps.csv", self._csv_fields())
+        self._progress = StepProgress(self.logdir / PROGRESS_FILE)
         self._scalars = ScalarWriter(self.run_dir)
         self._guard("write run summary", self._scalars.write_run_summary,
                     {"status": "running", "model": self.model_name, "batch_size": self.batch_size}, 0)
@@ -174,7 +199,7 @@ class PerfMonitor:
             return self.report
         self._started = False
         if self._open is not None:  # interrupted mid-step: keep it, marked failed
-            self._open.end_s = time.monotonic()
+            self._open.end_s = self.clock()
             self._open.failed = True
             self._close_step(self._open)
         self._stop_trace()
@@ -191,8 +216,9 @@ class PerfMonitor:
         self._guard("write report", write_json, self.logdir / "report.json", report)
         self._guard("write report", write_json, self.run_dir / PLUGIN_DIR / "report.json", report)
         summary = {k: v for k, v in report.items() if k != "steps"} | {"status": "finished"}
-        self._guard("write run summary", self._scalars.write_run_summary, summary, len(self._steps))
-        for closer in (self._series.close if self._series else None, self._csv.close, self._scalars.close):
+        self._guard("write run summary", self._scalars.write_run_summary, summary, self._count)
+        for closer in (self._series.close if self._series else None, self._csv.close, self._scalars.close,
+                       self._progress.close):
             if closer:
                 self._guard("close", closer)
         return self.report
@@ -208,16 +234,17 @@ class PerfMonitor:
     # -- steps -------------------------------------------------------------
     @property
     def next_step(self) -> int:
-        return len(self._steps) + (self._open is not None)
+        return self._count + (self._open is not None)
 
     def step_begin(self) -> None:
-        index = len(self._steps)
+        index = self._count
         if self.profile_steps and index == self.profile_steps[0]:
             self._start_trace()
-        step = StepRecord(step=index, start_s=time.monotonic(), end_s=float("nan"),
+        step = StepRecord(step=index, start_s=self.clock(), end_s=float("nan"),
                           warmup=index < self.warmup_steps, traced=self._tracing)
         with self._lock:
             self._open = step
+        self._progress.set(index)
 
     def step_end(self, batches: int = 1) -> None:
         step = self._open
@@ -225,7 +252,7 @@ class PerfMonitor:
             return
         if self._gpu:
             self._guard("sync devices", _tf.test.experimental.sync_devices)
-        step.end_s = time.monotonic()
+        step.end_s = self.clock()
         step.batches = max(1, int(batches))
         self._close_step(step)
         if self.profile_steps and step.step == self.profile_steps[1]:
@@ -246,9 +273,9 @@ class PerfMonitor:
         """Records that the open step (or the next one) failed with ``exc``."""
         step = self._open
         if step is None:
-            step = StepRecord(step=len(self._steps), start_s=time.monotonic(), end_s=float("nan"),
-                              warmup=len(self._steps) < self.warmup_steps)
-        step.end_s = time.monotonic()
+            step = StepRecord(step=self._count, start_s=self.clock(), end_s=float("nan"),
+                              warmup=self._count < self.warmup_steps)
+        step.end_s = self.clock()
         step.failed = True
         self._failure = (step.step, f"{type(exc).__name__}: {str(exc).strip()[:2000]}")
         log.warning("training step %d failed: %s", step.step, self._failure[1].splitlines()[0] if self._failure[1] else "")
@@ -258,27 +285,43 @@ class PerfMonitor:
         # One move under the lock: the collector always sees the step, open or pending.
         with self._lock:
             self._open = None
+            self._count += 1
             self._steps.append(step)
             self._pending.append(step)
+        self._progress.set(step.step if step.failed else self._count)
 
     # -- collection ----------------------------------------------------------
+    def flush(self) -> None:
+        """Drains the sampler, joins the steps it covers and writes them now.
+
+        The collector thread does this every ``flush_s``; a simulation on its
+        own clock calls it itself."""
+        self._guard("collect samples", self._collect)
+
     def _collect_loop(self) -> None:
         while not self._stop.wait(self.flush_s):
-            self._guard("collect samples", self._collect)
+            self.flush()
 
     def _collect(self, final: bool = False) -> None:
         if self.sampler:
             rows = self.sampler.drain()
             if len(rows):
-                self._stats.add(rows)
+                gapped = self._stats.add(rows)
+                if gapped:
+                    log.warning("mobileperf: no valid reading of %s for longer than the allowed gap (a sensor "
+                                "stopped answering?); energy over the gap is marked incomplete, the sampling "
+                                "section of the report counts the gaps", ", ".join(gapped))
                 self._buffer.append(rows)
                 if self._series:
                     self._guard("write samples", self._series.append, rows.t, rows.values)
         with self._lock:
             last_t = self._buffer[-1].t[-1] if self._buffer and len(self._buffer[-1]) else -np.inf
             margin = 0.0 if final else 2 * self._slowest_s
-            ready = [s for s in self._pending if final or s.end_s + margin < last_t]
-            self._pending = [s for s in self._pending if s not in ready]
+            # Steps close in time order, so the steps ready to join are a prefix of the pending ones;
+            # without channels, every closed step is ready.
+            n = len(self._pending) if final or not self.channels else bisect.bisect_left(
+                [s.end_s for s in self._pending], last_t - margin)
+            ready, self._pending = self._pending[:n], self._pending[n:]
             # Samples are kept from the oldest step not yet joined, the open one included.
             open_step = self._open
             starts = [s.start_s for s in self._pending] + ([open_step.start_s] if open_step else [])
@@ -293,8 +336,22 @@ class PerfMonitor:
             joined = join_mod.join(t, values, self.channels, np.array([s.start_s for s in steps]),
                                    np.array([s.end_s for s in steps]), self.period_ms / 1000.0)
             fill_steps(steps, joined, self.channels)
+        for step in steps:
+            if not step.warmup and not step.failed:
+                self._totals.add(step)
         self._guard("write steps.csv", self._csv.write, [s.csv_row() for s in steps])
         self._guard("write scalars", self._scalars.write_steps, steps)
+        self._forget_old_steps()
+
+    def _forget_old_steps(self) -> None:
+        """Keeps warm-up and failed steps and the latest ``keep_steps`` others."""
+        with self._lock:
+            if len(self._steps) <= self.keep_steps + self.keep_steps // 10:  # not on every drain
+                return
+            special = [s for s in self._steps if s.warmup or s.failed]
+            others = [s for s in self._steps if not (s.warmup or s.failed)]
+            self._not_kept += len(others) - self.keep_steps
+            self._steps = special + others[-self.keep_steps:]
 
     def _trim(self, oldest_needed: float | None) -> None:
         """Forgets samples older than any pending step needs (keeps a margin for edges)."""
@@ -355,16 +412,20 @@ class PerfMonitor:
         failed_step, error = self._failure if self._failure else (None, None)
         return Report(
             success=self._failure is None, failed_step=failed_step, error=error,
-            warmup_steps=self.warmup_steps, steps=list(self._steps), channels=self.channels,
+            warmup_steps=self.warmup_steps, steps=list(self._steps), totals=self._totals,
+            steps_not_kept=self._not_kept, channels=self.channels,
             sampling=self._stats.summary(self.sampler), sensors=[s.describe() for s in self._probe.sensors],
             device=self._device_metadata(), unavailable=self._unavailable(), batch_size=self.batch_size,
             model=self.model_name,
         )
 
-    @staticmethod
-    def _guard(what: str, fn, *args):
+    def _guard(self, what: str, fn, *args):
+        """Runs ``fn``; a failure is logged (a warning the first time per ``what``), never raised."""
         try:
             return fn(*args)
         except Exception as exc:  # monitoring must never break training
-            log.warning("mobileperf: %s failed: %s", what, exc)
+            first = what not in self._warned
+            self._warned.add(what)
+            log.log(logging.WARNING if first else logging.DEBUG, "mobileperf: %s failed: %s%s", what, exc,
+                    " (further failures of this kind are logged at debug level)" if first else "")
             return None

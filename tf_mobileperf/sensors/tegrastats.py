@@ -114,12 +114,19 @@ def parse_line(line: str) -> TegrastatsRecord:
 
 
 def read_log(path: str | Path) -> tuple[list[TegrastatsRecord], int]:
-    """Parses a tegrastats log; returns (records, number of lines skipped)."""
+    """Parses a tegrastats log; returns (records, number of lines skipped).
+
+    Skipped: lines that are not tegrastats, and a last line without its
+    newline (tegrastats was cut off mid-line: its last number may be cut too).
+    """
     path = Path(path)
     records, skipped = [], 0
     with path.open(errors="replace") as f:
         for line in f:
             if not line.strip():
+                continue
+            if not line.endswith("\n"):
+                skipped += 1
                 continue
             try:
                 records.append(parse_line(line))

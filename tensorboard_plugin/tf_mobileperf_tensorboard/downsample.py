@@ -6,6 +6,8 @@ of one sample survives any zoom level. Vectorized with ``reduceat``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -18,15 +20,15 @@ def min_max(t: np.ndarray, v: np.ndarray, max_points: int) -> dict[str, list]:
     """
     n = len(t)
     if n <= max_points:
-        return {"t": t.tolist(), "min": _list(v), "max": _list(v)}
+        return {"t": _list(t), "min": _list(v), "max": _list(v)}
     buckets = max(1, max_points // 2)
     edges = np.linspace(0, n, buckets + 1).astype(np.intp)[:-1]
     edges = np.unique(edges)
     lo = np.fmin.reduceat(v, edges)
     hi = np.fmax.reduceat(v, edges)
-    return {"t": t[edges].tolist(), "min": _list(lo), "max": _list(hi)}
+    return {"t": _list(t[edges]), "min": _list(lo), "max": _list(hi)}
 
 
 def _list(v: np.ndarray) -> list:
-    """JSON-safe list: NaN becomes None (a gap in the chart, not a zero)."""
-    return [None if x != x else float(x) for x in v.tolist()]
+    """JSON-safe list: NaN and infinities (a failed read, a corrupt file) become None, a gap, not a zero."""
+    return [x if math.isfinite(x) else None for x in v.tolist()]

@@ -4,8 +4,9 @@ Runs are found through ``context.data_provider`` (the run summary tensor
 written by the callback); a run's step table and samples are then read from
 that run's own ``plugins/mobileperf/`` folder, as the profile plugin reads
 its traces. A run name is accepted only if the data provider lists it and it
-resolves inside the logdir. Every route answers bad input with a 4xx and a
-message, never a 500, and no route writes.
+resolves inside the logdir, and a file is read only if it resolves inside
+the logdir too (a symlink out of it is refused). Every route answers bad
+input with a 4xx and a message, never a 500; no route writes.
 """
 
 from __future__ import annotations
@@ -47,11 +48,13 @@ def _route(fn):
 
     @wrappers.Request.application
     def handler(self, request):
+        if request.method not in ("GET", "HEAD"):  # no route writes
+            return http_util.Respond(request, {"error": "only GET is served"}, "application/json", code=405)
         try:
-            body = fn(self, request)
+            body = json.dumps(fn(self, request), allow_nan=False)  # NaN from a corrupt file is not JSON
         except BadRequest as exc:
             return http_util.Respond(request, {"error": str(exc)}, "application/json", code=exc.status)
-        except (OSError, ValueError, KeyError, TypeError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, IndexError, json.JSONDecodeError) as exc:
             log.warning("mobileperf: %s: %s", request.path, exc)
             return http_util.Respond(request, {"error": f"unreadable data: {exc}"}, "application/json", code=422)
         return http_util.Respond(request, body, "application/json")
@@ -138,6 +141,13 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
             raise BadRequest(f"run {run[:100]!r} is outside the logdir", 404)
         return run, path
 
+    def _file(self, run_dir: Path, name: str) -> Path:
+        """``run_dir/plugins/mobileperf/name``, if it resolves inside the logdir."""
+        path = (run_dir / SERIES_DIR / name).resolve()
+        if not path.is_relative_to(self._logdir):
+            raise BadRequest(f"{SERIES_DIR}/{name} of this run points outside the logdir", 403)
+        return path
+
     @_route
     def _serve_runs(self, request):
         return [{"run": run, "summary": summary} for run, summary in sorted(self._summaries(request).items())]
@@ -145,7 +155,7 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     @_route
     def _serve_steps(self, request):
         run, path = self._run_dir(request)
-        report = path / SERIES_DIR / "report.json"
+        report = self._file(path, "report.json")
         if not report.exists():
             return {"run": run, "steps": [], "message": "the run has not finished its first report yet"}
         data = json.loads(report.read_text())
@@ -158,13 +168,13 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
         return [{"session": s, "url": f"/?run={quote(run + '/' + s, safe='')}&tool=trace_viewer#profile"} for s in sessions]
 
     def _header(self, path: Path) -> dict:
-        header = json.loads((path / SERIES_DIR / "channels.json").read_text())
+        header = json.loads(self._file(path, "channels.json").read_text())
         if not isinstance(header.get("columns"), list) or header["columns"][:1] != ["t"]:
             raise ValueError("channels.json has no column list starting with 't'")
         return header
 
     def _rows(self, path: Path, width: int) -> np.ndarray:
-        file = path / SERIES_DIR / "samples.bin"
+        file = self._file(path, "samples.bin")
         rows = file.stat().st_size // (8 * width)
         if rows == 0:
             return np.empty((0, width))

@@ -1,17 +1,11 @@
 """MobilePerfCallback in model.fit, with the synthetic sensor (a known signal)
-and the replay sensor; real OOMs from a child process under RLIMIT_AS."""
+and the replay sensor. Failures (OOM, signals, bad input) are in tests/reliability/."""
 
 from __future__ import annotations
 
 import csv
 import json
 import math
-import os
-import signal
-import subprocess
-import sys
-import threading
-from pathlib import Path
 
 import keras
 import numpy as np
@@ -20,24 +14,8 @@ import pytest
 from conftest import DATA
 from tf_mobileperf import MobilePerfCallback, PerfMonitor
 from tf_mobileperf.sensors import SyntheticSensor
+from helpers.training import constant_sensor, data, small_model
 
-HELPERS = Path(__file__).parent / "helpers"
-
-
-def small_model(steps_per_execution: int = 1):
-    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
-    model.compile("adam", "mse", steps_per_execution=steps_per_execution)
-    return model
-
-
-def data(n=640):
-    rng = np.random.default_rng(0)
-    return rng.random((n, 16), dtype=np.float32), rng.random((n, 1), dtype=np.float32)
-
-
-def constant_sensor(watts=5.0):
-    return SyntheticSensor(power_w={"VDD_IN": lambda t: watts, "VDD_SYS_GPU": lambda t: 2.0},
-                           groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"})
 
 
 def test_synthetic_constant_power_energy_is_p_times_duration(tmp_path):
@@ -75,19 +53,6 @@ def test_synthetic_sine_total_energy_error_below_half_percent(tmp_path):
     measured = cb.report.measured
     exact = sum(F(s.end_s) - F(s.start_s) for s in measured)
     assert abs(cb.report.summary()["energy_total"] - exact) / exact < 0.005
-
-
-def test_no_power_sensor_reports_null_with_reason(tmp_path):
-    cb = MobilePerfCallback(tmp_path, sensors="auto", batch_size=32)
-    small_model().fit(*data(), batch_size=32, epochs=1, callbacks=[cb], verbose=0)
-    report = json.loads((tmp_path / "report.json").read_text())
-    if report["sensors"] and any(c["kind"] in ("power", "energy") for s in report["sensors"] for c in s["channels"]):
-        pytest.skip("this machine has a power sensor")
-    assert report["energy_total"] is None and report["power_avg"] is None
-    assert "no power sensor" in report["unavailable"]["energy"]
-    assert report["cpu_util_avg"] is not None and 0 <= report["cpu_util_avg"] <= 100
-    assert report["mem_peak_gb"] > 0.01
-    assert report["steps"][5]["energy_j"] == {}
 
 
 def test_replay_sensor_in_fit(tmp_path):
@@ -140,70 +105,6 @@ def test_custom_loop_with_perf_step(tmp_path):
     assert (tmp_path / "report.json").exists()
 
 
-@pytest.mark.parametrize("kwargs,error", [
-    ({"warmup_steps": -1}, ValueError), ({"warmup_steps": "3"}, TypeError), ({"warmup_steps": 2.5}, TypeError),
-    ({"sample_period_ms": 0}, ValueError), ({"sample_period_ms": 0.01}, ValueError),
-    ({"sensors": "bogus"}, ValueError), ({"sensors": "replay:/nonexistent.log"}, FileNotFoundError),
-    ({"on_oom": "ignore"}, ValueError), ({"profile_steps": (1, 4)}, ValueError), ({"profile_steps": (5, 4)}, ValueError),
-    ({"sensors": [object()]}, TypeError),
-])
-def test_bad_arguments_raise_in_constructor(tmp_path, kwargs, error):
-    with pytest.raises(error):
-        MobilePerfCallback(tmp_path, **({"sensors": "none"} | kwargs))
-
-
-def test_replay_of_a_file_that_is_not_tegrastats(tmp_path):
-    junk = tmp_path / "junk.log"
-    junk.write_text("hello\n")
-    with pytest.raises(ValueError, match="no tegrastats"):
-        MobilePerfCallback(tmp_path, sensors=f"replay:{junk}")
-
-
-def _run_oom_child(tmp_path, fail_at, on_oom):
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(HELPERS.parent))
-    proc = subprocess.run([sys.executable, str(HELPERS / "oom_child.py"), str(tmp_path), str(fail_at), on_oom],
-                          capture_output=True, text=True, timeout=300, env=env)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout, json.loads((tmp_path / "report.json").read_text())
-
-
-@pytest.mark.parametrize("fail_at", [1, 2, 5])  # a warm-up step, the first measured step, a later one
-def test_real_oom_under_rlimit_stops_cleanly_and_keeps_steps(tmp_path, fail_at):
-    out, report = _run_oom_child(tmp_path, fail_at, "stop")
-    assert "FIT_RETURNED" in out
-    assert report["success"] is False and report["failed_step"] == fail_at
-    assert "ResourceExhaustedError" in report["error"]
-    steps = report["steps"]
-    assert [s["step"] for s in steps] == list(range(fail_at + 1)) and steps[-1]["failed"]
-    assert all(s["energy_j"]["total"] > 0 for s in steps[:-1])
-    assert report["steps_measured"] == max(0, fail_at - 2)
-
-
-def test_real_oom_with_on_oom_raise_writes_report_then_raises(tmp_path):
-    out, report = _run_oom_child(tmp_path, 3, "raise")
-    assert "RAISED_OOM" in out and report["failed_step"] == 3 and report["success"] is False
-
-
-def test_ctrl_c_during_fit_writes_partial_report(tmp_path):
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()])
-    threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
-    x, y = data(200_000)
-    with pytest.raises(KeyboardInterrupt):
-        small_model().fit(x, y, batch_size=8, epochs=1, callbacks=[cb], verbose=0)
-    report = json.loads((tmp_path / "report.json").read_text())
-    assert report["success"] is False and report["steps_measured"] > 10
-    assert "KeyboardInterrupt" in report["error"]
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-
-
-def test_fit_twice_gives_a_fresh_report(tmp_path):
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], warmup_steps=1)
-    model = small_model()
-    model.fit(*data(320), batch_size=32, epochs=1, callbacks=[cb], verbose=0)
-    model.fit(*data(160), batch_size=32, epochs=1, callbacks=[cb], verbose=0)
-    assert len(cb.report.steps) == 5
-
-
 def test_profile_steps_trace_where_the_profile_tab_finds_it(tmp_path):
     cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], profile_steps=(4, 5))
     small_model().fit(*data(), batch_size=32, epochs=1, callbacks=[cb], verbose=0)
@@ -234,18 +135,3 @@ def test_step_longer_than_the_flush_interval_keeps_its_samples(tmp_path):
                 time.sleep(1.3)  # several collector drains while the step is open
     for step in perf.report.steps:
         assert step.energy_j["VDD_IN"] == pytest.approx(5.0 * step.duration_s, rel=1e-9)
-
-
-def test_other_error_in_a_step_writes_the_partial_report_and_propagates(tmp_path):
-    def batches():
-        for i in range(20):
-            if i == 6:
-                raise RuntimeError("corrupt record")
-            yield np.ones((8, 16), "float32"), np.ones((8, 1), "float32")
-
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()])
-    with pytest.raises(Exception):
-        small_model().fit(batches(), epochs=1, steps_per_epoch=20, callbacks=[cb], verbose=0)
-    report = json.loads((tmp_path / "report.json").read_text())
-    assert report["success"] is False and report["failed_step"] == 6 and "corrupt record" in report["error"]
-    assert report["steps_measured"] == 3

@@ -29,7 +29,7 @@ def train(logdir, batch_size=32, spike_at=None):
     sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0 + math.sin(t * 20), "VDD_SYS_GPU": lambda t: 2.0},
                              memory_b={"ram_used": lambda t: 2e9}, groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"})
     cb = MobilePerfCallback(logdir, sensors=[sensor], batch_size=batch_size)
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32), keras.layers.Dense(1)], name=f"mlp")
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32), keras.layers.Dense(1)], name="mlp")
     model.compile("sgd", "mse")
     x = np.ones((batch_size * 12, 8), "float32")
     model.fit(x, x[:, :1], batch_size=batch_size, epochs=1, callbacks=[cb], verbose=0)

@@ -1,7 +1,8 @@
 """Trains a model whose step N needs more memory than RLIMIT_AS allows.
 
 Run as a child process by tests: TensorFlow then raises a real
-ResourceExhaustedError on CPU. Args: LOGDIR FAIL_AT_BATCH ON_OOM.
+ResourceExhaustedError on CPU. Args: LOGDIR FAIL_AT_BATCH ON_OOM [BATCHES_AFTER]
+(default 2; 0 makes the failing batch the last one).
 """
 
 import json
@@ -16,6 +17,7 @@ from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.sensors import SyntheticSensor
 
 logdir, fail_at, on_oom = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+after = int(sys.argv[4]) if len(sys.argv) > 4 else 2
 
 # Small weights, huge activations: batch x 2M floats (8 MB per sample).
 model = keras.Sequential([keras.Input((4,)), keras.layers.Dense(2_000_000), keras.layers.Dense(1)])
@@ -23,7 +25,7 @@ model.compile("sgd", "mse")
 
 
 def batches():
-    for i in range(fail_at + 3):
+    for i in range(fail_at + 1 + after):
         n = 4096 if i == fail_at else 4  # 32 GB of activations at the failing batch
         yield np.ones((n, 4), "float32"), np.ones((n, 1), "float32")
 

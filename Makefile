@@ -32,6 +32,7 @@ browser:
 
 demo: $(STAMP) $(BUNDLE)
 	$(BIN)/mobileperf sensors --seconds 1
+	rm -rf runs/demo  # a fresh demo run (a logdir holds one measurement)
 	$(BIN)/python examples/demo.py --logdir runs/demo
 	@echo "MobilePerf dashboard: http://127.0.0.1:$(PORT)/#mobileperf  (Ctrl-C to stop)"
 	$(BIN)/tensorboard --logdir runs/demo --host 127.0.0.1 --port $(PORT)
@@ -39,8 +40,11 @@ demo: $(STAMP) $(BUNDLE)
 test: $(STAMP) $(BUNDLE) browser
 	$(BIN)/python -m pytest -q
 
+# Every benchmark, one after another (about 25 minutes here; soak.py alone is 10).
+# CodeCarbon is installed only here: overhead.py measures it beside ours.
 bench: $(STAMP)
-	$(BIN)/python benchmarks/sampling.py
+	$(BIN)/python -m pip install --quiet -e ".[bench]"
+	cd benchmarks && for b in sampling overhead join accuracy dashboard soak; do ../$(BIN)/python $$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info $(FRONTEND)/node_modules $(BUNDLE)

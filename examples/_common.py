@@ -19,7 +19,8 @@ def setup_logging() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 
 
-def finish(report, logdir: str) -> None:
+def finish(report, logdir) -> None:
+    """Prints the summary and where the run was written (the logdir it claimed)."""
     s = report.summary()
     energy = "not measured on this device" if s["energy_total"] is None else f"{s['energy_total']:.3f} J"
     print(f"success: {s['success']}  steps measured: {s['steps_measured']}  energy: {energy}  "

@@ -102,7 +102,7 @@ def main() -> None:
             updates += 1
             if updates % args.target_every == 0:
                 target.set_weights(online.get_weights())
-    finish(perf.report, args.logdir)
+    finish(perf.report, perf.logdir)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ def main() -> None:
         x, y = x[: args.batch_size * args.steps].astype("float32") / 255.0, y[: args.batch_size * args.steps]
     cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size)
     spec.build(32).fit(x, y, batch_size=args.batch_size, epochs=1, callbacks=[cb], verbose=2)
-    finish(cb.report, args.logdir)
+    finish(cb.report, cb.monitor.logdir)
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ def main() -> None:
               f"p99 interval error {sampling['interval_error_p99_ms']:.3f} ms ({sampling['mode']})")
     for what, why in s["unavailable"].items():
         print(f"  {what}: null — {why}")
-    print(f"\nreport: {args.logdir}/report.json   steps: {args.logdir}/steps.csv")
+    print(f"\nreport: {cb.monitor.logdir}/report.json   steps: {cb.monitor.logdir}/steps.csv")
     print(f"open it:  tensorboard --logdir {args.logdir}")
 
 

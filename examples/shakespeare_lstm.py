@@ -46,7 +46,7 @@ def main() -> None:
     model = build_char_lstm(args.seq_len, vocab=vocab)
     cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size)
     model.fit(data, steps_per_epoch=args.steps, epochs=1, callbacks=[cb], verbose=2)
-    finish(cb.report, args.logdir)
+    finish(cb.report, cb.monitor.logdir)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """The MobilePerf tab in a real browser: real callback (synthetic sensor for
 power), real `tensorboard` on a free localhost port, headless Debian Chromium
-driven by Selenium. Saves a screenshot under tests/_output/."""
+driven by Selenium. Besides two runs: a two-host fleet with its combined
+run, and a run named like an HTML injection. Saves a screenshot under
+tests/_output/."""
 
 from __future__ import annotations
 
@@ -15,6 +17,9 @@ from pathlib import Path
 import pytest
 
 from test_plugin import train
+from tf_mobileperf.distributed import combine
+
+HOSTILE = "<img src=x onerror=alert(1)>"
 
 OUTPUT = Path(__file__).parent / "_output"
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -32,6 +37,10 @@ def tensorboard(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("tb")
     train(logdir / "mlp-bs8", batch_size=8)
     train(logdir / "mlp-bs32", batch_size=32)
+    for host in ("worker-0", "worker-1"):
+        train(logdir / "fleet" / host, batch_size=8)
+    combine(logdir / "fleet", ("worker-0", "worker-1"))
+    train(logdir / HOSTILE, batch_size=8)
     port = free_port()
     proc = subprocess.Popen([str(Path(sys.executable).parent / "tensorboard"), "--logdir", str(logdir),
                              "--host", "127.0.0.1", "--port", str(port), "--load_fast", "false"],
@@ -85,9 +94,14 @@ def test_tab_renders_charts_table_and_no_console_errors(tensorboard, browser):
     legends = " ".join(e.text for e in browser.find_elements(By.CSS_SELECTOR, ".u-legend"))
     assert "VDD_IN" in legends and "VDD_SYS_GPU" in legends and "ram_used" in legends
     rows = browser.find_elements(By.CSS_SELECTOR, "#runs-table tr")
-    assert len(rows) == 3  # header + two runs
+    assert len(rows) == 7  # header + two runs, two hosts and their combined run, the hostile name
     table = browser.find_element(By.ID, "runs-table").text
-    assert "mlp-bs8/train" in table and "mlp-bs32/train" in table
+    assert "mlp-bs8/train" in table and "mlp-bs32/train" in table and HOSTILE + "/train" in table
+    assert browser.find_elements(By.CSS_SELECTOR, "img") == []  # the name was shown as text, not parsed
+    combined = next(label for label in browser.find_elements(By.CSS_SELECTOR, ".runs label") if label.text == "fleet/combined")
+    combined.find_element(By.TAG_NAME, "input").click()
+    hosts = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "section[data-run='fleet/combined'] table.hosts")))
+    assert "worker-0" in hosts.text and "worker-1" in hosts.text and len(hosts.find_elements(By.TAG_NAME, "tr")) == 3
     assert "not measured on this device" in browser.find_element(By.TAG_NAME, "body").text  # no GPU sensor
     assert len(browser.find_elements(By.CSS_SELECTOR, "canvas")) >= 4  # batch size, power, memory, energy bars
     browser.switch_to.default_content()

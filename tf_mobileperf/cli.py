@@ -7,6 +7,7 @@ what can this machine measure, from where, and how fast?
 from __future__ import annotations
 
 import argparse
+import re
 import logging
 import math
 import sys
@@ -103,6 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plot", help="PNG figures of a sweep directory")
     p.add_argument("directory", type=Path)
     p.set_defaults(func=cmd_plot)
+
+    p = sub.add_parser("combine", help="combine the workers' runs of a multi-worker logdir (the chief does it at its end)")
+    p.add_argument("logdir", type=Path)
+    p.add_argument("--tasks", type=lambda text: tuple(t for t in text.split(",") if t), default=None,
+                   help="comma-separated task names (default: every chief-N/worker-N folder in logdir)")
+    p.set_defaults(func=cmd_combine)
     return parser
 
 
@@ -151,6 +158,23 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def _cell(value, width: int = 10) -> str:
     return f"{'null':>{width}}" if value is None else f"{value:>{width}.4g}"
+
+
+def cmd_combine(args: argparse.Namespace) -> int:
+    from .distributed import combine
+
+    tasks = args.tasks or tuple(sorted(p.name for p in args.logdir.iterdir()
+                                       if p.is_dir() and re.fullmatch(r"(chief|worker)-\d+", p.name)))
+    if not tasks:
+        print(f"no chief-N or worker-N folder in {args.logdir}", file=sys.stderr)
+        return 2
+    report = combine(args.logdir, tasks)
+    for task, host in report["hosts"].items():
+        state = "missing (no report)" if host["missing"] else ("ok" if host["success"] else f"failed at step {host['failed_step']}")
+        print(f"{task:<10} {state:<22} energy {_cell(host['energy_total'])} J  peak {_cell(host['mem_peak_gb'], 6)} GiB")
+    print(f"combined: {report['steps_measured']} steps, energy {_cell(report['energy_total'])} J -> "
+          f"{args.logdir / 'combined.json'}")
+    return 0
 
 
 def cmd_plot(args: argparse.Namespace) -> int:

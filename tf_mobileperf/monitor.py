@@ -37,6 +37,7 @@ import numpy as np
 from . import join as join_mod
 from .report import Report, StepRecord, StepTotals, energy_rails, fill_steps
 from .sampler import Sampler, Samples, check_period
+from .distributed import combine, from_tf_config
 from .sampling_stats import SamplingStats
 from .sensors import Probe, ReplaySensor, Sensor, probe
 from .storage import PLUGIN_DIR, PROGRESS_FILE, SeriesWriter, StepProgress, StepsCsv, claim_logdir, write_json
@@ -98,6 +99,12 @@ class PerfMonitor:
             totals cover every step), so a long run's memory stays bounded.
         clock: Seconds on the sampler's clock (``time.monotonic``); step
             windows are taken on it. Simulations pass their own clock.
+        combine_wait_s: In a multi-worker run, how long the chief waits at
+            its end for the other workers' reports before combining.
+
+    In a multi-worker ``tf.distribute`` run (``TF_CONFIG`` names several
+    tasks), each worker writes ``<logdir>/<task type>-<index>`` and the chief
+    combines them at its end (see ``tf_mobileperf.distributed``).
 
     A logdir holds one measurement. Starting another in a logdir that
     already holds one (``fit`` called again, a second callback, a second
@@ -117,6 +124,7 @@ class PerfMonitor:
         flush_s: float = 0.5,
         keep_steps: int = 10_000,
         clock: Callable[[], float] = time.monotonic,
+        combine_wait_s: float = 60.0,
     ):
         self.warmup_steps = _check_int("warmup_steps", warmup_steps)
         if batch_size is not None:
@@ -129,7 +137,10 @@ class PerfMonitor:
                 raise ValueError(f"profile_steps {profile_steps} must be measured steps: "
                                  f"warmup_steps ({self.warmup_steps}) <= first <= last")
             profile_steps = (first, last)
-        self.logdir = Path(logdir)
+        self.worker = from_tf_config()
+        self.cluster_logdir = Path(logdir) if self.worker else None
+        self.logdir = Path(logdir) / self.worker.name if self.worker else Path(logdir)
+        self.combine_wait_s = combine_wait_s
         self.run = run
         self.keep_steps = _check_int("keep_steps", keep_steps, 1)
         self.clock = clock
@@ -172,6 +183,7 @@ class PerfMonitor:
             log.warning("mobileperf: %s already holds a measurement; this one is written to %s", requested, self.logdir)
         self.run_dir = self.logdir / self.run
         (self.run_dir / PLUGIN_DIR).mkdir(parents=True, exist_ok=True)
+        self._device_metadata()["started_wall_s"] = time.time()  # for reference; steps use the monotonic clock
         self._series = SeriesWriter(self.run_dir, self.channels, self._device_metadata()) if self.channels else None
         self._csv = StepsCsv(self.logdir / "steps.csv", self._csv_fields())
         self._progress = StepProgress(self.logdir / PROGRESS_FILE)
@@ -221,6 +233,9 @@ class PerfMonitor:
                        self._progress.close):
             if closer:
                 self._guard("close", closer)
+        if self.worker and self.worker.is_chief:
+            self._guard("combine the workers' runs", combine, self.cluster_logdir, self.worker.tasks,
+                        self.combine_wait_s)
         return self.report
 
     def __enter__(self) -> "PerfMonitor":

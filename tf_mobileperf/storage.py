@@ -179,6 +179,27 @@ class StepsCsv:
         self._file.close()
 
 
+def read_steps(logdir: str | Path) -> list[dict]:
+    """The steps in ``logdir/steps.csv``, typed: step, duration_s, warmup, failed,
+    energy_total (J or None) and mem_peak_gb (or None); [] if it cannot be read.
+
+    Unlike report.json, steps.csv has every step, and it is there for a run
+    that died before writing its report.
+    """
+    try:
+        with open(Path(logdir) / "steps.csv", newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError:
+        return []
+
+    def number(text: str | None) -> float | None:
+        return float(text) if text not in (None, "") else None
+
+    return [{"step": int(r["step"]), "duration_s": float(r["duration_s"]), "warmup": r["warmup"] == "1",
+             "failed": r["failed"] == "1", "energy_total": number(r.get("energy_j/total")),
+             "mem_peak_gb": number(r.get("mem_peak_gb"))} for r in rows]
+
+
 def write_json(path: Path, data: dict) -> None:
     """Writes JSON atomically (temp file + rename): readers never see half a file."""
     tmp = path.with_suffix(path.suffix + ".tmp")

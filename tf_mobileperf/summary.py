@@ -52,13 +52,15 @@ class ScalarWriter:
         self._writer.write(event.SerializeToString())
 
     def write_steps(self, steps: list[StepRecord]) -> None:
-        now = time.time()
         for step in steps:
-            if step.failed:
-                continue
-            values = [summary_pb2.Summary.Value(tag=tag, simple_value=v) for tag, v in step_scalars(step).items()]
-            self._add(event_pb2.Event(wall_time=now, step=step.step, summary=summary_pb2.Summary(value=values)))
+            if not step.failed:
+                self.write_values(step.step, step_scalars(step))
         self._writer.flush()
+
+    def write_values(self, step: int, values: dict[str, float | None]) -> None:
+        """One event of scalars at ``step``; None values are left out (flushed by the next flush or close)."""
+        values = [summary_pb2.Summary.Value(tag=tag, simple_value=v) for tag, v in values.items() if v is not None]
+        self._add(event_pb2.Event(wall_time=time.time(), step=step, summary=summary_pb2.Summary(value=values)))
 
     def write_run_summary(self, summary: dict, step: int) -> None:
         """The dashboard's entry for this run (see tf_mobileperf_tensorboard.summary)."""

@@ -27,7 +27,7 @@ from typing import Iterable
 
 from tqdm import tqdm
 
-from .storage import PROGRESS_FILE, StepProgress, write_json
+from .storage import PROGRESS_FILE, StepProgress, read_steps, write_json
 
 log = logging.getLogger(__name__)
 
@@ -92,15 +92,10 @@ def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
 
 def _steps_on_disk(logdir: Path) -> dict:
     """What a child that died without a report had measured: its steps.csv and progress."""
-    try:
-        with open(logdir / "steps.csv", newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError:
-        rows = []
-    measured = [r for r in rows if r.get("warmup") == "0" and r.get("failed") == "0"]
-    durations = [float(r["duration_s"]) for r in measured]
-    return {"failed_step": StepProgress.read(logdir / PROGRESS_FILE), "steps_on_disk": len(rows),
-            "steps_measured": len(measured),
+    steps = read_steps(logdir)
+    durations = [s["duration_s"] for s in steps if not (s["warmup"] or s["failed"])]
+    return {"failed_step": StepProgress.read(logdir / PROGRESS_FILE), "steps_on_disk": len(steps),
+            "steps_measured": len(durations),
             "step_time_s": {"mean": sum(durations) / len(durations) if durations else None}}
 
 

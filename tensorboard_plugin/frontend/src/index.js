@@ -2,6 +2,7 @@
 // and calls render(). Per selected run: a header with the seed's numbers and
 // the sampling quality, then time charts sharing one zoom, then energy bars.
 // Across runs: a sortable table and energy/memory against batch size.
+// A multi-worker run's "combined" run: its totals and its hosts side by side.
 import uPlotCss from "uplot/dist/uPlot.min.css";
 import { getChannels, getSteps, listRuns } from "./api.js";
 import { batchSizeChart, energyPerStep, runCharts } from "./charts.js";
@@ -84,9 +85,32 @@ function runHeader(run, s, profile) {
   return box;
 }
 
+function combinedView(run, s) {
+  const hosts = Object.entries(s.hosts || {});
+  const box = el("div", {}, el("h3", { text: `${run}: ${hosts.length} hosts combined by global step` }));
+  const line = el("div", { class: "header" });
+  for (const [k, v] of [
+    ["status", s.success ? "trained" : s.missing_hosts && s.missing_hosts.length ? `missing: ${s.missing_hosts.join(", ")}` : "failed"],
+    ["steps measured", String(s.steps_measured)], ["energy total (all hosts)", fmt(s.energy_total, "J")],
+    ["mean power (all hosts)", fmt(s.power_avg, "W")],
+    ["step time (slowest host)", s.step_time_s && s.step_time_s.mean != null ? fmt(s.step_time_s.mean * 1e3, "ms") : NOT_MEASURED],
+  ]) line.append(el("span", {}, el("b", { text: `${k}: ` }), v));
+  const table = el("table", { class: "hosts" }, el("tr", {}, ...["host", "hostname", "status", "energy (J)", "peak memory (GiB)", "slowest in steps"].map((t) => el("th", { text: t }))));
+  for (const [task, h] of hosts) {
+    const status = h.missing ? `missing (died at step ${h.failed_step ?? "?"}; ${h.steps_on_disk} steps on disk)` : h.success ? "ok" : `failed at step ${h.failed_step}`;
+    table.append(el("tr", {}, ...[task, h.hostname ?? "", status, fmt(h.energy_total), fmt(h.mem_peak_gb), String((s.slowest_host_steps || {})[task] ?? 0)].map((t) => el("td", { text: t }))));
+  }
+  box.append(line, table);
+  return box;
+}
+
 async function showRun(container, r, width) {
   const section = el("section", { class: "run", "data-run": r.run });
   container.append(section);
+  if (r.summary.combined) {
+    section.append(combinedView(r.run, r.summary));
+    return;
+  }
   try {
     const [steps, header] = await Promise.all([getSteps(r.run), getChannels(r.run)]);
     section.append(runHeader(r.run, r.summary, steps.profile));

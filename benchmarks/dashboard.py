@@ -5,7 +5,6 @@ stored series per hour. Prints a table; writes benchmarks/results/dashboard.json
 
 from __future__ import annotations
 
-import math
 import sys
 import tempfile
 import time

@@ -44,7 +44,6 @@ def run(design: str, period_ms: float, seconds: float) -> dict:
     sensors = detect() + [SyntheticSensor(power_w={"synthetic_rail": lambda t: 1.0})]
     mode = "thread" if design == "thread" else "process"
     sampler = Sampler(sensors, period_ms, mode=mode, realtime=design == "process+fifo")
-    before = psutil.Process().cpu_times()
     wall0 = time.monotonic()
     sampler.start()
     child = psutil.Process(sampler._worker.pid) if mode == "process" else None

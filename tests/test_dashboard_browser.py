@@ -36,7 +36,7 @@ def free_port() -> int:
 def tensorboard(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("tb")
     train(logdir / "mlp-bs8", batch_size=8)
-    train(logdir / "mlp-bs32", batch_size=32)
+    train(logdir / "mlp-bs32", batch_size=32, profile_steps=(4, 5))
     for host in ("worker-0", "worker-1"):
         train(logdir / "fleet" / host, batch_size=8)
     combine(logdir / "fleet", ("worker-0", "worker-1"))
@@ -102,6 +102,10 @@ def test_tab_renders_charts_table_and_no_console_errors(tensorboard, browser):
     combined.find_element(By.TAG_NAME, "input").click()
     hosts = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "section[data-run='fleet/combined'] table.hosts")))
     assert "worker-0" in hosts.text and "worker-1" in hosts.text and len(hosts.find_elements(By.TAG_NAME, "tr")) == 3
+    traced = next(label for label in browser.find_elements(By.CSS_SELECTOR, ".runs label") if label.text == "mlp-bs32/train")
+    traced.find_element(By.TAG_NAME, "input").click()
+    ops = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "section[data-run='mlp-bs32/train'] .op-energy")))
+    assert "Energy per operation" in ops.text and "MatMul" in ops.text and "perfetto" in ops.text
     assert "not measured on this device" in browser.find_element(By.TAG_NAME, "body").text  # no GPU sensor
     assert len(browser.find_elements(By.CSS_SELECTOR, "canvas")) >= 4  # batch size, power, memory, energy bars
     browser.switch_to.default_content()

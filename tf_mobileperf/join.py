@@ -37,6 +37,11 @@ def _integral_to(t: np.ndarray, v: np.ndarray, cum: np.ndarray, x: np.ndarray) -
     return cum[k] + 0.5 * (v[k] + vx) * (x - t[k])
 
 
+def integral_at(t: np.ndarray, v: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Integral of the piecewise-linear v from t[0] to each x (clipped to [t[0], t[-1]])."""
+    return _integral_to(t, v, _cumulative(t, v), np.clip(x, t[0], t[-1]))
+
+
 def _range_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
     """ufunc.reduce(values[lo[i]:hi[i]]) for every i; NaN where the range is empty."""
     out = np.full(len(lo), np.nan)

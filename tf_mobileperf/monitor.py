@@ -40,7 +40,9 @@ from .sampler import Sampler, Samples, check_period
 from .distributed import combine, from_tf_config
 from .sampling_stats import SamplingStats
 from .sensors import Probe, ReplaySensor, Sensor, probe
-from .storage import PLUGIN_DIR, PROGRESS_FILE, SeriesWriter, StepProgress, StepsCsv, claim_logdir, write_json
+from .op_energy import ClockPair, chrome_trace, op_energy, read_ops
+from .storage import (OP_ENERGY_FILE, PLUGIN_DIR, PROGRESS_FILE, TRACE_FILE, SeriesWriter, StepProgress, StepsCsv,
+                      claim_logdir, read_series, write_json)
 from .summary import ScalarWriter
 
 log = logging.getLogger(__name__)
@@ -168,6 +170,8 @@ class PerfMonitor:
         self._collector: threading.Thread | None = None
         self._started = False
         self._tracing = False
+        self._trace_clocks: ClockPair | None = None
+        self._traced: list[StepRecord] = []
         self._gpu = bool(_tf and _tf.config.list_physical_devices("GPU"))
         self._device: dict | None = None
         self._slowest_s = max([s.min_period_s for s in self._probe.sensors] + [self.period_ms / 1000.0])
@@ -223,6 +227,8 @@ class PerfMonitor:
         if self.sampler:
             self.sampler.stop()
         self._collect(final=True)
+        if self._traced:
+            self._guard("energy per op", self._write_op_energy)
         self.report = self._build_report()
         report = self.report.to_dict()
         self._guard("write report", write_json, self.logdir / "report.json", report)
@@ -303,6 +309,8 @@ class PerfMonitor:
             self._count += 1
             self._steps.append(step)
             self._pending.append(step)
+            if step.traced and not step.failed:
+                self._traced.append(step)
         self._progress.set(step.step if step.failed else self._count)
 
     # -- collection ----------------------------------------------------------
@@ -378,6 +386,7 @@ class PerfMonitor:
     # -- profiler ------------------------------------------------------------
     def _start_trace(self) -> None:
         try:
+            self._trace_clocks = ClockPair.now()  # the profiler stamps wall-clock time
             _tf.profiler.experimental.start(str(self.run_dir))
             self._tracing = True
         except Exception as exc:  # another profiler session is active, or no profiler
@@ -387,6 +396,22 @@ class PerfMonitor:
         if self._tracing:
             self._tracing = False
             self._guard("stop the TF profiler", _tf.profiler.experimental.stop)
+
+    def _write_op_energy(self) -> None:
+        """Energy per op of the traced steps: op_energy.json and a Chrome trace with the power rails."""
+        traced = [(s.step, s.start_s, s.end_s) for s in self._traced]
+        sessions = sorted((self.run_dir / "plugins" / "profile").glob("*/*.xplane.pb"))
+        if not traced or not sessions or not self._series:
+            return
+        ops = read_ops(sessions[-1], self._trace_clocks)
+        ops = ops.select((ops.end_s > traced[0][1]) & (ops.start_s < traced[-1][2]))
+        _, rows = read_series(self.run_dir)
+        margin = 4 * self._slowest_s
+        lo, hi = np.searchsorted(rows[:, 0], [traced[0][1] - margin, traced[-1][2] + margin])
+        t, values = np.asarray(rows[lo:hi, 0]), np.asarray(rows[lo:hi, 1:])
+        directory = self.run_dir / PLUGIN_DIR
+        write_json(directory / OP_ENERGY_FILE, op_energy(ops, t, values, self.channels, traced, self._trace_clocks))
+        write_json(directory / TRACE_FILE, chrome_trace(ops, t, values, self.channels, traced[0][1]))
 
     # -- report --------------------------------------------------------------
     def _device_metadata(self) -> dict:

@@ -34,6 +34,8 @@ CHANNELS_FILE = "channels.json"
 SAMPLES_FILE = "samples.bin"
 CLAIM_FILE = "mobileperf.claim"
 PROGRESS_FILE = "progress.bin"
+OP_ENERGY_FILE = "op_energy.json"  # energy per op of the traced steps (tf_mobileperf.op_energy)
+TRACE_FILE = "power_trace.json"  # Chrome/Perfetto trace: ops and power rails
 
 
 def claim_logdir(logdir: str | Path) -> Path:
@@ -143,6 +145,8 @@ class SeriesWriter:
 def read_series(run_dir: str | Path) -> tuple[dict, np.ndarray]:
     """Reads (header, rows) of a run's series; rows[:, 0] is time.
 
+    The rows are memory-mapped: slicing a window reads only that window.
+
     Raises:
         FileNotFoundError: the run has no series.
         ValueError: the header is corrupt.
@@ -153,9 +157,10 @@ def read_series(run_dir: str | Path) -> tuple[dict, np.ndarray]:
         width = len(header["columns"])
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise ValueError(f"corrupt {directory / CHANNELS_FILE}: {exc}") from exc
-    raw = np.fromfile(directory / SAMPLES_FILE, dtype="<f8")
-    rows = raw[: len(raw) // width * width].reshape(-1, width)
-    return header, rows
+    count = (directory / SAMPLES_FILE).stat().st_size // (8 * width)
+    if count == 0:
+        return header, np.empty((0, width))
+    return header, np.memmap(directory / SAMPLES_FILE, dtype="<f8", mode="r", shape=(count, width))
 
 
 class StepsCsv:

@@ -11,6 +11,7 @@ input with a 4xx and a message, never a 500; no route writes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
@@ -32,6 +33,8 @@ log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
 SERIES_DIR = "plugins/mobileperf"
+OP_ENERGY_FILE = "op_energy.json"  # written by tf_mobileperf.monitor for traced steps
+TRACE_FILE = "power_trace.json"
 MAX_POINTS_LIMIT = 20000
 
 
@@ -43,15 +46,28 @@ class BadRequest(Exception):
         self.status = status
 
 
+@dataclasses.dataclass
+class Download:
+    """A handler's answer that is a file to save, not JSON to show."""
+
+    body: bytes
+    filename: str
+
+
 def _route(fn):
-    """Wraps a handler: JSON out, BadRequest and broken files as 4xx."""
+    """Wraps a handler: JSON (or a Download) out, BadRequest and broken files as 4xx."""
 
     @wrappers.Request.application
     def handler(self, request):
         if request.method not in ("GET", "HEAD"):  # no route writes
             return http_util.Respond(request, {"error": "only GET is served"}, "application/json", code=405)
         try:
-            body = json.dumps(fn(self, request), allow_nan=False)  # NaN from a corrupt file is not JSON
+            answer = fn(self, request)
+            if isinstance(answer, Download):
+                response = http_util.Respond(request, answer.body, "application/json")
+                response.headers["Content-Disposition"] = f'attachment; filename="{quote(answer.filename)}"'
+                return response
+            body = json.dumps(answer, allow_nan=False)  # NaN from a corrupt file is not JSON
         except BadRequest as exc:
             return http_util.Respond(request, {"error": str(exc)}, "application/json", code=exc.status)
         except (OSError, ValueError, KeyError, TypeError, IndexError, json.JSONDecodeError) as exc:
@@ -91,6 +107,7 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
             "/steps": self._serve_steps,
             "/channels": self._serve_channels,
             "/series": self._serve_series,
+            "/trace": self._serve_trace,
         }
 
     def is_active(self) -> bool:
@@ -159,8 +176,22 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
         if not report.exists():
             return {"run": run, "steps": [], "message": "the run has not finished its first report yet"}
         data = json.loads(report.read_text())
-        return {"run": run, "steps": data.get("steps", []), "warmup_steps": data.get("warmup_steps"),
-                "failed_step": data.get("failed_step"), "profile": self._profile_links(run, path)}
+        out = {"run": run, "steps": data.get("steps", []), "warmup_steps": data.get("warmup_steps"),
+               "failed_step": data.get("failed_step"), "profile": self._profile_links(run, path)}
+        op_energy = self._file(path, OP_ENERGY_FILE)
+        if op_energy.exists():
+            out["op_energy"] = json.loads(op_energy.read_text())
+            out["trace_url"] = f"./trace?run={quote(run, safe='')}"
+        return out
+
+    @_route
+    def _serve_trace(self, request):
+        """The run's Chrome/Perfetto trace (ops and power rails), as a download."""
+        run, path = self._run_dir(request)
+        trace = self._file(path, TRACE_FILE)
+        if not trace.exists():
+            raise BadRequest(f"run {run[:100]!r} has no traced steps with power samples", 404)
+        return Download(trace.read_bytes(), f"{Path(run).parent.name or 'run'}-power-trace.json")
 
     @staticmethod
     def _profile_links(run: str, path: Path) -> list[dict]:

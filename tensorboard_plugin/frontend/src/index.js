@@ -3,6 +3,7 @@
 // the sampling quality, then time charts sharing one zoom, then energy bars.
 // Across runs: a sortable table and energy/memory against batch size.
 // A multi-worker run's "combined" run: its totals and its hosts side by side.
+// Traced steps: energy per op type and per layer, and the Perfetto trace.
 import uPlotCss from "uplot/dist/uPlot.min.css";
 import { getChannels, getSteps, listRuns } from "./api.js";
 import { batchSizeChart, energyPerStep, runCharts } from "./charts.js";
@@ -104,6 +105,22 @@ function combinedView(run, s) {
   return box;
 }
 
+function opEnergyView(result, traceUrl) {
+  const rail = result.rank_rail;
+  const box = el("div", { class: "op-energy" }, el("h4", { text: `Energy per operation in the traced steps (${rail}, J)` }));
+  const shares = result.steps.map((s) => `step ${s.step}: ${fmt((s.no_op_share || {})[rail] * 100, "%")}`).join(", ");
+  box.append(el("div", { class: "note", text: `while no op ran (idle, stalls, Python, input): ${shares}` }));
+  for (const [title, rows, key] of [["op type", result.by_op_type, "op_type"], ["layer (name scope)", result.by_layer, "layer"]]) {
+    const table = el("table", {}, el("tr", {}, ...[title, "count", "time (ms)", `energy (J)`].map((t) => el("th", { text: t }))));
+    for (const row of rows.slice(0, 12)) {
+      table.append(el("tr", {}, ...[row[key], String(row.count), fmt(row.time_s * 1e3), fmt(row.energy_j[rail])].map((t) => el("td", { text: t }))));
+    }
+    box.append(table);
+  }
+  if (traceUrl) box.append(el("div", {}, el("a", { href: traceUrl, download: "", text: "download the trace with the power rails (open in ui.perfetto.dev or chrome://tracing)" })));
+  return box;
+}
+
 async function showRun(container, r, width) {
   const section = el("section", { class: "run", "data-run": r.run });
   container.append(section);
@@ -116,6 +133,7 @@ async function showRun(container, r, width) {
     section.append(runHeader(r.run, r.summary, steps.profile));
     if (steps.message) section.append(el("p", { class: "note", text: steps.message }));
     section.append(...(await runCharts(r.run, header, steps.steps, r.summary, width)));
+    if (steps.op_energy) section.append(opEnergyView(steps.op_energy, steps.trace_url));
   } catch (err) {
     section.append(el("h3", { text: r.run }), el("p", { class: "error", text: String(err.message || err) }));
   }

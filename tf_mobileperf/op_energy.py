@@ -1,0 +1,226 @@
+"""Energy per operation: the power samples joined with the TF profiler's trace.
+
+For the steps traced with ``profile_steps``, the ops come from the
+profiler's XSpace (``<run>/plugins/profile/<session>/<host>.xplane.pb``),
+read with xprof's ``ProfileData`` (the parser the Profile tab itself uses).
+
+Clocks: the profiler stamps events in wall-clock nanoseconds (the XSpace's
+``profile_start_time`` plus each event's offset); our samples and step
+windows are on ``time.monotonic()``. ``ClockPair.now()`` reads monotonic,
+wall, monotonic, keeps the tightest of a few tries, and the offset between
+the two clocks is taken from it when the trace starts; its uncertainty is
+half the time between the two monotonic reads (reported as
+``alignment_uncertainty_us``).
+
+Attribution: between any two consecutive boundaries (a sample, an op's start
+or end, a step's edge), the rail's energy (the integral of its
+piecewise-linear power, as in the join) is split equally among the ops
+running then on the rail's device: GPU ops for GPU rails, CPU ops for CPU
+rails, all ops for the others (the board's input, memory, SoC). Energy while
+no op runs is the step's *no-op* share (idle, stalls, Python, input).
+Energy counters (NVML, RAPL) are not split; their rails are left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .join import integral_at
+from .sensors.base import Channel
+
+#: An op event: "scope/name:OpType" (framework events have "::" or spaces).
+_OP = re.compile(r"^([^:\s]+):([A-Za-z_]\w*)$")
+_WRAPPERS = {"StatefulPartitionedCall", "PartitionedCall", "gradient_tape"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ClockPair:
+    """A monotonic and a wall-clock reading taken together, in seconds."""
+
+    monotonic_s: float
+    wall_s: float
+    uncertainty_s: float
+
+    @classmethod
+    def now(cls, tries: int = 5) -> "ClockPair":
+        best = None
+        for _ in range(tries):
+            before = time.monotonic_ns()
+            wall = time.time_ns()
+            after = time.monotonic_ns()
+            if best is None or after - before < best[2] - best[0]:
+                best = (before, wall, after)
+        before, wall, after = best
+        return cls((before + after) / 2e9, wall / 1e9, (after - before) / 2e9)
+
+    def to_monotonic(self, wall_s: np.ndarray | float) -> np.ndarray | float:
+        return wall_s - self.wall_s + self.monotonic_s
+
+
+@dataclasses.dataclass
+class Ops:
+    """Op events of a trace, on the monotonic clock (arrays of equal length)."""
+
+    name: np.ndarray
+    op_type: np.ndarray
+    layer: np.ndarray
+    device: np.ndarray  # "cpu" or "gpu"
+    thread: np.ndarray
+    start_s: np.ndarray
+    end_s: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.start_s)
+
+    def select(self, mask: np.ndarray) -> "Ops":
+        return Ops(*(getattr(self, f.name)[mask] for f in dataclasses.fields(self)))
+
+
+def layer_of(scope: str) -> str:
+    """The layer's name scope of an op, forward or gradient: the part after the model's.
+
+    These are TF's name scopes, which TF makes unique with a suffix: in a
+    traced train step, Keras layer "dense" often shows as "dense_1" and
+    "dense_1" as "dense_1_2". Ops outside any layer (optimizer, input) are
+    "(no layer)".
+
+    >>> layer_of("StatefulPartitionedCall/gradient_tape/sequential_1/dense_1_2/MatMul")
+    'dense_1_2'
+    """
+    parts = [p for p in scope.split("/") if p not in _WRAPPERS]
+    return parts[1] if len(parts) > 2 else "(no layer)"
+
+
+def read_ops(xplane: str | Path, clocks: ClockPair) -> Ops:
+    """The op events of an XSpace file, moved to the monotonic clock."""
+    from xprof.profile_data import ProfileData
+
+    rows = []
+    data = ProfileData.from_file(str(xplane))
+    start_ns = None
+    for plane in data.planes:
+        stats = dict(plane.stats)
+        if "profile_start_time" in stats:
+            start_ns = int(stats["profile_start_time"])
+    if start_ns is None:
+        raise ValueError(f"{xplane} has no profile_start_time")
+    for plane in data.planes:
+        device = "gpu" if "GPU" in plane.name.upper() and not plane.name.startswith("/host") else "cpu"
+        for line in plane.lines:
+            for event in line.events:
+                match = _OP.match(event.name)
+                if match and event.duration_ns > 0:
+                    scope, op_type = match.groups()
+                    rows.append((event.name, op_type, layer_of(scope), device, line.name,
+                                 (start_ns + event.start_ns) / 1e9, (start_ns + event.start_ns + event.duration_ns) / 1e9))
+    columns = list(zip(*rows)) if rows else [[]] * 7
+    start, end = np.array(columns[5], dtype=float), np.array(columns[6], dtype=float)
+    return Ops(*(np.array(c, dtype=object) for c in columns[:5]), clocks.to_monotonic(start), clocks.to_monotonic(end))
+
+
+def split_energy(t: np.ndarray, power: np.ndarray, windows: np.ndarray, op_start: np.ndarray,
+                 op_end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Splits a rail's energy in ``windows`` (k, 2) among ops running at each moment.
+
+    Returns (energy per op, no-op energy per window, energy per window), J.
+    """
+    ok = np.isfinite(power)
+    t, power = t[ok], power[ok]
+    if len(t) < 2:
+        nan = np.full(len(windows), np.nan)
+        return np.full(len(op_start), np.nan), nan, nan
+    lo, hi = windows[:, 0].min(), windows[:, 1].max()
+    edges = np.unique(np.concatenate([windows.ravel(), np.clip(op_start, lo, hi), np.clip(op_end, lo, hi),
+                                      t[(t > lo) & (t < hi)]]))
+    segment = np.diff(integral_at(t, power, edges))
+    middle = (edges[:-1] + edges[1:]) / 2
+    running = np.searchsorted(np.sort(op_start), middle, "right") - np.searchsorted(np.sort(op_end), middle, "right")
+    window = np.searchsorted(windows[:, 0], middle, "right") - 1
+    inside = (window >= 0) & (middle < windows[np.maximum(window, 0), 1])
+    share = np.where(inside & (running > 0), segment / np.maximum(running, 1), 0.0)
+    cumulative = np.concatenate([[0.0], np.cumsum(share)])
+    per_op = (cumulative[np.searchsorted(edges, np.clip(op_end, lo, hi))]
+              - cumulative[np.searchsorted(edges, np.clip(op_start, lo, hi))])
+    idle = np.bincount(window[inside & (running == 0)], segment[inside & (running == 0)], minlength=len(windows))
+    total = np.bincount(window[inside], segment[inside], minlength=len(windows))
+    return per_op, idle, total
+
+
+def _rail_ops(channel: Channel, ops: Ops) -> np.ndarray:
+    """Which ops a rail powers: GPU ops for GPU rails, CPU ops for CPU rails, all for the rest."""
+    if channel.group in ("cpu", "gpu"):
+        return ops.device == channel.group
+    return np.ones(len(ops), dtype=bool)
+
+
+def _table(keys: np.ndarray, energy: dict[str, np.ndarray], duration: np.ndarray, rank_rail: str,
+           label: str, limit: int) -> list[dict]:
+    names, index = np.unique(keys.astype(str), return_inverse=True)
+    rows = []
+    for i, name in enumerate(names):
+        mine = index == i
+        rows.append({label: name, "count": int(mine.sum()), "time_s": float(duration[mine].sum()),
+                     "energy_j": {rail: float(e[mine].sum()) for rail, e in energy.items()}})
+    rows.sort(key=lambda r: -r["energy_j"].get(rank_rail, 0.0))
+    return rows[:limit]
+
+
+def op_energy(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channel], steps: list[tuple[int, float, float]],
+              clocks: ClockPair, limit: int = 20) -> dict:
+    """The energy-per-op report of the traced ``steps`` ((index, start, end) on the monotonic clock)."""
+    rails = [(i, c) for i, c in enumerate(channels) if c.kind == "power"]
+    windows = np.array([[s, e] for _, s, e in steps], dtype=float).reshape(-1, 2)
+    rank_rail = next((c.name for _, c in rails if c.group == "total"), rails[0][1].name if rails else "")
+    energy: dict[str, np.ndarray] = {}
+    per_step = [{"step": i, "energy_j": {}, "no_op_energy_j": {}, "no_op_share": {}} for i, _, _ in steps]
+    for column, channel in rails:
+        powered = _rail_ops(channel, ops)
+        per_op, idle, total = split_energy(t, values[:, column], windows, ops.start_s[powered], ops.end_s[powered])
+        energy[channel.name] = np.zeros(len(ops))
+        energy[channel.name][powered] = per_op
+        for row, e_idle, e_total in zip(per_step, idle, total):
+            row["energy_j"][channel.name] = _finite(e_total)
+            row["no_op_energy_j"][channel.name] = _finite(e_idle)
+            row["no_op_share"][channel.name] = _finite(e_idle / e_total) if e_total > 0 else None
+    duration = ops.end_s - ops.start_s
+    top = sorted(range(len(ops)), key=lambda k: -energy[rank_rail][k] if rank_rail else 0)[:limit]
+    return {
+        "clock_alignment": {"method": "monotonic/wall pair read when the trace started",
+                            "alignment_uncertainty_us": clocks.uncertainty_s * 1e6},
+        "rank_rail": rank_rail,
+        "ops": int(len(ops)),
+        "steps": per_step,
+        "by_op_type": _table(ops.op_type, energy, duration, rank_rail, "op_type", limit),
+        "by_layer": _table(ops.layer, energy, duration, rank_rail, "layer", limit),
+        "top_ops": [{"name": ops.name[k], "op_type": ops.op_type[k], "layer": ops.layer[k], "device": ops.device[k],
+                     "time_s": float(duration[k]), "energy_j": {r: float(e[k]) for r, e in energy.items()}}
+                    for k in top],
+    }
+
+
+def chrome_trace(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channel], t0: float) -> dict:
+    """Chrome/Perfetto trace JSON: the ops as slices, each power rail as a counter track."""
+    events: list[dict] = [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "TensorFlow ops"}},
+                          {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "power (W)"}}]
+    threads = {name: i for i, name in enumerate(sorted(set(ops.thread.astype(str))))}
+    events += [{"name": "thread_name", "ph": "M", "pid": 1, "tid": i, "args": {"name": name}} for name, i in threads.items()]
+    for k in range(len(ops)):
+        events.append({"name": ops.name[k], "cat": ops.op_type[k], "ph": "X", "pid": 1, "tid": threads[str(ops.thread[k])],
+                       "ts": (ops.start_s[k] - t0) * 1e6, "dur": (ops.end_s[k] - ops.start_s[k]) * 1e6,
+                       "args": {"layer": ops.layer[k], "device": ops.device[k]}})
+    for column, channel in enumerate(channels):
+        if channel.kind != "power":
+            continue
+        for ts, watts in zip(t, values[:, column]):
+            if np.isfinite(watts):
+                events.append({"name": channel.name, "ph": "C", "pid": 2, "ts": (ts - t0) * 1e6, "args": {"W": float(watts)}})
+    return {"traceEvents": events, "displayTimeUnit": "ms"}
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None

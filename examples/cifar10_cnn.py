@@ -1,13 +1,18 @@
 """The seed's CNN case: a small CNN on CIFAR-10, measured per step.
 
-    python examples/cifar10_cnn.py --steps 30 [--synthetic]
+    python examples/cifar10_cnn.py --steps 30 [--synthetic] [--no-prefetch]
+
+The input pipeline normalizes and randomly flips each image in tf.data, with
+or without ``prefetch``: steps 5 and 6 are traced, and the example prints
+how long each waited for its batch.
 """
 
 from __future__ import annotations
 
 import keras
+import tensorflow as tf
 
-from _common import finish, parser, setup_logging
+from _common import finish, parser, setup_logging, traced_steps, with_prefetch
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.zoo import get
 
@@ -15,6 +20,7 @@ from tf_mobileperf.zoo import get
 def main() -> None:
     p = parser(__doc__.splitlines()[0], batch_size=32, steps=50, logdir="runs/cifar10")
     p.add_argument("--synthetic", action="store_true", help="random images instead of keras.datasets.cifar10")
+    p.add_argument("--no-prefetch", action="store_true")
     args = p.parse_args()
     setup_logging()
     spec = get("cnn")
@@ -23,8 +29,13 @@ def main() -> None:
     else:
         (x, y), _ = keras.datasets.cifar10.load_data()
         x, y = x[: args.batch_size * args.steps].astype("float32") / 255.0, y[: args.batch_size * args.steps]
-    cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size)
-    spec.build(32).fit(x, y, batch_size=args.batch_size, epochs=1, callbacks=[cb], verbose=2)
+    data = (tf.data.Dataset.from_tensor_slices((x, y))
+            .map(lambda image, label: (tf.image.random_flip_left_right(tf.image.per_image_standardization(image)), label))
+            .batch(args.batch_size))
+    data = with_prefetch(data, not args.no_prefetch)
+    cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size,
+                            profile_steps=traced_steps(args.steps))
+    spec.build(32).fit(data, epochs=1, callbacks=[cb], verbose=2)
     finish(cb.report, cb.monitor.logdir)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 import keras
 
-from _common import finish, parser, setup_logging
+from _common import finish, parser, setup_logging, traced_steps, with_prefetch
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.zoo.sequence import build_char_lstm
 
@@ -31,7 +31,7 @@ def dataset(text: str, seq_len: int, batch_size: int, prefetch: bool) -> tuple[t
     ids = np.array([vocab.index(c) for c in text[:500_000]] if len(vocab) > 0 else [], dtype=np.int32)
     chunks = tf.data.Dataset.from_tensor_slices(ids).batch(seq_len + 1, drop_remainder=True)
     data = chunks.map(lambda c: (c[:-1], c[1:])).shuffle(10_000, seed=0).batch(batch_size, drop_remainder=True).repeat()
-    return (data.prefetch(tf.data.AUTOTUNE) if prefetch else data), len(vocab)
+    return with_prefetch(data, prefetch), len(vocab)
 
 
 def main() -> None:
@@ -44,7 +44,8 @@ def main() -> None:
     setup_logging()
     data, vocab = dataset(load_text(args.data, args.synthetic), args.seq_len, args.batch_size, not args.no_prefetch)
     model = build_char_lstm(args.seq_len, vocab=vocab)
-    cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size)
+    cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size,
+                            profile_steps=traced_steps(args.steps))
     model.fit(data, steps_per_epoch=args.steps, epochs=1, callbacks=[cb], verbose=2)
     finish(cb.report, cb.monitor.logdir)
 

@@ -135,3 +135,18 @@ def test_step_longer_than_the_flush_interval_keeps_its_samples(tmp_path):
                 time.sleep(1.3)  # several collector drains while the step is open
     for step in perf.report.steps:
         assert step.energy_j["VDD_IN"] == pytest.approx(5.0 * step.duration_s, rel=1e-9)
+
+
+def test_time_between_steps_is_reported_as_a_fraction(tmp_path):
+    import time
+
+    with PerfMonitor(tmp_path, sensors=[constant_sensor()], warmup_steps=1) as perf:
+        for _ in range(6):
+            time.sleep(0.03)  # the loop's own work between steps: input, environment, logging
+            with perf.step():
+                time.sleep(0.01)
+    steps = perf.report.steps
+    assert steps[0].gap_before_s is None and all(s.gap_before_s == pytest.approx(0.03, abs=0.01) for s in steps[1:])
+    summary = perf.report.summary()
+    assert summary["between_steps_fraction"] == pytest.approx(0.75, abs=0.08)
+    assert summary["gap_before_step_s"]["mean"] == pytest.approx(0.03, abs=0.01)

@@ -35,12 +35,12 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 
 from . import join as join_mod
+from .distributed import combine, from_tf_config
+from .op_energy import ClockPair, chrome_trace, op_energy, read_ops
 from .report import Report, StepRecord, StepTotals, energy_rails, fill_steps
 from .sampler import Sampler, Samples, check_period
-from .distributed import combine, from_tf_config
 from .sampling_stats import SamplingStats
 from .sensors import Probe, ReplaySensor, Sensor, probe
-from .op_energy import ClockPair, chrome_trace, op_energy, read_ops
 from .storage import (OP_ENERGY_FILE, PLUGIN_DIR, PROGRESS_FILE, TRACE_FILE, SeriesWriter, StepProgress, StepsCsv,
                       claim_logdir, read_series, write_json)
 from .summary import ScalarWriter
@@ -158,6 +158,7 @@ class PerfMonitor:
         self._lock = threading.RLock()  # re-entered by a signal handler in the main thread
         self._steps: list[StepRecord] = []  # kept for the report: see keep_steps
         self._count = 0  # steps closed so far
+        self._last_end: float | None = None  # when the last step closed
         self._not_kept = 0
         self._totals = StepTotals()
         self._warned: set[str] = set()
@@ -261,8 +262,9 @@ class PerfMonitor:
         index = self._count
         if self.profile_steps and index == self.profile_steps[0]:
             self._start_trace()
-        step = StepRecord(step=index, start_s=self.clock(), end_s=float("nan"),
-                          warmup=index < self.warmup_steps, traced=self._tracing)
+        start = self.clock()
+        step = StepRecord(step=index, start_s=start, end_s=float("nan"), warmup=index < self.warmup_steps,
+                          traced=self._tracing, gap_before_s=None if self._last_end is None else start - self._last_end)
         with self._lock:
             self._open = step
         self._progress.set(index)
@@ -307,6 +309,7 @@ class PerfMonitor:
         with self._lock:
             self._open = None
             self._count += 1
+            self._last_end = step.end_s
             self._steps.append(step)
             self._pending.append(step)
             if step.traced and not step.failed:
@@ -424,7 +427,7 @@ class PerfMonitor:
 
     def _csv_fields(self) -> list[str]:
         base = ["step", "start_s", "end_s", "duration_s", "batches", "warmup", "traced", "failed",
-                "cpu_util", "gpu_util", "mem_peak_gb"]
+                "cpu_util", "gpu_util", "mem_peak_gb", "gap_before_s"]
         rails = [c.name for c in energy_rails(self.channels)]
         rails += ["total"] if rails else []
         return base + [f"energy_j/{r}" for r in rails] + [f"power_w/{r}" for r in rails]

@@ -19,6 +19,8 @@ running then on the rail's device: GPU ops for GPU rails, CPU ops for CPU
 rails, all ops for the others (the board's input, memory, SoC). Energy while
 no op runs is the step's *no-op* share (idle, stalls, Python, input).
 Energy counters (NVML, RAPL) are not split; their rails are left out.
+tf.data's wait for the next batch (``IteratorGetNextOp::DoCompute``) counts
+as an op, ``IteratorGetNext``, and each step's ``input_wait_s`` sums it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ from .sensors.base import Channel
 #: An op event: "scope/name:OpType" (framework events have "::" or spaces).
 _OP = re.compile(r"^([^:\s]+):([A-Za-z_]\w*)$")
 _WRAPPERS = {"StatefulPartitionedCall", "PartitionedCall", "gradient_tape"}
+#: tf.data's wait for the next batch; counted as an op "IteratorGetNext" (layer "(input)").
+_INPUT_EVENT = "IteratorGetNextOp::DoCompute"
+INPUT_OP = "IteratorGetNext"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -114,10 +119,12 @@ def read_ops(xplane: str | Path, clocks: ClockPair) -> Ops:
         for line in plane.lines:
             for event in line.events:
                 match = _OP.match(event.name)
-                if match and event.duration_ns > 0:
-                    scope, op_type = match.groups()
-                    rows.append((event.name, op_type, layer_of(scope), device, line.name,
-                                 (start_ns + event.start_ns) / 1e9, (start_ns + event.start_ns + event.duration_ns) / 1e9))
+                if event.duration_ns <= 0 or not (match or event.name == _INPUT_EVENT):
+                    continue
+                name, op_type, layer = ((event.name, match.group(2), layer_of(match.group(1))) if match
+                                        else (INPUT_OP, INPUT_OP, "(input)"))
+                rows.append((name, op_type, layer, device, line.name, (start_ns + event.start_ns) / 1e9,
+                             (start_ns + event.start_ns + event.duration_ns) / 1e9))
     columns = list(zip(*rows)) if rows else [[]] * 7
     start, end = np.array(columns[5], dtype=float), np.array(columns[6], dtype=float)
     return Ops(*(np.array(c, dtype=object) for c in columns[:5]), clocks.to_monotonic(start), clocks.to_monotonic(end))
@@ -177,7 +184,11 @@ def op_energy(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channe
     windows = np.array([[s, e] for _, s, e in steps], dtype=float).reshape(-1, 2)
     rank_rail = next((c.name for _, c in rails if c.group == "total"), rails[0][1].name if rails else "")
     energy: dict[str, np.ndarray] = {}
-    per_step = [{"step": i, "energy_j": {}, "no_op_energy_j": {}, "no_op_share": {}} for i, _, _ in steps]
+    waiting = ops.op_type == INPUT_OP
+    per_step = [{"step": i, "energy_j": {}, "no_op_energy_j": {}, "no_op_share": {},
+                 "input_wait_s": float(np.clip(np.minimum(ops.end_s[waiting], e) - np.maximum(ops.start_s[waiting], s),
+                                               0, None).sum())}
+                for i, s, e in steps]
     for column, channel in rails:
         powered = _rail_ops(channel, ops)
         per_op, idle, total = split_energy(t, values[:, column], windows, ops.start_s[powered], ops.end_s[powered])

@@ -48,6 +48,7 @@ class StepRecord:
     gpu_util: float | None = None
     mem_peak_gb: float | None = None
     incomplete: list[str] = dataclasses.field(default_factory=list)
+    gap_before_s: float | None = None  # since the previous step ended: input, callbacks, the loop's own work
 
     @property
     def duration_s(self) -> float:
@@ -57,7 +58,7 @@ class StepRecord:
         row = {"step": self.step, "start_s": self.start_s, "end_s": self.end_s, "duration_s": self.duration_s,
                "batches": self.batches, "warmup": int(self.warmup), "traced": int(self.traced),
                "failed": int(self.failed), "cpu_util": self.cpu_util, "gpu_util": self.gpu_util,
-               "mem_peak_gb": self.mem_peak_gb}
+               "mem_peak_gb": self.mem_peak_gb, "gap_before_s": self.gap_before_s}
         row |= {f"energy_j/{k}": v for k, v in self.energy_j.items()}
         row |= {f"power_w/{k}": v for k, v in self.power_w.items()}
         return row
@@ -129,7 +130,7 @@ class StepTotals:
         self._durations.append(step.duration_s)
         if self.cores is None:
             self.cores = list(step.cpu_util_per_core)
-        values = {"cpu_util": step.cpu_util, "gpu_util": step.gpu_util}
+        values = {"cpu_util": step.cpu_util, "gpu_util": step.gpu_util, "gap_before_s": step.gap_before_s}
         values |= {f"energy/{rail}": e for rail, e in step.energy_j.items()}
         values |= {f"core/{core}": u for core, u in step.cpu_util_per_core.items()}
         for key, value in values.items():
@@ -198,6 +199,7 @@ class Report:
         samples = self.batch_size * totals.batches if self.batch_size else None
         energy_total = energy_j.get("total")
         measured = len(durations) > 0
+        gaps = totals.total("gap_before_s")
         return {
             "model": self.model,
             "success": self.success,
@@ -219,6 +221,8 @@ class Report:
                 "p50": float(np.percentile(durations, 50)) if measured else None,
                 "p99": float(np.percentile(durations, 99)) if measured else None,
             },
+            "gap_before_step_s": {"mean": gaps / totals.count if gaps is not None else None},
+            "between_steps_fraction": gaps / (gaps + total_time) if gaps is not None and gaps + total_time > 0 else None,
             "batch_size": self.batch_size,
             "energy_per_sample_j": energy_total / samples if energy_total is not None and samples else None,
             "samples_per_s": samples / total_time if samples and total_time > 0 else None,

@@ -33,6 +33,7 @@ def step_scalars(step: StepRecord) -> dict[str, float]:
         "mobileperf/cpu_util": step.cpu_util,
         "mobileperf/gpu_util": step.gpu_util,
         "mobileperf/mem_peak_gb": step.mem_peak_gb,
+        "mobileperf/gap_before_s": step.gap_before_s,
     }
     values |= {f"mobileperf/power_w/{rail}": w for rail, w in step.power_w.items()}
     values |= {f"mobileperf/energy_j/{rail}": e for rail, e in step.energy_j.items() if rail != "total"}

@@ -71,6 +71,7 @@ function runHeader(run, s, profile) {
     ["J/sample", fmt(s.energy_per_sample_j, "J")], ["samples/s", fmt(s.samples_per_s)],
     ["peak memory", fmt(s.mem_peak_gb, "GiB")], ["GPU util", fmt(s.gpu_util_avg, "%")],
     ["CPU util", fmt(s.cpu_util_avg, "%")], ["CPU clusters", clusters || NOT_MEASURED],
+    ["between steps (input, callbacks)", s.between_steps_fraction == null ? NOT_MEASURED : fmt(s.between_steps_fraction * 100, "% of the time")],
     ["step time", s.step_time_s && s.step_time_s.mean != null ? `${fmt(s.step_time_s.mean * 1e3, "ms")} mean, ${fmt(s.step_time_s.p99 * 1e3, "ms")} p99` : NOT_MEASURED],
     ["sampling", sampling.achieved_hz ? `${fmt(sampling.achieved_hz, "Hz")} of ${fmt(sampling.requested_hz, "Hz")}, p99 interval error ${fmt(sampling.interval_error_p99_ms, "ms")}, ${sampling.gaps} gaps` : NOT_MEASURED],
   ];

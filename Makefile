@@ -40,11 +40,11 @@ demo: $(STAMP) $(BUNDLE)
 test: $(STAMP) $(BUNDLE) browser
 	$(BIN)/python -m pytest -q
 
-# Every benchmark, one after another (about 25 minutes here; soak.py alone is 10).
+# Every benchmark, one after another (about 30 minutes here; soak.py alone is 10).
 # CodeCarbon is installed only here: overhead.py measures it beside ours.
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
-	cd benchmarks && for b in sampling overhead join accuracy dashboard soak; do ../$(BIN)/python $$b.py || exit 1; done
+	cd benchmarks && for b in sampling overhead join accuracy dashboard soak predict; do ../$(BIN)/python $$b.py || exit 1; done
 
 clean:
 	rm -rf $(VENV) runs build *.egg-info $(FRONTEND)/node_modules $(BUNDLE)

@@ -7,6 +7,7 @@ what can this machine measure, from where, and how fast?
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import re
 import logging
 import math
@@ -79,6 +80,10 @@ def cmd_sensors(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Batch sizes measured to predict others (benchmarks/predict.py: 1,2,4 are too close together).
+MEASURE_DEFAULT = (1, 4, 16)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mobileperf", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
@@ -98,8 +103,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-limit", type=parse_size, default=None, help="emulate a smaller device, e.g. 8GiB")
     p.add_argument("--sensors", default="auto")
     p.add_argument("--find-max-batch", action="store_true", help="largest batch that fits, by doubling then bisection")
+    p.add_argument("--predict", action="store_true",
+                   help="with --find-max-batch: measure batch sizes 1,4,16 first and start the search at the predicted limit")
     p.add_argument("--out", required=True, type=Path)
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("predict", help="measure a few batch sizes, predict memory, time and energy at others")
+    p.add_argument("--model", required=True, type=lambda text: _names(text)[0])
+    p.add_argument("--measure", type=_ints, default=list(MEASURE_DEFAULT),
+                   help="batch sizes to run (default 1,4,16: sizes as close as 1,2,4 give noisy slopes)")
+    p.add_argument("--target", type=_ints, default=[8, 16, 32, 64])
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup-steps", type=int, default=3)
+    p.add_argument("--input-size", type=int, default=None)
+    p.add_argument("--memory-limit", type=parse_size, default=None, help="say which targets would run out of it")
+    p.add_argument("--sensors", default="auto")
+    p.add_argument("--out", required=True, type=Path)
+    p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("plot", help="PNG figures of a sweep directory")
     p.add_argument("directory", type=Path)
@@ -138,14 +158,20 @@ def _ints(text: str) -> list[int]:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .sweep import SweepConfig, find_max_batch, sweep
+    from .predict import largest_fitting_batch
+    from .sweep import SweepConfig, find_max_batch, search_largest, sweep
 
     config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
                          memory_limit=args.memory_limit, sensors=args.sensors)
     if args.find_max_batch:
         for model in args.models:
-            size, tried = find_max_batch(model, config)
-            print(f"{model}: largest batch that fits: {size if size else 'none (batch 1 fails)'} ({len(tried)} runs)")
+            start = 1
+            if args.predict and config.memory_limit:
+                start = largest_fitting_batch(sweep([model], list(MEASURE_DEFAULT), config), config.memory_limit) or 1
+            size, tried = find_max_batch(model, config, start=start)
+            baseline = search_largest(lambda b: size is not None and b <= size)[1]  # the same search from 1
+            print(f"{model}: largest batch that fits: {size if size else 'none (batch 1 fails)'} ({len(tried)} runs; "
+                  f"the search from batch 1 takes {baseline} runs)")
         return 0
     rows = sweep(args.models, args.batch_sizes, config)
     print(f"{'model':<10} {'batch':>5} {'ok':>3} {'J/step':>10} {'J/sample':>10} {'peak GiB':>9}  cause")
@@ -158,6 +184,38 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def _cell(value, width: int = 10) -> str:
     return f"{'null':>{width}}" if value is None else f"{value:>{width}.4g}"
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from .predict import predict
+    from .storage import write_json
+    from .sweep import SweepConfig, sweep
+
+    config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
+                         memory_limit=args.memory_limit, sensors=args.sensors)
+    rows = sweep([args.model], args.measure, config)
+    try:
+        predictions = predict([r for r in rows if r["model"] == args.model], args.target, args.memory_limit)
+    except ValueError as exc:
+        print(f"cannot predict {args.model}: {exc}", file=sys.stderr)
+        return 2
+    print(f"{args.model}, fitted on batch sizes {','.join(map(str, args.measure))}:")
+    print(f"{'batch':>5} {'peak RSS GiB':>16} {'step time s':>18} {'J/step':>18} {'J/sample':>10}  out of memory?")
+    for p in predictions:
+        oom = "n/a (no --memory-limit)" if p.oom is None else ("yes" if p.oom else "no")
+        print(f"{p.batch_size:>5} {_pm(p.proc_peak_gb, p.proc_peak_gb_pm)} {_pm(p.step_time_s, p.step_time_s_pm)} "
+              f"{_pm(p.energy_per_step_j, p.energy_per_step_j_pm)} {_cell(p.energy_per_sample_j)}  {oom}")
+    write_json(args.out / "prediction.json", {"model": args.model, "measured": args.measure,
+                                              "memory_limit_bytes": args.memory_limit,
+                                              "predictions": [dataclasses.asdict(p) for p in predictions]})
+    print(f"-> {args.out / 'prediction.json'}")
+    return 0
+
+
+def _pm(value: float | None, plus_minus: float | None) -> str:
+    if value is None:
+        return f"{'null':>18}"
+    return f"{value:>9.4g} ± {plus_minus:<6.2g}" if plus_minus is not None else f"{value:>18.4g}"
 
 
 def cmd_combine(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from tqdm import tqdm
 
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 #: Summary keys copied to results.csv (scalars only).
 CSV_KEYS = ["model", "batch_size", "success", "failed_step", "cause", "steps_measured", "energy_total",
             "energy_per_step_j", "energy_per_sample_j", "samples_per_s", "power_avg", "gpu_util_avg",
-            "cpu_util_avg", "mem_peak_gb", "step_time_s_mean", "memory_limit_bytes"]
+            "cpu_util_avg", "mem_peak_gb", "proc_peak_gb", "step_time_s_mean", "memory_limit_bytes"]
 
 
 @dataclasses.dataclass
@@ -154,7 +154,7 @@ def sweep(models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig
 
 
 def find_max_batch(model: str, config: SweepConfig, start: int = 1, ceiling: int = 4096) -> tuple[int | None, list[dict]]:
-    """Largest batch size that trains, by doubling then bisection. Returns (size, rows tried)."""
+    """Largest batch size that trains, searched from ``start``. Returns (size, rows tried)."""
     config.out.mkdir(parents=True, exist_ok=True)
     results = Results(config.out)
 
@@ -165,15 +165,29 @@ def find_max_batch(model: str, config: SweepConfig, start: int = 1, ceiling: int
             results.add(row)
         return bool(row["success"])
 
-    good, bad = None, None
-    size = start
-    while size <= ceiling:
-        if fits(size):
-            good, size = size, size * 2
-        else:
-            bad = size
-            break
+    size, _ = search_largest(fits, start, ceiling)
+    return size, [r for r in results.rows if r["model"] == model]
+
+
+def search_largest(fits: Callable[[int], bool], start: int = 1, ceiling: int = 4096) -> tuple[int | None, int]:
+    """(largest size that fits, sizes tried): doubling from ``start`` until one fails (halving
+    first if ``start`` itself fails), then bisection. ``fits`` must be monotone."""
+    tried = 0
+
+    def probe(size: int) -> bool:
+        nonlocal tried
+        tried += 1
+        return fits(size)
+
+    good, bad, size = None, None, start
+    while size <= ceiling and probe(size):
+        good, size = size, size * 2
+    if size <= ceiling:
+        bad = size
+    while good is None and bad is not None and bad > 1:
+        size = bad // 2
+        good, bad = (size, bad) if probe(size) else (None, size)
     while good is not None and bad is not None and bad - good > 1:
         middle = (good + bad) // 2
-        good, bad = (middle, bad) if fits(middle) else (good, middle)
-    return good, [r for r in results.rows if r["model"] == model]
+        good, bad = (middle, bad) if probe(middle) else (good, middle)
+    return good, tried

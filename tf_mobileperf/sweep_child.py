@@ -54,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     from .callback import MobilePerfCallback
 
     spec = zoo.get(args.model)
+    rss_at_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30  # TF imported, no model yet
     logdir = Path(args.logdir)
     logdir.mkdir(parents=True, exist_ok=True)
     limit = _emulate_memory_limit(args.memory_limit) if args.memory_limit else {}
@@ -67,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         summary = cb.monitor.end().summary() if cb.report is None else cb.report.summary()
         summary.update(success=False, failed_step=None, error=f"{type(exc).__name__} before training: {str(exc)[:500]}")
     summary.update(limit)
+    # The child's own peak RSS, and its RSS before the model existed: what the batch size adds is the difference.
+    summary.update(proc_peak_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30,
+                   rss_at_start_gb=rss_at_start)
     (logdir / "summary.json").write_text(json.dumps(summary, allow_nan=False))
     return 0
 

@@ -112,3 +112,29 @@ def test_combine_command_after_the_fact(tmp_path, capsys):
     combined = json.loads((tmp_path / "combined.json").read_text())
     assert combined["missing_hosts"] == ["worker-0"] and combined["steps"][0]["energy_j"] == 4.0
     assert "worker-0" in capsys.readouterr().out
+
+
+def test_fake_nvml_two_gpus_give_per_gpu_channels_in_one_run(tmp_path, monkeypatch):
+    """MirroredStrategy on one host with two GPUs: one run, each GPU its own channels (fake pynvml)."""
+    import time as time_mod
+
+    from helpers import fake_pynvml
+    from tf_mobileperf import PerfMonitor
+    from tf_mobileperf.sensors.nvml import NvmlSensor
+
+    monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml)
+    with PerfMonitor(tmp_path, sensors=[NvmlSensor()], warmup_steps=1) as perf:
+        for _ in range(5):
+            with perf.step():
+                time_mod.sleep(0.05)
+    report = perf.report.to_dict()
+    assert {c.name for c in perf.channels} >= {"gpu0_energy", "gpu1_energy", "gpu0_util", "gpu1_util"}
+    for step in report["steps"][1:]:
+        duration = step["end_s"] - step["start_s"]
+        # The counter is read a few microseconds after the sample's timestamp: rel 1e-3, not float precision.
+        assert step["energy_j"]["gpu0_energy"] == pytest.approx(150.0 * duration, rel=1e-3)
+        assert step["energy_j"]["gpu1_energy"] == pytest.approx(90.0 * duration, rel=1e-3)
+        assert step["energy_j"]["total"] == pytest.approx(240.0 * duration, rel=1e-3)
+    assert report["power_avg"] == pytest.approx(240.0, rel=1e-3)
+    assert report["gpu_util_avg"] == pytest.approx(60.0)  # the mean of both GPUs
+    assert report["device"]["gpus"][1]["name"] == "Fake GPU 1"

@@ -84,16 +84,19 @@ class SamplingStats:
         new = ((self.channel_gaps > 0) | self._open_gap) & ~had_gap
         return [c.name for c, is_new in zip(self.channels, new) if is_new]
 
+    def _valid_since(self, i: int) -> float:
+        """When channel i last read a valid value (the first row if it never did)."""
+        return self._last_valid_t[i] if np.isfinite(self._last_valid_t[i]) else self.first
+
     def _add_gaps(self, i: int, valid_t: np.ndarray) -> None:
         """Counts the stretches of channel i without a valid reading; a trailing one stays open."""
-        since = self._last_valid_t[i] if np.isfinite(self._last_valid_t[i]) else self.first
-        stretches = np.diff(np.concatenate([[since], valid_t]))
+        stretches = np.diff(np.concatenate([[self._valid_since(i)], valid_t]))
         long = stretches[stretches > self.allowed_gap[i]]
         self.channel_gaps[i] += len(long)
         self.channel_gap_s[i] += float(long.sum())
         if len(valid_t):
             self._last_valid_t[i] = valid_t[-1]
-        self._open_gap[i] = self.last - (self._last_valid_t[i] if np.isfinite(self._last_valid_t[i]) else self.first) > self.allowed_gap[i]
+        self._open_gap[i] = self.last - self._valid_since(i) > self.allowed_gap[i]
 
     def _percentile_ms(self, q: float) -> float | None:
         total = self.error_counts.sum()
@@ -111,8 +114,7 @@ class SamplingStats:
         for i, c in enumerate(self.channels):
             rate = self.valid[i] / span if span else None
             update = self.changes[i] / span if span else None
-            open_s = (self.last - (self._last_valid_t[i] if np.isfinite(self._last_valid_t[i]) else self.first)
-                      if self._open_gap[i] else 0.0)
+            open_s = self.last - self._valid_since(i) if self._open_gap[i] else 0.0
             per_channel[c.name] = {"read_hz": rate, "updates_hz": update,
                                    "gaps": int(self.channel_gaps[i] + self._open_gap[i]),
                                    "gap_s": float(self.channel_gap_s[i] + open_s)}

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import re
 import logging
 import math
+import re
 import sys
 import time
 from pathlib import Path

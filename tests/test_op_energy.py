@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tf_mobileperf import PerfMonitor
-from tf_mobileperf.op_energy import ClockPair, layer_of, split_energy
+from tf_mobileperf.op_energy import ClockPair, layer_of, read_ops, split_energy
 from tf_mobileperf.sensors import SyntheticSensor
 
 
@@ -39,6 +39,41 @@ def test_clock_pair_maps_wall_to_monotonic():
     pair = ClockPair.now()
     assert pair.uncertainty_s < 1e-3
     assert pair.to_monotonic(time.time()) == pytest.approx(time.monotonic(), abs=2e-3)
+
+
+def _xspace(path, start_ns: int, threads: dict[str, list[tuple[str, int, int]]]) -> None:
+    """Writes an XSpace as the TF profiler does: per thread a line, events at (offset, duration) in ns."""
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    host = space.planes.add(id=0, name="/host:CPU")
+    for thread_id, (thread, events) in enumerate(threads.items(), start=1):
+        line = host.lines.add(id=thread_id, display_id=thread_id, name=thread, timestamp_ns=1000)
+        for name, offset_ns, duration_ns in events:
+            metadata_id = len(host.event_metadata) + 1
+            host.event_metadata[metadata_id].id, host.event_metadata[metadata_id].name = metadata_id, name
+            line.events.add(metadata_id=metadata_id, offset_ps=offset_ns * 1000, duration_ps=duration_ns * 1000)
+    environment = space.planes.add(id=1, name="Task Environment")
+    environment.stat_metadata[1].id, environment.stat_metadata[1].name = 1, "profile_start_time"
+    environment.stats.add(metadata_id=1, uint64_value=start_ns)
+    path.write_bytes(space.SerializeToString())
+
+
+def test_ops_of_steps_run_on_different_threads_come_in_time_order(tmp_path):
+    # As on a loaded machine: step 2 ran on the thread the XSpace lists first.
+    # A written XSpace (no sensor).
+    start_ns = 1_796_000_000_000_000_000
+    _xspace(tmp_path / "host.xplane.pb", start_ns, {
+        "tf_Compute/222": [("m/MatMul:MatMul", 300_000_000, 100_000_000)],
+        "tf_Compute/111": [("m/Rest:EagerPyFunc", 10_000_000, 30_000_000), ("m/MatMul:MatMul", 50_000_000, 100_000_000)],
+    })
+    clocks = ClockPair(monotonic_s=500.0, wall_s=start_ns / 1e9, uncertainty_s=0.0)
+    ops = read_ops(tmp_path / "host.xplane.pb", clocks)
+    assert list(ops.thread) == ["tf_Compute/111", "tf_Compute/111", "tf_Compute/222"]
+    assert list(ops.op_type) == ["EagerPyFunc", "MatMul", "MatMul"]
+    # profile_start_time + the line's timestamp (1 us) + the event's offset, on the monotonic clock.
+    np.testing.assert_allclose(ops.start_s - 500.0, [0.010001, 0.050001, 0.300001], atol=1e-6)
+    np.testing.assert_allclose(ops.end_s - ops.start_s, [0.03, 0.1, 0.1], atol=1e-6)
 
 
 def test_layer_scope():
@@ -77,11 +112,14 @@ def test_the_op_that_draws_the_power_gets_the_energy(tmp_path):
     assert "MatMul" in matmul["op_type"] and matmul["count"] == 2
     assert matmul["energy_j"]["VDD_IN"] > 0.6 * step_energy
     assert "MatMul" in result["top_ops"][0]["op_type"]
-    # Alignment: each traced matmul lies inside its step's window, on the monotonic clock.
+    # Alignment: each traced step's window holds its own matmul, on the monotonic clock,
+    # and the trace lists the ops in time order (the steps may run on different threads).
     trace = json.loads((tmp_path / "train/plugins/mobileperf/power_trace.json").read_text())
     t0 = perf.report.steps[1].start_s
     windows = [((s.start_s - t0) * 1e6, (s.end_s - t0) * 1e6) for s in perf.report.steps if s.traced]
-    matmuls = [e for e in trace["traceEvents"] if "MatMul" in e.get("cat", "")]
+    ops = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert [e["ts"] for e in ops] == sorted(e["ts"] for e in ops)
+    matmuls = [e for e in ops if "MatMul" in e["cat"]]
     assert len(matmuls) == 2
     for event, (start, end) in zip(matmuls, windows):
         assert start <= event["ts"] and event["ts"] + event["dur"] <= end

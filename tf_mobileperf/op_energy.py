@@ -10,7 +10,11 @@ windows are on ``time.monotonic()``. ``ClockPair.now()`` reads monotonic,
 wall, monotonic, keeps the tightest of a few tries, and the offset between
 the two clocks is taken from it when the trace starts; its uncertainty is
 half the time between the two monotonic reads (reported as
-``alignment_uncertainty_us``).
+``alignment_uncertainty_us``). The XSpace lists events thread by thread, in
+no particular order of threads, and TF runs each call of a step on whichever
+inter-op thread ("tf_Compute") is free: under load, consecutive steps land on
+different threads, so a later step's ops can come first. ``read_ops`` puts
+the ops in time order.
 
 Attribution: between any two consecutive boundaries (a sample, an op's start
 or end, a step's edge), the rail's energy (the integral of its
@@ -82,8 +86,9 @@ class Ops:
     def __len__(self) -> int:
         return len(self.start_s)
 
-    def select(self, mask: np.ndarray) -> "Ops":
-        return Ops(*(getattr(self, f.name)[mask] for f in dataclasses.fields(self)))
+    def select(self, index: np.ndarray) -> "Ops":
+        """The ops at ``index``: a boolean mask or positions, in that order."""
+        return Ops(*(getattr(self, f.name)[index] for f in dataclasses.fields(self)))
 
 
 def layer_of(scope: str) -> str:
@@ -102,7 +107,7 @@ def layer_of(scope: str) -> str:
 
 
 def read_ops(xplane: str | Path, clocks: ClockPair) -> Ops:
-    """The op events of an XSpace file, moved to the monotonic clock."""
+    """The op events of an XSpace file, moved to the monotonic clock, in time order."""
     from xprof.profile_data import ProfileData
 
     rows = []
@@ -127,7 +132,8 @@ def read_ops(xplane: str | Path, clocks: ClockPair) -> Ops:
                              (start_ns + event.start_ns + event.duration_ns) / 1e9))
     columns = list(zip(*rows)) if rows else [[]] * 7
     start, end = np.array(columns[5], dtype=float), np.array(columns[6], dtype=float)
-    return Ops(*(np.array(c, dtype=object) for c in columns[:5]), clocks.to_monotonic(start), clocks.to_monotonic(end))
+    ops = Ops(*(np.array(c, dtype=object) for c in columns[:5]), clocks.to_monotonic(start), clocks.to_monotonic(end))
+    return ops.select(np.lexsort((ops.end_s, ops.start_s)))
 
 
 def split_energy(t: np.ndarray, power: np.ndarray, windows: np.ndarray, op_start: np.ndarray,

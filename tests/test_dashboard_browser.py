@@ -113,3 +113,44 @@ def test_tab_renders_charts_table_and_no_console_errors(tensorboard, browser):
     browser.save_screenshot(str(OUTPUT / "dashboard.png"))
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
+
+
+def test_ticking_runs_quickly_draws_each_selected_run_once(tensorboard, browser):
+    """Every checkbox clicked in one go, then one unticked: each click starts a
+    redraw while the last is loading; only the last may draw."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{tensorboard}/#mobileperf")
+    wait = WebDriverWait(browser, 90)
+    frame = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "iframe")))
+    browser.switch_to.frame(frame)
+    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#mobileperf[data-ready='true']")))
+    selected = browser.execute_script("""
+        const boxes = [...document.querySelectorAll('.runs input')];
+        for (const box of boxes) if (!box.checked) box.click();
+        boxes.find((box) => box.parentElement.textContent === 'fleet/worker-0/train').click();
+        return boxes.filter((box) => box.checked).map((box) => box.parentElement.textContent);
+    """)
+    assert len(selected) == 5 and "fleet/worker-0/train" not in selected
+    drawn = """
+        return [...document.querySelectorAll('#run-details section')].map(
+            (s) => [s.dataset.run, s.querySelectorAll('h3').length, s.querySelectorAll('canvas').length]);
+    """
+    done = """
+        const sections = [...document.querySelectorAll('#run-details section')];
+        return document.getElementById('mobileperf').dataset.ready === 'true'
+            && arguments[0].every((r) => sections.some((s) => s.dataset.run === r && s.querySelector('h3')));
+    """
+    wait.until(lambda d: d.execute_script(done, selected))
+    sections = browser.execute_script(drawn)
+    assert sorted(run for run, _, _ in sections) == sorted(selected)  # each once, no unticked run
+    for run, headings, canvases in sections:
+        assert headings == 1, run
+        assert canvases >= (0 if run == "fleet/combined" else 3), run  # power, memory, energy bars
+    browser.switch_to.default_content()
+    OUTPUT.mkdir(exist_ok=True)
+    browser.save_screenshot(str(OUTPUT / "dashboard-many-runs.png"))
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []

@@ -9,25 +9,32 @@ a write that fails (disk full) is cut back to the last whole row, so the
 rows after it stay aligned.
 
 A logdir is claimed by the measurement that writes it (``claim_logdir``), so
-two measurements never write into one logdir.
+two measurements never write into one logdir. ``steps.csv`` rows cut short
+(a process killed mid-write) are skipped and counted on reading, and JSON is
+written through a temporary file of its own, so writers never collide.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import io
 import json
+import logging
 import mmap
 import os
 import socket
 import struct
+import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
 from .sensors.base import Channel
+
+log = logging.getLogger(__name__)
 
 PLUGIN_DIR = "plugins/mobileperf"
 CHANNELS_FILE = "channels.json"
@@ -184,31 +191,87 @@ class StepsCsv:
         self._file.close()
 
 
+@dataclasses.dataclass
+class StepRows:
+    """The whole rows of a ``steps.csv`` and how many torn ones were skipped."""
+
+    rows: list[dict]
+    torn: int
+
+
+def _step(row: dict) -> dict:
+    """One typed row; ValueError if it is not a whole row of numbers."""
+    def number(text: str | None) -> float | None:
+        return float(text) if text not in (None, "") else None
+
+    if None in row or None in row.values():  # more fields than the header, or fewer
+        raise ValueError("row has the wrong number of fields")
+    if row["warmup"] not in ("0", "1") or row["failed"] not in ("0", "1"):
+        raise ValueError("warmup/failed is not 0 or 1")
+    return {"step": int(row["step"]), "duration_s": float(row["duration_s"]), "warmup": row["warmup"] == "1",
+            "failed": row["failed"] == "1", "energy_total": number(row.get("energy_j/total")),
+            "mem_peak_gb": number(row.get("mem_peak_gb"))}
+
+
+def read_steps_counted(logdir: str | Path) -> StepRows:
+    """The steps in ``logdir/steps.csv`` (see ``read_steps``) and the count of torn rows skipped.
+
+    A row is torn if it has the wrong number of fields, a field that does not
+    parse, or (the last one) no newline: a writer killed inside the row.
+    """
+    try:
+        with open(Path(logdir) / "steps.csv", newline="") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError):
+        return StepRows([], 0)
+    whole, _, tail = text.rpartition("\n")
+    torn = 1 if tail else 0
+    reader = csv.DictReader(io.StringIO(whole + "\n" if whole else ""))
+    if not {"step", "duration_s", "warmup", "failed"} <= set(reader.fieldnames or ()):
+        return StepRows([], torn + sum(1 for _ in reader))
+    rows = []
+    for row in reader:
+        try:
+            rows.append(_step(row))
+        except ValueError:
+            torn += 1
+    return StepRows(rows, torn)
+
+
 def read_steps(logdir: str | Path) -> list[dict]:
     """The steps in ``logdir/steps.csv``, typed: step, duration_s, warmup, failed,
     energy_total (J or None) and mem_peak_gb (or None); [] if it cannot be read.
 
     Unlike report.json, steps.csv has every step, and it is there for a run
-    that died before writing its report.
+    that died before writing its report. Torn rows are skipped with a warning
+    that counts them (``read_steps_counted`` returns the count).
     """
-    try:
-        with open(Path(logdir) / "steps.csv", newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError:
-        return []
-
-    def number(text: str | None) -> float | None:
-        return float(text) if text not in (None, "") else None
-
-    return [{"step": int(r["step"]), "duration_s": float(r["duration_s"]), "warmup": r["warmup"] == "1",
-             "failed": r["failed"] == "1", "energy_total": number(r.get("energy_j/total")),
-             "mem_peak_gb": number(r.get("mem_peak_gb"))} for r in rows]
+    result = read_steps_counted(logdir)
+    if result.torn:
+        log.warning("mobileperf: skipped %d torn row(s) of %s", result.torn, Path(logdir) / "steps.csv")
+    return result.rows
 
 
 def write_json(path: Path, data: dict) -> None:
-    """Writes JSON atomically (temp file + rename): readers never see half a file."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, allow_nan=False))
-    os.replace(tmp, path)
+    """Writes JSON atomically (temp file + rename): readers never see half a file.
+
+    The temporary file has a name of its own in the same folder, so writers
+    to one path never collide (the last rename wins), and it is removed if
+    anything fails.
+    """
+    text = json.dumps(data, indent=2, allow_nan=False)
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it 0600; TensorBoard may run as another user
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 

@@ -5,8 +5,11 @@ written by the callback); a run's step table and samples are then read from
 that run's own ``plugins/mobileperf/`` folder, as the profile plugin reads
 its traces. A run name is accepted only if the data provider lists it and it
 resolves inside the logdir, and a file is read only if it resolves inside
-the logdir too (a symlink out of it is refused). Every route answers bad
-input with a 4xx and a message, never a 500; no route writes.
+the logdir too (a symlink out of it is refused). A file is opened without
+blocking and read only if it is a regular file under a size cap, so a FIFO or
+a device in a run's folder never holds a request thread. Every route answers
+bad input with a 4xx and a message naming the file, never a 500; no route
+writes.
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ import dataclasses
 import json
 import logging
 import math
+import os
+import stat
 from pathlib import Path
+from typing import BinaryIO
 from urllib.parse import quote
 
 import numpy as np
@@ -36,6 +42,8 @@ SERIES_DIR = "plugins/mobileperf"
 OP_ENERGY_FILE = "op_energy.json"  # written by tf_mobileperf.monitor for traced steps
 TRACE_FILE = "power_trace.json"
 MAX_POINTS_LIMIT = 20000
+MAX_JSON_BYTES = 64 * 2**20  # report.json holds at most ~11,000 steps: a few MB
+MAX_TRACE_BYTES = 256 * 2**20
 
 
 class BadRequest(Exception):
@@ -70,7 +78,7 @@ def _route(fn):
             body = json.dumps(answer, allow_nan=False)  # NaN from a corrupt file is not JSON
         except BadRequest as exc:
             return http_util.Respond(request, {"error": str(exc)}, "application/json", code=exc.status)
-        except (OSError, ValueError, KeyError, TypeError, IndexError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
             log.warning("mobileperf: %s: %s", request.path, exc)
             return http_util.Respond(request, {"error": f"unreadable data: {exc}"}, "application/json", code=422)
         return http_util.Respond(request, body, "application/json")
@@ -140,9 +148,11 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
                 continue
             try:
                 raw = datum[-1].numpy.item()
-                out[run] = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
-            except (ValueError, AttributeError, UnicodeDecodeError) as exc:
-                out[run] = {"error": f"unreadable run summary: {exc}"}
+                summary = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
+            except (ValueError, AttributeError, RecursionError) as exc:  # one bad run never hides the others
+                summary = {"error": f"unreadable run summary: {type(exc).__name__}: {str(exc)[:200]}"}
+            out[run] = summary if isinstance(summary, dict) else {
+                "error": f"unreadable run summary: a JSON {type(summary).__name__}, not an object"}
         return out
 
     def _run_dir(self, request) -> tuple[str, Path]:
@@ -165,6 +175,56 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
             raise BadRequest(f"{SERIES_DIR}/{name} of this run points outside the logdir", 403)
         return path
 
+    def _open(self, run_dir: Path, name: str, limit: int | None) -> BinaryIO | None:
+        """The run's file ``name`` opened for reading; None if there is none.
+
+        Opened non-blocking and without following a link swapped in after
+        ``_file`` resolved the path, then checked with ``fstat``: a FIFO, a
+        device or a folder is refused before anything reads it.
+        """
+        path = self._file(run_dir, name)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            return None
+        file = os.fdopen(fd, "rb")
+        info = os.fstat(fd)
+        problem = None
+        if not stat.S_ISREG(info.st_mode):
+            problem = "is not a regular file"
+        elif limit is not None and info.st_size > limit:
+            problem = f"is {info.st_size} bytes, over the {limit}-byte limit"
+        if problem:
+            file.close()
+            raise BadRequest(f"{SERIES_DIR}/{name} of this run {problem}", 422)
+        return file
+
+    def _read(self, run_dir: Path, name: str, limit: int) -> bytes | None:
+        """The bytes of the run's file ``name`` (at most ``limit``, even if it grows); None if there is none."""
+        file = self._open(run_dir, name, limit)
+        if file is None:
+            return None
+        with file:
+            body = file.read(limit + 1)
+        if len(body) > limit:
+            raise BadRequest(f"{SERIES_DIR}/{name} of this run grew over the {limit}-byte limit", 422)
+        return body
+
+    def _json(self, run_dir: Path, name: str) -> dict | None:
+        """The run's JSON object ``name``; None if there is none. Anything else is a 422 naming the file."""
+        body = self._read(run_dir, name, MAX_JSON_BYTES)
+        if body is None:
+            return None
+        try:
+            data = json.loads(body)
+        except RecursionError:
+            raise BadRequest(f"{SERIES_DIR}/{name} of this run nests too deeply to read", 422)
+        except ValueError as exc:  # not JSON, or not UTF-8
+            raise BadRequest(f"{SERIES_DIR}/{name} of this run is not JSON: {exc}", 422)
+        if not isinstance(data, dict):
+            raise BadRequest(f"{SERIES_DIR}/{name} of this run is a JSON {type(data).__name__}, not an object", 422)
+        return data
+
     @_route
     def _serve_runs(self, request):
         return [{"run": run, "summary": summary} for run, summary in sorted(self._summaries(request).items())]
@@ -172,15 +232,17 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     @_route
     def _serve_steps(self, request):
         run, path = self._run_dir(request)
-        report = self._file(path, "report.json")
-        if not report.exists():
+        data = self._json(path, "report.json")
+        if data is None:
             return {"run": run, "steps": [], "message": "the run has not finished its first report yet"}
-        data = json.loads(report.read_text())
-        out = {"run": run, "steps": data.get("steps", []), "warmup_steps": data.get("warmup_steps"),
+        steps = data.get("steps", [])
+        if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+            raise BadRequest(f"{SERIES_DIR}/report.json of this run has no list of steps", 422)
+        out = {"run": run, "steps": steps, "warmup_steps": data.get("warmup_steps"),
                "failed_step": data.get("failed_step"), "profile": self._profile_links(run, path)}
-        op_energy = self._file(path, OP_ENERGY_FILE)
-        if op_energy.exists():
-            out["op_energy"] = json.loads(op_energy.read_text())
+        op_energy = self._json(path, OP_ENERGY_FILE)
+        if op_energy is not None:
+            out["op_energy"] = op_energy
             out["trace_url"] = f"./trace?run={quote(run, safe='')}"
         return out
 
@@ -188,10 +250,10 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     def _serve_trace(self, request):
         """The run's Chrome/Perfetto trace (ops and power rails), as a download."""
         run, path = self._run_dir(request)
-        trace = self._file(path, TRACE_FILE)
-        if not trace.exists():
+        trace = self._read(path, TRACE_FILE, MAX_TRACE_BYTES)
+        if trace is None:
             raise BadRequest(f"run {run[:100]!r} has no traced steps with power samples", 404)
-        return Download(trace.read_bytes(), f"{Path(run).parent.name or 'run'}-power-trace.json")
+        return Download(trace, f"{Path(run).parent.name or 'run'}-power-trace.json")
 
     @staticmethod
     def _profile_links(run: str, path: Path) -> list[dict]:
@@ -199,17 +261,22 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
         return [{"session": s, "url": f"/?run={quote(run + '/' + s, safe='')}&tool=trace_viewer#profile"} for s in sessions]
 
     def _header(self, path: Path) -> dict:
-        header = json.loads(self._file(path, "channels.json").read_text())
+        header = self._json(path, "channels.json")
+        if header is None:
+            raise BadRequest(f"this run has no {SERIES_DIR}/channels.json", 404)
         if not isinstance(header.get("columns"), list) or header["columns"][:1] != ["t"]:
             raise ValueError("channels.json has no column list starting with 't'")
         return header
 
     def _rows(self, path: Path, width: int) -> np.ndarray:
-        file = self._file(path, "samples.bin")
-        rows = file.stat().st_size // (8 * width)
-        if rows == 0:
-            return np.empty((0, width))
-        return np.memmap(file, dtype="<f8", mode="r", shape=(rows, width))
+        file = self._open(path, "samples.bin", None)
+        if file is None:
+            raise BadRequest(f"this run has no {SERIES_DIR}/samples.bin", 404)
+        with file:  # the map outlives the file object
+            rows = os.fstat(file.fileno()).st_size // (8 * width)
+            if rows == 0:
+                return np.empty((0, width))
+            return np.memmap(file, dtype="<f8", mode="r", shape=(rows, width))
 
     @_route
     def _serve_channels(self, request):

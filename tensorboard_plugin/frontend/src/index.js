@@ -4,6 +4,8 @@
 // Across runs: a sortable table and energy/memory against batch size.
 // A multi-worker run's "combined" run: its totals and its hosts side by side.
 // Traced steps: energy per op type and per layer, and the Perfetto trace.
+// Ticking runs redraws the details; a redraw still loading when the next
+// starts is dropped (it draws into a detached box and stops at its next await).
 import uPlotCss from "uplot/dist/uPlot.min.css";
 import { getChannels, getSteps, listRuns } from "./api.js";
 import { batchSizeChart, energyPerStep, runCharts } from "./charts.js";
@@ -122,21 +124,23 @@ function opEnergyView(result, traceUrl) {
   return box;
 }
 
-async function showRun(container, r, width) {
-  const section = el("section", { class: "run", "data-run": r.run });
-  container.append(section);
+// Fills the run's section; stops as soon as isStale() says a newer redraw began.
+async function showRun(section, r, width, isStale) {
   if (r.summary.combined) {
     section.append(combinedView(r.run, r.summary));
     return;
   }
   try {
     const [steps, header] = await Promise.all([getSteps(r.run), getChannels(r.run)]);
+    if (isStale()) return;
     section.append(runHeader(r.run, r.summary, steps.profile));
     if (steps.message) section.append(el("p", { class: "note", text: steps.message }));
-    section.append(...(await runCharts(r.run, header, steps.steps, r.summary, width)));
+    const charts = await runCharts(r.run, header, steps.steps, r.summary, width);
+    if (isStale()) return;
+    section.append(...charts);
     if (steps.op_energy) section.append(opEnergyView(steps.op_energy, steps.trace_url));
   } catch (err) {
-    section.append(el("h3", { text: r.run }), el("p", { class: "error", text: String(err.message || err) }));
+    if (!isStale()) section.append(el("h3", { text: r.run }), el("p", { class: "error", text: String(err.message || err) }));
   }
 }
 
@@ -160,9 +164,20 @@ export async function render() {
   const picker = el("div", { class: "runs" }, el("b", { text: "Show runs: " }));
   const details = el("div", { id: "run-details" });
   const selected = new Set([runs[0].run]);
+  let generation = 0;
+  // Each selected run gets its section at once, in table order, and loads on
+  // its own: a slow or broken run never holds back the others.
   const redraw = async () => {
-    details.replaceChildren();
-    for (const r of runs) if (selected.has(r.run)) await showRun(details, r, width);
+    const mine = ++generation;
+    const isStale = () => mine !== generation;
+    root.setAttribute("data-ready", "false");
+    const box = el("div");
+    details.replaceChildren(box);
+    const shown = runs.filter((r) => selected.has(r.run));
+    const sections = shown.map((r) => el("section", { class: "run", "data-run": r.run }));
+    box.append(...sections);
+    await Promise.all(shown.map((r, i) => showRun(sections[i], r, width, isStale)));
+    if (!isStale()) root.setAttribute("data-ready", "true");
   };
   for (const r of runs) {
     const box = el("input", { type: "checkbox", onchange: (e) => { e.target.checked ? selected.add(r.run) : selected.delete(r.run); redraw(); } });
@@ -171,5 +186,4 @@ export async function render() {
   }
   root.append(picker, details);
   await redraw();
-  root.setAttribute("data-ready", "true");
 }

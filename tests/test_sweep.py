@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+from pathlib import Path
 
 import pytest
 
@@ -20,18 +21,19 @@ def test_tiny_sweep_with_a_real_oom(tmp_path, capsys):
     assert [(r["model"], r["batch_size"]) for r in rows] == [(m, b) for m in ("cnn", "lstm") for b in (1, 2, 4)]
     assert all(r["success"] for r in rows)
     assert all(r["steps_measured"] == 2 and r["mem_peak_gb"] > 0.1 for r in rows)
-    assert all((out / "runs" / f"{r['model']}-bs{r['batch_size']}" / "train").is_dir() for r in rows)
+    assert all(Path(r["logdir"]).parent == out / "runs" and (Path(r["logdir"]) / "train").is_dir() for r in rows)
     with open(out / "results.csv") as f:
         assert len(list(csv.DictReader(f))) == 6
 
-    # 224x224 inputs at batch 64 need far more than 1 GiB: a real ResourceExhaustedError in the child.
+    # 224x224 inputs at batch 64 need far more than 1 GiB: a real allocation failure in the child, raised as
+    # ResourceExhaustedError or, where the allocation that fails is TensorFlow's own C++, a SIGSEGV.
     limited = tmp_path / "limited"
     assert main(["sweep", "--models", "cnn", "--batch-sizes", "1,64", "--input-size", "224",
                  "--memory-limit", "1GiB", "--steps", "4", "--out", str(limited)]) == 0
     small, big = json.loads((limited / "results.json").read_text())
-    assert small["success"] is True
-    assert big["success"] is False and big["cause"] == "out of memory"
-    assert big["memory_limit_bytes"] == 2**30 and "RLIMIT_AS" in big["memory_limit_emulated_by"]
+    assert small["success"] is True and "RLIMIT_AS" in small["memory_limit_emulated_by"]
+    assert big["success"] is False and sweep_mod.is_oom(big), big["cause"]
+    assert big["memory_limit_bytes"] == 2**30
 
     # Resume: nothing left to run, the rows stay.
     before = (limited / "results.json").read_text()

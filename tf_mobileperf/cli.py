@@ -2,6 +2,10 @@
 
 ``mobileperf sensors`` answers the first question of anyone on a new board:
 what can this machine measure, from where, and how fast?
+
+Every error a user can cause (a bad argument, a missing or unreadable file,
+a sweep directory in use) is one line on stderr, ``mobileperf: error: ...``
+or argparse's ``mobileperf CMD: error: ...``, and exit status 2.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ import re
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 
 from . import sensors as sensors_mod
-from .sampler import Sampler
+from .sampler import Sampler, check_period
 from .sampling_stats import SamplingStats
 from .sizes import parse_size
+from .sweep import SweepError
 
 
 def _format(value: float, unit: str) -> str:
@@ -84,28 +90,94 @@ def cmd_sensors(args: argparse.Namespace) -> int:
 MEASURE_DEFAULT = (1, 4, 16)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (the usage is a ``--help`` away)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _finite(text: str, minimum: float) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value) or value < minimum:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= {minimum:g}, got {text!r}")
+    return value
+
+
+def _period_ms(text: str) -> float:
+    try:
+        return check_period(_finite(text, 0.0))
+    except (TypeError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _out_dir(text: str) -> Path:
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
+    return path
+
+
+def _existing_dir(text: str) -> Path:
+    path = Path(text)
+    if not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text} is not a directory" if path.exists() else f"{text} does not exist")
+    return path
+
+
+def _add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options of a sweep configuration, shared by sweep and predict."""
+    p.add_argument("--steps", type=_int_at_least(1), default=10,
+                   help="training steps per configuration (warm-up included)")
+    p.add_argument("--warmup-steps", type=_int_at_least(0), default=3)
+    p.add_argument("--input-size", type=_int_at_least(1), default=None,
+                   help="image side (32 CIFAR-10, 224 ImageNet) or sequence length")
+    p.add_argument("--sensors", default="auto", help="auto, none or replay:PATH[@SPEED] (a tegrastats log)")
+    p.add_argument("--out", required=True, type=_out_dir)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mobileperf", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="mobileperf", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("sensors", help="list the sensors on this machine and test the sampling rate")
     p.add_argument("--root", default="/", help="root of the sysfs/procfs tree (default /)")
-    p.add_argument("--period-ms", type=float, default=5.0, help="sampling period for the test")
-    p.add_argument("--seconds", type=float, default=2.0, help="length of the sampling test (0 skips it)")
+    p.add_argument("--period-ms", type=_period_ms, default=5.0, help="sampling period for the test")
+    p.add_argument("--seconds", type=lambda text: _finite(text, 0.0), default=2.0,
+                   help="length of the sampling test (0 skips it)")
     p.set_defaults(func=cmd_sensors)
 
     p = sub.add_parser("sweep", help="models x batch sizes, each in its own process, OOM recorded as a result")
     p.add_argument("--models", type=_names, required=True, help="comma-separated zoo names: " + ", ".join(zoo_names()))
     p.add_argument("--batch-sizes", type=_ints, default=[1, 2, 4, 8, 16, 32, 64])
-    p.add_argument("--steps", type=int, default=10, help="training steps per configuration (warm-up included)")
-    p.add_argument("--warmup-steps", type=int, default=3)
-    p.add_argument("--input-size", type=int, default=None, help="image side (32 CIFAR-10, 224 ImageNet) or sequence length")
-    p.add_argument("--memory-limit", type=parse_size, default=None, help="emulate a smaller device, e.g. 8GiB")
-    p.add_argument("--sensors", default="auto")
+    _add_run_options(p)
+    p.add_argument("--memory-limit", type=_size, default=None, help="emulate a smaller device, e.g. 8GiB")
     p.add_argument("--find-max-batch", action="store_true", help="largest batch that fits, by doubling then bisection")
     p.add_argument("--predict", action="store_true",
                    help="with --find-max-batch: measure batch sizes 1,4,16 first and start the search at the predicted limit")
-    p.add_argument("--out", required=True, type=Path)
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("predict", help="measure a few batch sizes, predict memory, time and energy at others")
@@ -113,20 +185,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--measure", type=_ints, default=list(MEASURE_DEFAULT),
                    help="batch sizes to run (default 1,4,16: sizes as close as 1,2,4 give noisy slopes)")
     p.add_argument("--target", type=_ints, default=[8, 16, 32, 64])
-    p.add_argument("--steps", type=int, default=10)
-    p.add_argument("--warmup-steps", type=int, default=3)
-    p.add_argument("--input-size", type=int, default=None)
-    p.add_argument("--memory-limit", type=parse_size, default=None, help="say which targets would run out of it")
-    p.add_argument("--sensors", default="auto")
-    p.add_argument("--out", required=True, type=Path)
+    _add_run_options(p)
+    p.add_argument("--memory-limit", type=_size, default=None, help="say which targets would run out of it")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser("plot", help="PNG figures of a sweep directory")
-    p.add_argument("directory", type=Path)
+    p.add_argument("directory", type=_existing_dir)
     p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser("combine", help="combine the workers' runs of a multi-worker logdir (the chief does it at its end)")
-    p.add_argument("logdir", type=Path)
+    p.add_argument("logdir", type=_existing_dir)
     p.add_argument("--tasks", type=lambda text: tuple(t for t in text.split(",") if t), default=None,
                    help="comma-separated task names (default: every chief-N/worker-N folder in logdir)")
     p.set_defaults(func=cmd_combine)
@@ -179,6 +247,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{r['model']:<10} {r['batch_size']:>5} {'yes' if r['success'] else 'no':>3} "
               f"{_cell(r.get('energy_per_step_j'))} {_cell(r.get('energy_per_sample_j'))} {_cell(r.get('mem_peak_gb'), 9)}  {r.get('cause') or ''}")
     print(f"results: {args.out / 'results.csv'}   dashboard: tensorboard --logdir {args.out / 'runs'}")
+    not_run = sum(1 for r in rows if r.get("retry"))
+    if not_run:
+        print(f"{not_run} configuration(s) did not run (cause above); they are not recorded and a rerun retries them",
+              file=sys.stderr)
+        return 1
     return 0
 
 
@@ -197,8 +270,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     try:
         predictions = predict([r for r in rows if r["model"] == args.model], args.target, args.memory_limit)
     except ValueError as exc:
-        print(f"cannot predict {args.model}: {exc}", file=sys.stderr)
-        return 2
+        raise ValueError(f"cannot predict {args.model}: {exc}") from None
     print(f"{args.model}, fitted on batch sizes {','.join(map(str, args.measure))}:")
     print(f"{'batch':>5} {'peak RSS GiB':>16} {'step time s':>18} {'J/step':>18} {'J/sample':>10}  out of memory?")
     for p in predictions:
@@ -224,8 +296,7 @@ def cmd_combine(args: argparse.Namespace) -> int:
     tasks = args.tasks or tuple(sorted(p.name for p in args.logdir.iterdir()
                                        if p.is_dir() and re.fullmatch(r"(chief|worker)-\d+", p.name)))
     if not tasks:
-        print(f"no chief-N or worker-N folder in {args.logdir}", file=sys.stderr)
-        return 2
+        raise ValueError(f"no chief-N or worker-N folder in {args.logdir}")
     report = combine(args.logdir, tasks)
     for task, host in report["hosts"].items():
         state = "missing (no report)" if host["missing"] else ("ok" if host["success"] else f"failed at step {host['failed_step']}")
@@ -246,7 +317,12 @@ def cmd_plot(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (SweepError, ValueError, OSError) as exc:  # what a user can cause; a bug still shows its traceback
+        logging.getLogger(__name__).debug("mobileperf %s failed", args.command, exc_info=True)
+        print(f"mobileperf: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

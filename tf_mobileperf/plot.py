@@ -1,9 +1,12 @@
 """Figures of a sweep like the seed paper's, from DIR/results.json (matplotlib).
 
 * energy per step, GPU utilization and mean power against batch size, a line per model;
-* peak memory against batch size with the memory-limit line and OOM points marked;
+* peak memory against batch size with the memory-limit line, the configurations that
+  ran out of memory marked as such, and those that failed otherwise marked apart;
 * per-cluster CPU utilization against batch size.
-A quantity no sensor measured is left out of its figure and said so in it.
+A quantity no sensor measured is left out of its figure and said so in it. A
+directory that holds several configurations of a model (other steps, input
+size, ...) has a line per configuration, labelled with what differs.
 """
 
 from __future__ import annotations
@@ -13,14 +16,25 @@ from pathlib import Path
 
 import matplotlib
 
+from .sweep import is_oom, load_results
+
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
 def _by_model(rows: list[dict]) -> dict[str, list[dict]]:
+    """Rows by line, sorted by batch size: a line per model, or per configuration of a model with several,
+    labelled with the settings that differ."""
+    def setting(row: dict, key: str):
+        return (row.get("config") or {}).get(key)
+
+    keys = sorted({k for r in rows for k in (r.get("config") or {})})
+    varying = {model: [k for k in keys if len({json.dumps(setting(r, k)) for r in rows if r["model"] == model}) > 1]
+               for model in {r["model"] for r in rows}}
     out: dict[str, list[dict]] = {}
     for row in sorted(rows, key=lambda r: r["batch_size"]):
-        out.setdefault(row["model"], []).append(row)
+        differs = ", ".join(f"{k} {setting(row, k)}" for k in varying[row["model"]])
+        out.setdefault(f"{row['model']} ({differs})" if differs else row["model"], []).append(row)
     return out
 
 
@@ -41,13 +55,21 @@ def _panel(ax, groups, key, ylabel, get=None):
         ax.text(0.5, 0.5, "not measured on this device", ha="center", va="center", transform=ax.transAxes, color="gray")
 
 
+def failures(groups: dict[str, list[dict]]) -> dict[str, tuple[list[int], list[int]]]:
+    """Per line, the batch sizes that ran out of memory and those that failed otherwise (a timeout, a signal)."""
+    out = {}
+    for label, rows in groups.items():
+        failed = [r for r in rows if not r.get("success")]
+        if failed:
+            out[label] = ([r["batch_size"] for r in failed if is_oom(r)],
+                          [r["batch_size"] for r in failed if not is_oom(r)])
+    return out
+
+
 def plot(directory: str | Path) -> list[Path]:
     """Writes the PNG figures into ``directory``; returns their paths."""
     directory = Path(directory)
-    results = directory / "results.json"
-    if not results.exists():
-        raise FileNotFoundError(f"no sweep results at {results}")
-    rows = json.loads(results.read_text())
+    rows = load_results(directory / "results.json")
     groups = _by_model(rows)
     written = []
 
@@ -65,14 +87,14 @@ def plot(directory: str | Path) -> list[Path]:
     limits = sorted({r["memory_limit_bytes"] for r in rows if r.get("memory_limit_bytes")})
     for limit in limits:
         ax.axhline(limit / 2**30, color="red", linestyle="--", label=f"memory limit {limit / 2**30:g} GiB")
-    # OOM points sit on the limit line (or the top of the axis when no limit was set).
+    # Failed points sit on the limit line (or the top of the axis when no limit was set): red if out of memory.
     oom_y = limits[0] / 2**30 if limits else ax.get_ylim()[1]
     markers = "xv^sD"
-    for i, (model, model_rows) in enumerate(groups.items()):
-        failed = [r["batch_size"] for r in model_rows if not r.get("success")]
-        if failed:
-            ax.scatter(failed, [oom_y] * len(failed), marker=markers[i % len(markers)], color="red", zorder=5,
-                       label=f"{model}: out of memory")
+    for i, (label, (oom, other)) in enumerate(failures(groups).items()):
+        for sizes, color, what in ((oom, "red", "out of memory"), (other, "gray", "failed, not out of memory")):
+            if sizes:
+                ax.scatter(sizes, [oom_y] * len(sizes), marker=markers[i % len(markers)], color=color, zorder=5,
+                           label=f"{label}: {what}")
     ax.legend(fontsize=8)
     fig.tight_layout()
     written.append(directory / "peak_memory.png")

@@ -2,21 +2,36 @@
 
 Results go to ``DIR/results.json`` and ``DIR/results.csv`` (one row per
 configuration, the report's summary keys), written after every configuration
-so a sweep can be resumed: configurations already in ``results.json`` are
-skipped. Each configuration is also a TensorBoard run under ``DIR/runs/``,
-so the dashboard's cross-run view compares them. A child that runs out of
-memory records ``success: False``; a child killed by a signal (SIGKILL from
-the kernel's OOM killer) is recorded the same way, with the cause, the step
-it died in (from the child's ``progress.bin``) and the steps it had written
-to ``steps.csv`` before it died.
+so a sweep can be resumed. A row is keyed on its whole configuration (model,
+batch size, steps, warm-up steps, input size, memory limit, sensors): a rerun
+skips the configurations already measured and runs any other. Each
+configuration is also a TensorBoard run under ``DIR/runs/``, so the
+dashboard's cross-run view compares them.
+
+A child that runs out of memory records ``success: False``; a child killed
+by a signal (SIGKILL from the kernel's OOM killer) is recorded the same way,
+with the cause, the step it died in (from the child's ``progress.bin``) and
+the steps it had written to ``steps.csv`` before it died. A configuration
+that failed for a reason other than the model's own run (a file gone
+missing, a child that could not set the run up or crashed, an interrupt) is
+not a result: its row has ``retry: True``, is not recorded, and the next
+sweep runs it again.
+
+Arguments are checked when the ``SweepConfig`` is made, before any child
+starts. One sweep writes a directory at a time: it holds an ``flock`` of
+``DIR/.sweep.lock`` (released by the kernel if it dies); a second one gets
+``SweepError``.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import fcntl
+import hashlib
 import json
 import logging
+import math
 import os
 import shutil
 import signal
@@ -27,19 +42,28 @@ from typing import Callable, Iterable
 
 from tqdm import tqdm
 
-from .storage import PROGRESS_FILE, StepProgress, read_steps, write_json
+from .storage import CLAIM_FILE, PROGRESS_FILE, StepProgress, read_steps, write_json
 
 log = logging.getLogger(__name__)
 
 #: Summary keys copied to results.csv (scalars only).
-CSV_KEYS = ["model", "batch_size", "success", "failed_step", "cause", "steps_measured", "energy_total",
-            "energy_per_step_j", "energy_per_sample_j", "samples_per_s", "power_avg", "gpu_util_avg",
-            "cpu_util_avg", "mem_peak_gb", "proc_peak_gb", "step_time_s_mean", "memory_limit_bytes"]
+CSV_KEYS = ["model", "batch_size", "steps", "warmup_steps", "input_size", "sensors", "success", "failed_step", "cause",
+            "steps_measured", "energy_total", "energy_per_step_j", "energy_per_sample_j", "samples_per_s", "power_avg",
+            "gpu_util_avg", "cpu_util_avg", "mem_peak_gb", "proc_peak_gb", "step_time_s_mean", "memory_limit_bytes"]
+LOCK_FILE = ".sweep.lock"
+#: Words of the causes (``_cause``, ``_exit_cause``) that mean the configuration ran out of memory.
+OOM_WORDS = ("out of memory", "OOM killer", "allocation failure")
+#: Signals that stop a child from outside (Ctrl-C, a shutdown): the configuration did not finish, it did not fail.
+STOPPED_FROM_OUTSIDE = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
+
+
+class SweepError(Exception):
+    """A sweep directory or its results cannot be used: in use by another sweep, not a directory, unreadable."""
 
 
 @dataclasses.dataclass
 class SweepConfig:
-    """How every configuration of a sweep runs."""
+    """How every configuration of a sweep runs; ValueError (or FileNotFoundError) for a bad argument."""
 
     out: Path
     steps: int = 10
@@ -49,49 +73,138 @@ class SweepConfig:
     sensors: str = "auto"
     timeout_s: float = 1800.0
 
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        _check_int("steps", self.steps, 1)
+        _check_int("warmup_steps", self.warmup_steps, 0)
+        if self.warmup_steps >= self.steps:
+            raise ValueError(f"steps ({self.steps}) must be more than warmup_steps ({self.warmup_steps}): "
+                             "no step would be measured")
+        if self.input_size is not None:
+            _check_int("input_size", self.input_size, 1)
+        if self.memory_limit is not None:
+            _check_int("memory_limit", self.memory_limit, 1)
+        if not (isinstance(self.timeout_s, (int, float)) and math.isfinite(self.timeout_s) and self.timeout_s > 0):
+            raise ValueError(f"timeout_s must be a finite number > 0, got {self.timeout_s!r}")
+        check_sensors(self.sensors)
 
-def run_name(model: str, batch_size: int) -> str:
-    return f"{model}-bs{batch_size}"
+    def key(self) -> dict:
+        """What a result depends on besides its model and batch size."""
+        return {"steps": self.steps, "warmup_steps": self.warmup_steps, "input_size": self.input_size,
+                "memory_limit": self.memory_limit, "sensors": self.sensors}
+
+
+def _check_int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def check_sensors(spec: str) -> None:
+    """ValueError now for a sensors argument the children would fail on (a missing replay log, a bad speed)."""
+    if spec == "auto":  # probing the machine is the child's work
+        return
+    from .monitor import resolve_sensors
+
+    try:
+        for sensor in resolve_sensors(spec).sensors:
+            sensor.close()
+    except (ValueError, TypeError, OSError) as exc:
+        raise ValueError(f"sensors {spec!r}: {exc}") from None
+
+
+def run_name(model: str, batch_size: int, config: SweepConfig) -> str:
+    """The configuration's TensorBoard run: model, batch size and a digest of the rest of its key."""
+    digest = hashlib.sha1(json.dumps(config.key(), sort_keys=True).encode()).hexdigest()[:8]
+    return f"{model}-bs{batch_size}-{digest}"
 
 
 def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
-    """Runs one configuration in a child process; returns its result row."""
-    logdir = config.out / "runs" / run_name(model, batch_size)
+    """Runs one configuration in a child process; returns its result row (``retry: True`` if it is not one)."""
+    logdir = config.out / "runs" / run_name(model, batch_size, config)
     cmd = [sys.executable, "-m", "tf_mobileperf.sweep_child", "--model", model, "--batch-size", str(batch_size),
            "--steps", str(config.steps), "--warmup-steps", str(config.warmup_steps), "--sensors", config.sensors,
            "--logdir", str(logdir)]
     if config.input_size:
         cmd += ["--input-size", str(config.input_size)]
-    if config.memory_limit:
-        cmd += ["--memory-limit", str(config.memory_limit)]
     shutil.rmtree(logdir, ignore_errors=True)  # what an unfinished earlier try left: this run replaces it
     # Few malloc arenas: each reserves 64 MB of address space, which RLIMIT_AS would count.
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"), MALLOC_ARENA_MAX="2")
+    if config.memory_limit:
+        cmd += ["--memory-limit", str(config.memory_limit)]
+        # oneDNN's CPU kernels (TF's default on x86) crash with SIGSEGV when an allocation fails under
+        # RLIMIT_AS (seen on AVX-512/AMX CPUs); TF's own kernels raise ResourceExhaustedError.
+        env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
+                            env=env)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=config.timeout_s, env=env)
-        returncode, stderr = proc.returncode, proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        returncode, stderr = None, (exc.stderr or b"").decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-    summary_file = logdir / "summary.json"
-    if returncode == 0 and summary_file.exists():
-        row = json.loads(summary_file.read_text())
-        row["cause"] = None if row.get("success") else _cause(row.get("error"))
-    else:
-        cause = _exit_cause(returncode, stderr)
-        if config.memory_limit and returncode is not None and returncode < 0 and "out of memory" not in cause:
-            cause += " under the emulated memory limit (an allocation failure, most likely)"
-        row = {"success": False, "error": stderr[-2000:], "cause": cause} | _steps_on_disk(logdir)
-        if config.memory_limit:
-            row["memory_limit_bytes"] = config.memory_limit
-    row.update(model=model, batch_size=batch_size, logdir=str(logdir))
+        _, stderr = proc.communicate(timeout=config.timeout_s)
+        returncode = proc.returncode
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, stderr = proc.communicate()
+        returncode = None
+    except BaseException:  # Ctrl-C in the sweep: the child goes too
+        proc.kill()
+        proc.wait()
+        raise
+    logdir = _claimed_by(logdir, proc.pid)
+    row = _row(returncode, stderr or "", logdir, config)
+    row.update(model=model, batch_size=batch_size, config=config.key(), logdir=str(logdir))
     row["energy_per_step_j"] = (row["energy_total"] / row["steps_measured"]
                                 if row.get("energy_total") is not None and row.get("steps_measured") else None)
     row["step_time_s_mean"] = (row.get("step_time_s") or {}).get("mean")
     return row
 
 
+def _claimed_by(logdir: Path, pid: int) -> Path:
+    """The directory the child's measurement claimed: ``logdir``, or ``logdir/run-N`` if that was taken
+    (``storage.claim_logdir`` writes the claimer's pid); ``logdir`` if it claimed none."""
+    for claim in [logdir / CLAIM_FILE, *sorted(logdir.glob(f"run-*/{CLAIM_FILE}"))]:
+        try:
+            if json.loads(claim.read_text()).get("pid") == pid:
+                return claim.parent
+        except (OSError, ValueError, AttributeError):  # gone, or cut short by a kill
+            continue
+    return logdir
+
+
+def _row(returncode: int | None, stderr: str, logdir: Path, config: SweepConfig) -> dict:
+    """The row of a finished child, from its summary.json or, if it died without one, its exit."""
+    summary_file = logdir / "summary.json"
+    if returncode == 0 and summary_file.exists():
+        try:
+            row = json.loads(summary_file.read_text())
+        except (OSError, ValueError) as exc:
+            return {"success": False, "retry": True, "error": stderr[-2000:],
+                    "cause": f"unreadable {summary_file}: {exc}"}
+        row["cause"] = None if row.get("success") else _cause(row.get("error"))
+        if row["cause"] == "interrupted":
+            row["retry"] = True
+        return row
+    cause = _exit_cause(returncode, stderr)
+    exited = returncode is not None and (returncode >= 0 or -returncode in STOPPED_FROM_OUTSIDE)
+    if exited and not _says_oom(cause):
+        # Not the model's own run: a bad argument, a missing file, a crash of the child, a Ctrl-C.
+        return {"success": False, "retry": True, "error": stderr[-2000:], "cause": cause}
+    if config.memory_limit and returncode is not None and returncode < 0 and "out of memory" not in cause:
+        cause += " under the emulated memory limit (an allocation failure, most likely)"
+    row = {"success": False, "error": stderr[-2000:], "cause": cause} | _steps_on_disk(logdir)
+    if config.memory_limit:
+        row["memory_limit_bytes"] = config.memory_limit
+    return row
+
+
+def is_oom(row: dict) -> bool:
+    """Whether ``row`` failed by running out of memory, as its cause says."""
+    return not row.get("success") and _says_oom(row.get("cause"))
+
+
+def _says_oom(cause: str | None) -> bool:
+    return any(word in (cause or "") for word in OOM_WORDS)
+
+
 def _steps_on_disk(logdir: Path) -> dict:
-    """What a child that died without a report had measured: its steps.csv and progress."""
+    """What a child that died without a report had measured: its steps.csv (whole rows only) and progress."""
     steps = read_steps(logdir)
     durations = [s["duration_s"] for s in steps if not (s["warmup"] or s["failed"])]
     return {"failed_step": StepProgress.read(logdir / PROGRESS_FILE), "steps_on_disk": len(steps),
@@ -123,50 +236,116 @@ def _exit_cause(returncode: int | None, stderr: str) -> str:
     return f"exit code {returncode}: " + (stderr.strip().splitlines() or [""])[-1][:200]
 
 
+def load_results(path: Path) -> list[dict]:
+    """The rows of a sweep's results.json; SweepError naming the file if it is missing or not one."""
+    try:
+        rows = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise SweepError(f"no sweep results at {path}") from None
+    except (OSError, ValueError) as exc:
+        raise SweepError(f"{path} is not a sweep's results.json ({exc}); move it away to start over") from None
+    if not (isinstance(rows, list) and all(isinstance(r, dict) and {"model", "batch_size"} <= r.keys() for r in rows)):
+        raise SweepError(f"{path} is not a sweep's results.json (not a list of rows with model and batch_size); "
+                         "move it away to start over")
+    return rows
+
+
 class Results:
-    """results.json + results.csv of a sweep directory, rewritten after each row."""
+    """results.json + results.csv of a sweep directory, rewritten after each row.
+
+    Holds the directory's lock from opening to ``close``: an ``flock`` of
+    ``.sweep.lock``, which the kernel releases if the process dies.
+    """
 
     def __init__(self, out: Path):
+        if out.exists() and not out.is_dir():
+            raise SweepError(f"{out} is not a directory")
+        out.mkdir(parents=True, exist_ok=True)
         self.out = out
         self.path = out / "results.json"
-        self.rows: list[dict] = json.loads(self.path.read_text()) if self.path.exists() else []
+        self._lock = _lock(out / LOCK_FILE)
+        try:
+            self.rows: list[dict] = load_results(self.path) if self.path.exists() else []
+        except BaseException:
+            self.close()
+            raise
 
-    def done(self, model: str, batch_size: int) -> dict | None:
-        return next((r for r in self.rows if r["model"] == model and r["batch_size"] == batch_size), None)
+    def close(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # releases the flock
+            self._lock = None
 
-    def add(self, row: dict) -> None:
+    def __enter__(self) -> "Results":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def done(self, model: str, batch_size: int, config: SweepConfig) -> dict | None:
+        """The recorded row of this configuration, if any."""
+        key = config.key()
+        return next((r for r in self.rows
+                     if r["model"] == model and r["batch_size"] == batch_size and r.get("config") == key), None)
+
+    def add(self, row: dict) -> dict:
+        """Records ``row`` unless it is not a result (``retry``); returns it."""
+        if row.get("retry"):
+            log.warning("%s batch %s did not run (%s); it is not recorded and the next sweep retries it",
+                        row.get("model"), row.get("batch_size"), row.get("cause"))
+            return row
         self.rows.append(row)
         write_json(self.path, self.rows)
         with open(self.out / "results.csv", "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=CSV_KEYS, extrasaction="ignore")
             writer.writeheader()
-            writer.writerows(self.rows)
+            writer.writerows((r.get("config") or {}) | r for r in self.rows)
+        return row
+
+
+def _lock(path: Path) -> int:
+    """An open descriptor holding an exclusive flock of ``path``; SweepError if another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise SweepError(f"{path.parent} is in use by another sweep (pid {holder}); "
+                         "wait for it to end or choose another output directory") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd
 
 
 def sweep(models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig) -> list[dict]:
-    """Runs every (model, batch size) not yet in the results; returns all rows."""
-    config.out.mkdir(parents=True, exist_ok=True)
-    results = Results(config.out)
-    todo = [(m, b) for m in models for b in batch_sizes if not results.done(m, b)]
-    for model, batch_size in tqdm(todo, desc="sweep", unit="config"):
-        results.add(run_one(model, batch_size, config))
-    return results.rows
+    """Runs every (model, batch size) of ``config`` not yet in the results; returns their rows, in order.
+
+    A row with ``retry: True`` did not run for a reason other than the model's own run (see the module's
+    docstring): it is returned, not recorded.
+    """
+    pairs = list(dict.fromkeys((m, b) for m in models for b in batch_sizes))
+    with Results(config.out) as results:
+        todo = [p for p in pairs if results.done(*p, config) is None]
+        ran = {p: results.add(run_one(*p, config)) for p in tqdm(todo, desc="sweep", unit="config")}
+        return [ran.get(p) or results.done(*p, config) for p in pairs]
 
 
 def find_max_batch(model: str, config: SweepConfig, start: int = 1, ceiling: int = 4096) -> tuple[int | None, list[dict]]:
-    """Largest batch size that trains, searched from ``start``. Returns (size, rows tried)."""
-    config.out.mkdir(parents=True, exist_ok=True)
-    results = Results(config.out)
+    """Largest batch size that trains, searched from ``start``. Returns (size, rows of ``model`` and ``config``).
 
-    def fits(batch_size: int) -> bool:
-        row = results.done(model, batch_size)
-        if row is None:
-            row = run_one(model, batch_size, config)
-            results.add(row)
-        return bool(row["success"])
+    Raises:
+        SweepError: a batch size did not run for a reason other than the model's own run.
+    """
+    with Results(config.out) as results:
 
-    size, _ = search_largest(fits, start, ceiling)
-    return size, [r for r in results.rows if r["model"] == model]
+        def fits(batch_size: int) -> bool:
+            row = results.done(model, batch_size, config) or results.add(run_one(model, batch_size, config))
+            if row.get("retry"):
+                raise SweepError(f"{model} batch {batch_size} did not run: {row['cause']}")
+            return bool(row["success"])
+
+        size, _ = search_largest(fits, start, ceiling)
+        return size, [r for r in results.rows if r["model"] == model and r.get("config") == config.key()]
 
 
 def search_largest(fits: Callable[[int], bool], start: int = 1, ceiling: int = 4096) -> tuple[int | None, int]:

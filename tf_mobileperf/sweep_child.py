@@ -8,6 +8,10 @@ limit, set before the model is built so weights count; on a GPU a logical
 device with that memory limit.
 
     python -m tf_mobileperf.sweep_child --model cnn --batch-size 8 --steps 10 --logdir DIR
+
+It writes ``summary.json`` into the directory its measurement claimed (DIR,
+or DIR/run-N if DIR held another one), or exits with ``SETUP_FAILED`` and
+one line on stderr if it could not set the run up.
 """
 
 from __future__ import annotations
@@ -15,11 +19,16 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import resource
 import sys
 from pathlib import Path
 
 from .sizes import parse_size
+
+
+#: Exit status of a child that could not set its run up (unknown model, bad sensors, unwritable logdir).
+SETUP_FAILED = 3
 
 
 def _emulate_memory_limit(limit: int) -> dict:
@@ -32,7 +41,8 @@ def _emulate_memory_limit(limit: int) -> dict:
     with open("/proc/self/status") as f:
         vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize"))
     resource.setrlimit(resource.RLIMIT_AS, (vm + limit, vm + limit))
-    return {"memory_limit_bytes": limit, "memory_limit_emulated_by": f"RLIMIT_AS = address space at start ({vm} B) + limit"}
+    return {"memory_limit_bytes": limit, "memory_limit_emulated_by": f"RLIMIT_AS = address space at start ({vm} B) + "
+            f"limit; oneDNN {'off' if os.environ.get('TF_ENABLE_ONEDNN_OPTS') == '0' else 'on'}"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,12 +63,16 @@ def main(argv: list[str] | None = None) -> int:
     from . import zoo
     from .callback import MobilePerfCallback
 
-    spec = zoo.get(args.model)
     rss_at_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30  # TF imported, no model yet
-    logdir = Path(args.logdir)
-    logdir.mkdir(parents=True, exist_ok=True)
-    limit = _emulate_memory_limit(args.memory_limit) if args.memory_limit else {}
-    cb = MobilePerfCallback(logdir, warmup_steps=args.warmup_steps, sensors=args.sensors, batch_size=args.batch_size)
+    try:
+        spec = zoo.get(args.model)
+        Path(args.logdir).mkdir(parents=True, exist_ok=True)
+        limit = _emulate_memory_limit(args.memory_limit) if args.memory_limit else {}
+        cb = MobilePerfCallback(args.logdir, warmup_steps=args.warmup_steps, sensors=args.sensors,
+                                batch_size=args.batch_size)
+    except (ValueError, TypeError, OSError) as exc:  # not the model's run: the sweep retries it
+        print(f"sweep child: cannot set up {args.model} batch {args.batch_size}: {exc}", file=sys.stderr)
+        return SETUP_FAILED
     try:
         model = spec.build(args.input_size)
         x, y = spec.synthetic(args.batch_size, args.steps, args.input_size)
@@ -71,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     # The child's own peak RSS, and its RSS before the model existed: what the batch size adds is the difference.
     summary.update(proc_peak_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30,
                    rss_at_start_gb=rss_at_start)
-    (logdir / "summary.json").write_text(json.dumps(summary, allow_nan=False))
+    # Where the callback's measurement went: the logdir, or logdir/run-N if another had claimed it.
+    (cb.monitor.logdir / "summary.json").write_text(json.dumps(summary, allow_nan=False))
     return 0
 
 

@@ -128,13 +128,13 @@ def test_sweep_child_killed_by_sigkill_keeps_its_steps(tmp_path):
 
     import psutil
 
-    from tf_mobileperf.sweep import SweepConfig, run_one
+    from tf_mobileperf.sweep import SweepConfig, run_name, run_one
 
     rows = []
-    runner = threading.Thread(target=lambda: rows.append(
-        run_one("cnn", 1, SweepConfig(out=tmp_path, steps=3000, warmup_steps=1))))
+    config = SweepConfig(out=tmp_path, steps=3000, warmup_steps=1)
+    runner = threading.Thread(target=lambda: rows.append(run_one("cnn", 1, config)))
     runner.start()
-    steps_csv = tmp_path / "runs" / "cnn-bs1" / "steps.csv"
+    steps_csv = tmp_path / "runs" / run_name("cnn", 1, config) / "steps.csv"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (steps_csv.exists() and len(steps_csv.read_text().splitlines()) > 6):
         time.sleep(0.1)

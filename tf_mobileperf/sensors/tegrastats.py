@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import math
 import re
 import time
 from pathlib import Path
@@ -135,6 +136,12 @@ def read_log(path: str | Path) -> tuple[list[TegrastatsRecord], int]:
     return records, skipped
 
 
+def _check_positive(name: str, value: float) -> None:
+    """ValueError unless ``value`` is a finite number > 0 (NaN and inf would stall or race the replay)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+
+
 class ReplaySensor(Sensor):
     """Plays a recorded tegrastats log back as a live sensor.
 
@@ -160,16 +167,15 @@ class ReplaySensor(Sensor):
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"tegrastats log not found: {path}")
-        if speed <= 0:
-            raise ValueError(f"speed must be > 0, got {speed}")
+        _check_positive("replay speed", speed)
+        if interval_ms is not None:
+            _check_positive("interval_ms", interval_ms)
         self.records, self.skipped = read_log(path)
         if not self.records:
             raise ValueError(f"{path} holds no tegrastats lines ({self.skipped} lines skipped)")
         if self.skipped:
             log.warning("%s: skipped %d lines that are not tegrastats", path, self.skipped)
         self.interval_s = (interval_ms if interval_ms is not None else self._interval_from_timestamps()) / 1000.0
-        if self.interval_s <= 0:
-            raise ValueError(f"interval_ms must be > 0, got {interval_ms}")
         self.speed = speed
         self.min_period_s = 0.0
         self.path = path

@@ -46,7 +46,7 @@ def run(design: str, period_ms: float, seconds: float) -> dict:
     sampler = Sampler(sensors, period_ms, mode=mode, realtime=design == "process+fifo")
     wall0 = time.monotonic()
     sampler.start()
-    child = psutil.Process(sampler._worker.pid) if mode == "process" else None
+    child = psutil.Process(sampler.pid) if mode == "process" else None
     rows = []
     stop = threading.Event()
 

@@ -35,7 +35,7 @@ def main() -> None:
     me = psutil.Process()
     points = []
     with PerfMonitor(tempfile.mkdtemp(), sensors=sensors, sample_period_ms=5.0) as perf:
-        child = psutil.Process(perf.sampler._worker.pid)
+        child = psutil.Process(perf.sampler.pid)
         start = time.monotonic()
         next_point = start
         while (elapsed := time.monotonic() - start) < 60 * args.minutes:

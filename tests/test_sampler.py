@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import os
 import time
 
 import numpy as np
 import pytest
 
 from tf_mobileperf.sampler import Sampler
+from tf_mobileperf.sampling_stats import SamplingStats
 from tf_mobileperf.sensors import SyntheticSensor
 
 
@@ -24,7 +26,9 @@ def test_synthetic_signal_sampled_on_monotonic_clock(mode):
     sampler.stop()
     assert len(rows) > 40
     assert np.all(np.diff(rows.t) > 0)
-    np.testing.assert_allclose(rows.values[:, 0], 2.0 + np.sin(rows.t), atol=1e-3)
+    # Read within 20 ms of its row's time even on a busy machine (a thread preempted, or a read
+    # moved to its own thread after overrunning its budget, which lands a tick late).
+    np.testing.assert_allclose(rows.values[:, 0], 2.0 + np.sin(rows.t), atol=0.02)
     assert abs(rows.t[-1] - time.monotonic()) < 1.0
 
 
@@ -68,15 +72,15 @@ def test_drain_is_incremental_and_overflow_counts_drops():
     sampler = Sampler([SyntheticSensor(power_w={"p": lambda t: 1.0})], 1.0, capacity=64)
     with sampler:
         deadline = time.monotonic() + 10
-        while sampler._count.value < 200 and time.monotonic() < deadline:
+        while sampler.rows_written < 200 and time.monotonic() < deadline:
             time.sleep(0.01)
         first = sampler.drain()
-        written = sampler._count.value
+        written = sampler.rows_written
         time.sleep(0.03)
     second = sampler.drain()
     assert 60 <= len(first) <= 64  # rows the writer overtook during the copy are dropped, not torn
     assert sampler.dropped >= 200 - 64
-    assert sampler.dropped + len(first) + len(second) == sampler._count.value
+    assert sampler.dropped + len(first) + len(second) == sampler.rows_written
     assert written >= 200 and second.t[0] > first.t[-1]
 
 
@@ -90,3 +94,31 @@ def test_duplicate_channel_names_rejected():
     s = SyntheticSensor(power_w={"p": lambda t: 1.0})
     with pytest.raises(ValueError, match="more than one sensor"):
         Sampler([s, SyntheticSensor(power_w={"p": lambda t: 1.0})])
+
+
+@pytest.mark.parametrize("mode", ["process", "thread"])
+def test_health_is_none_while_sampling_and_after_a_deliberate_stop(mode):
+    sampler = Sampler([SyntheticSensor(power_w={"p": lambda t: 1.0})], 5.0, mode=mode)
+    assert sampler.owner_pid == os.getpid() and sampler.health() is None
+    with sampler:
+        assert sampler.wait_for_first_row()
+        time.sleep(0.2)
+        assert sampler.health() is None
+        sampler.restart()  # on a healthy sampler too: the row count goes on
+        assert sampler.wait_for_first_row() and sampler.health() is None
+    assert sampler.health() is None and not sampler.running
+    rows = sampler.drain()
+    assert len(rows) == sampler.rows_written and np.all(np.diff(rows.t) > 0) and np.all(rows.values == 1.0)
+
+
+def test_outage_recorded_then_closed_appears_once_in_the_summary():
+    stats = SamplingStats(0.005, [])
+    assert stats.summary(None)["sampler_outages"] == []
+    stats.add_outage(10.0, None, "sampler process exited (killed by SIGKILL)")
+    assert stats.summary(None)["sampler_outages"] == [
+        {"start_s": 10.0, "end_s": None, "reason": "sampler process exited (killed by SIGKILL)"}]
+    stats.add_outage(10.0, 11.5, "sampler process exited (killed by SIGKILL)")
+    stats.add_outage(20.0, 20.75, "sampler wrote no row for 1.2 s")
+    assert stats.summary(None)["sampler_outages"] == [
+        {"start_s": 10.0, "end_s": 11.5, "reason": "sampler process exited (killed by SIGKILL)"},
+        {"start_s": 20.0, "end_s": 20.75, "reason": "sampler wrote no row for 1.2 s"}]

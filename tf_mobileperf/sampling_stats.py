@@ -6,15 +6,29 @@ sensors``. A channel's *gap* is a stretch without a valid reading longer
 than the join's allowed gap (``join.allowed_gap_s``): a sensor that stopped
 answering, whose energy the join marks incomplete rather than integrating
 across it. ``add`` returns the channels whose first gap it found, so the
-monitor can warn once.
+monitor can warn once. A dead sampler writes no rows at all: the hole shows
+as a gap of every channel once rows resume, and the monitor records the
+outage itself (``add_outage``), so a report never looks healthy over it.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 
 from .join import allowed_gap_s
 from .sampler import Sampler, Samples
+
+
+@dataclasses.dataclass
+class Outage:
+    """A stretch when the sampler did not run: ``end_s`` None while it lasts."""
+
+    start_s: float
+    end_s: float | None
+    reason: str
+
 
 #: Interval-error histogram: 0 and log-spaced edges from 1 us to 100 s (about 1% wide).
 _ERROR_EDGES = np.concatenate([[0.0], np.geomspace(1e-6, 100.0, 1600)])
@@ -48,6 +62,7 @@ class SamplingStats:
         self._open_gap = np.zeros(len(channels), dtype=bool)
         self._prev: np.ndarray | None = None
         self._prev_t: float | None = None
+        self.outages: list[Outage] = []
 
     @classmethod
     def of(cls, sampler: Sampler) -> "SamplingStats":
@@ -83,6 +98,18 @@ class SamplingStats:
         self._prev = last_valid if self._prev is None else np.where(np.isnan(last_valid), self._prev, last_valid)
         new = ((self.channel_gaps > 0) | self._open_gap) & ~had_gap
         return [c.name for c, is_new in zip(self.channels, new) if is_new]
+
+    def add_outage(self, start_s: float, end_s: float | None, reason: str) -> None:
+        """Records that the sampler was down from ``start_s`` (to ``end_s``, None while it lasts).
+
+        Recording the same ``start_s`` again updates that outage (say, with
+        its end once the sampler is restarted)."""
+        outage = Outage(float(start_s), None if end_s is None else float(end_s), reason)
+        for k, known in enumerate(self.outages):
+            if known.start_s == outage.start_s:
+                self.outages[k] = outage
+                return
+        self.outages.append(outage)
 
     def _valid_since(self, i: int) -> float:
         """When channel i last read a valid value (the first row if it never did)."""
@@ -135,6 +162,7 @@ class SamplingStats:
             "channels": per_channel,
             "channel_gaps": {name: v["gaps"] for name, v in per_channel.items() if v["gaps"]},
             "stale_channels_updates_hz": stale,
+            "sampler_outages": [dataclasses.asdict(o) for o in self.outages],
         }
 
 

@@ -1,0 +1,244 @@
+"""Nothing outside the sampler silently breaks it, and what breaks it shows.
+
+Real forks of the process that owns the sampler (os.fork with os._exit or
+sys.exit, multiprocessing's fork context, exiting normally or terminated), a
+real SIGKILL and SIGSTOP of the sampler process, and synthetic sensors that
+return non-numbers or block for 1.5 s next to a healthy synthetic 5 ms rail.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import multiprocessing.util as mp_util
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from tf_mobileperf.sampler import Sampler
+from tf_mobileperf.sampling_stats import SamplingStats
+from tf_mobileperf.sensors import SyntheticSensor
+
+
+def rail() -> SyntheticSensor:
+    return SyntheticSensor(power_w={"rail": lambda t: 3.0})
+
+
+def advancing(sampler: Sampler, seconds: float = 0.3) -> bool:
+    before = sampler.rows_written
+    time.sleep(seconds)
+    return sampler.rows_written >= before + 10
+
+
+def fork_and_wait(in_child) -> int:
+    """Forks; the child runs ``in_child()`` and exits 0; returns the child's exit code."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            in_child()
+            code = 0
+        finally:
+            os._exit(code)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def child_exit_hook():
+    """The atexit hook of multiprocessing that a child exiting normally runs (the full exit: sys.exit test)."""
+    mp_util._exit_function()
+
+
+def child_stops_and_restarts(sampler: Sampler):
+    """A child that unwinds through the trainer's ``with`` block, and tries harder."""
+    assert sampler.owner_pid == os.getppid() and sampler.health() is None
+    sampler.stop()
+    sampler.restart()
+    sampler.start()
+
+
+@pytest.mark.parametrize("child", ["os._exit", "multiprocessing exit hook", "inherited sampler stopped"])
+def test_os_fork_child_leaves_the_parents_sampler_running(child):
+    with Sampler([rail()], 5.0, mode="process") as sampler:
+        assert sampler.wait_for_first_row()
+        action = {"os._exit": lambda: None, "multiprocessing exit hook": child_exit_hook,
+                  "inherited sampler stopped": lambda: child_stops_and_restarts(sampler)}[child]
+        assert fork_and_wait(action) == 0
+        assert advancing(sampler) and sampler.running and sampler.health() is None
+    rows = sampler.drain()
+    assert np.all(rows.values[:, 0] == 3.0)
+
+
+def test_child_that_calls_sys_exit_leaves_the_parents_sampler_running():
+    script = textwrap.dedent("""
+        import os, sys, time
+        from tf_mobileperf.sampler import Sampler
+        from tf_mobileperf.sensors import SyntheticSensor
+        sampler = Sampler([SyntheticSensor(power_w={"rail": lambda t: 3.0})], 5.0, mode="process").start()
+        sampler.wait_for_first_row()
+        pid = os.fork()
+        if pid == 0:
+            sys.exit(0)  # the interpreter's normal exit: atexit hooks, multiprocessing's among them
+        os.waitpid(pid, 0)
+        before = sampler.rows_written
+        time.sleep(0.3)
+        print("RESULT", sampler.running, sampler.rows_written - before, sampler.health())
+        sampler.stop()
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    result = [line for line in out.stdout.splitlines() if line.startswith("RESULT")]
+    assert out.returncode == 0 and result, out.stderr[-2000:]
+    running, new_rows, health = result[0].split(maxsplit=3)[1:]
+    assert running == "True" and int(new_rows) >= 10 and health == "None"
+
+
+@pytest.mark.parametrize("ending", ["returns", "terminated"])
+def test_multiprocessing_fork_child_leaves_the_parents_sampler_running(ending):
+    with Sampler([rail()], 5.0, mode="process") as sampler:
+        assert sampler.wait_for_first_row()
+        worker = mp.get_context("fork").Process(target=time.sleep, args=(0.1 if ending == "returns" else 30,))
+        worker.start()
+        if ending == "terminated":
+            time.sleep(0.2)
+            worker.terminate()
+        worker.join(timeout=30)
+        assert worker.exitcode == (0 if ending == "returns" else -signal.SIGTERM)
+        assert advancing(sampler) and sampler.running and sampler.health() is None
+
+
+def test_killed_sampler_is_reported_restarted_and_the_hole_counted():
+    sampler = Sampler([rail()], 5.0, mode="process")
+    stats = SamplingStats.of(sampler)
+    with sampler:
+        assert sampler.wait_for_first_row() and sampler.health() is None
+        time.sleep(0.3)
+        stats.add(sampler.drain())
+        killed_at = time.monotonic()
+        os.kill(sampler.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while sampler.health() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert sampler.health() == "sampler process exited (killed by SIGKILL)" and not sampler.running
+        written = sampler.rows_written
+        time.sleep(1.0)
+        stats.add(sampler.drain())
+        stats.add_outage(killed_at, None, sampler.health())
+        sampler.restart()
+        restarted_at = time.monotonic()
+        assert sampler.wait_for_first_row() and sampler.running and sampler.health() is None
+        stats.add_outage(killed_at, restarted_at, "sampler process exited (killed by SIGKILL)")
+        time.sleep(0.3)
+    rows = sampler.drain()
+    stats.add(rows)
+    assert rows.t[0] > killed_at + 1.0 and np.all(rows.values[:, 0] == 3.0)
+    assert sampler.rows_written > written and stats.rows + sampler.dropped == sampler.rows_written
+    summary = stats.summary(sampler)
+    hole_s = restarted_at - killed_at
+    assert summary["channel_gaps"] == {"rail": 1}
+    assert summary["channels"]["rail"]["gap_s"] == pytest.approx(hole_s, abs=0.1)
+    assert summary["gaps"] >= 1 and summary["max_interval_ms"] > 1000.0
+    assert summary["sampler_outages"] == [{"start_s": killed_at, "end_s": restarted_at,
+                                           "reason": "sampler process exited (killed by SIGKILL)"}]
+
+
+def test_stalled_sampler_is_reported_and_restart_replaces_it():
+    with Sampler([rail()], 5.0, mode="process") as sampler:
+        assert sampler.wait_for_first_row()
+        stalled = sampler.pid
+        os.kill(stalled, signal.SIGSTOP)
+        time.sleep(1.3)
+        reason = sampler.health()
+        assert reason is not None and reason.startswith("sampler wrote no row for ")
+        assert float(reason.split()[-2]) >= 1.0
+        sampler.restart()
+        assert sampler.pid != stalled and sampler.wait_for_first_row() and sampler.health() is None
+        assert not os.path.exists(f"/proc/{stalled}")  # killed and reaped
+        assert advancing(sampler)
+    assert sampler.health() is None  # stopped on purpose
+
+
+class Returns(SyntheticSensor):
+    """A synthetic sensor whose read() returns a fixed, malformed value."""
+
+    name = "malformed"
+
+    def __init__(self, value):
+        super().__init__(power_w={"malformed_rail": lambda t: 1.0})
+        self.value = value
+
+    def read(self):
+        return self.value
+
+
+@pytest.mark.parametrize("mode,value", [("process", "x"), ("process", None), ("process", [1]), ("process", 1j),
+                                        ("process", {"malformed_rail": "x"}), ("thread", "x")])
+def test_non_number_is_a_failed_read_of_that_sensor_only(mode, value):
+    sampler = Sampler([Returns(value), rail()], 5.0, mode=mode)
+    with sampler:
+        assert sampler.wait_for_first_row()
+        time.sleep(0.3)
+        assert sampler.health() is None
+    rows = sampler.drain()
+    assert len(rows) > 20
+    assert np.isnan(rows.values[:, 0]).all() and np.all(rows.values[:, 1] == 3.0)
+    errors = sampler.errors()
+    assert errors["synthetic"] == 0 and len(rows) <= errors["malformed"] <= len(rows) + 1
+
+
+class BlocksOnce(SyntheticSensor):
+    """Synthetic channel "slow" whose value is its read time; the first read after ``block_from`` sleeps 1.5 s."""
+
+    name = "slow"
+
+    def __init__(self, block_from: float):
+        super().__init__(power_w={"slow": lambda t: t})
+        self.block_from, self.blocked = block_from, False
+
+    def read(self):
+        if not self.blocked and time.monotonic() >= self.block_from:
+            self.blocked = True
+            time.sleep(1.5)
+        return super().read()
+
+
+@pytest.fixture
+def busy_cores():
+    """Every core busy, as while training."""
+    burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 1)]
+    yield
+    for burner in burners:
+        burner.kill()
+        burner.wait()
+
+
+@pytest.mark.parametrize("mode", ["process", "thread"])
+def test_blocked_sensor_never_delays_the_fast_rail(mode, busy_cores):
+    t0 = time.monotonic()
+    sampler = Sampler([BlocksOnce(t0 + 0.5), rail()], 5.0, mode=mode)
+    with sampler:
+        time.sleep(4.0)
+        assert sampler.health() is None
+    rows = sampler.drain()
+    slow, fast = rows.values[:, 0], rows.values[:, 1]
+    rail_t = rows.t[fast == 3.0]
+    assert np.isfinite(fast).all() and rail_t[-1] - rail_t[0] > 3.5
+    assert np.diff(rail_t).max() < 0.1  # it was 1.5 s: one blocked read held up every channel
+    assert np.median(np.diff(rail_t)) == pytest.approx(0.005, abs=0.001)
+    errors = sampler.errors()  # the blocked read, and maybe a hand-off that missed its deadline under load
+    assert errors["synthetic"] == 0 and 1 <= errors["slow"] <= 5
+
+    def window(a, b):
+        return (rows.t > t0 + a) & (rows.t < t0 + b)
+
+    assert np.isnan(slow[window(0.6, 1.9)]).all()  # a failed read until it returns...
+    lag = rows.t - slow  # row time minus read time
+    assert np.abs(lag[window(0, 0.45)]).max() < 0.001  # read inline, in its row's tick
+    offloaded = window(2.2, 2.8)
+    assert np.isfinite(slow[offloaded]).mean() > 0.9  # ...then read in its own thread,
+    assert np.nanmedian(lag[offloaded]) > 0.002  # reaching the next row
+    inline_again = window(3.6, 4.0)
+    assert np.isfinite(slow[inline_again]).all() and np.median(np.abs(lag[inline_again])) < 0.001

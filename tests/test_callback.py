@@ -56,10 +56,11 @@ def test_synthetic_sine_total_energy_error_below_half_percent(tmp_path):
 
 
 def test_replay_sensor_in_fit(tmp_path):
-    cb = MobilePerfCallback(tmp_path, sensors=f"replay:{DATA / 'tx2_tegrastats.log'}@1", warmup_steps=1)
+    cb = MobilePerfCallback(tmp_path, sensors=f"replay:{DATA / 'tx2_tegrastats.log'}@0.01", warmup_steps=1)
     small_model().fit(*data(), batch_size=32, epochs=1, callbacks=[cb], verbose=0)
     summary = cb.report.summary()
-    # fit lasts < 1 s: the first record (VDD_IN 2.356 W) covers every step.
+    # Replayed 100 times slower, the first record (VDD_IN 2.356 W) lasts 100 s: it covers every step
+    # however busy the machine is.
     assert summary["power_avg"] == pytest.approx(2.356)
     assert summary["power_avg_w"]["VDD_SYS_DDR"] == pytest.approx(0.244)
     assert summary["gpu_util_avg"] == pytest.approx(0.0)

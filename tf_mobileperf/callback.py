@@ -1,30 +1,49 @@
 """``MobilePerfCallback``: the seed's per-step measurement inside ``model.fit``.
 
 The hooks stay thin: they mark step windows on a ``PerfMonitor``, which does
-the sampling, joining and writing. To survive an out-of-memory error, the
-callback wraps ``model.train_function`` for the duration of ``fit``: a
-``ResourceExhaustedError`` or ``MemoryError`` in a step is recorded as the
-failed step, and training stops cleanly (``on_oom="stop"``) or the error is
-re-raised after the report is written (``on_oom="raise"``). Ctrl-C (SIGINT)
-or SIGTERM during ``fit`` writes the partial report, then the previous
-handler runs (by default: KeyboardInterrupt).
+the sampling, joining and writing. Whatever way ``fit`` ends, the
+measurement ends with it and its report is written:
+
+* an out-of-memory error in a step (any Keras backend's, see
+  ``tf_mobileperf.backend``) is recorded as the failed step, and training
+  stops cleanly (``on_oom="stop"``) or the error is re-raised after the
+  report is written (``on_oom="raise"``);
+* any other error in a step, in validation or in another callback: the
+  report says ``success: false`` with the error, then the error goes on;
+* Ctrl-C (SIGINT) or SIGTERM: the partial report is written, then the
+  previous handler runs (by default: KeyboardInterrupt);
+* a loss that turns NaN or infinite (what ``TerminateOnNaN`` stops on):
+  ``success: false`` with the step and the reason.
+
+To see errors outside the train function, the callback wraps, for the
+duration of ``fit``, the model's ``train_function`` and ``evaluate`` and the
+hooks of the callback list that calls it. An error the wrappers cannot see
+(fit's own code between two hooks) still ends the measurement: at the next
+``fit``, when the callback is garbage collected, or when Python exits.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
-import threading
+import sys
 from typing import Sequence
 
 import keras
 
-from .monitor import OOM_ERRORS, PerfMonitor
+from . import backend
+from .interrupts import STOP_SIGNALS, ChainedHandler, in_main_thread
+from .monitor import PerfMonitor
 from .report import Report
 from .sensors import Sensor
 
 log = logging.getLogger(__name__)
+
+#: Hooks of Keras's CallbackList that run inside ``fit``; an error in any of them ends the measurement.
+_LIST_HOOKS = ("on_epoch_begin", "on_epoch_end", "on_train_batch_begin", "on_train_batch_end", "on_batch_end",
+               "on_test_begin", "on_test_end", "on_test_batch_begin", "on_test_batch_end", "on_train_end")
 
 
 class MobilePerfCallback(keras.callbacks.Callback):
@@ -38,11 +57,13 @@ class MobilePerfCallback(keras.callbacks.Callback):
         sensors: "auto", "none", "replay:PATH[@SPEED]", or a list of sensors.
         on_oom: "stop" ends ``fit`` normally with ``success: False``;
             "raise" re-raises the error after writing the report.
-        profile_steps: ``(first, last)`` steps to trace with the TF profiler.
+        profile_steps: ``(first, last)`` steps to trace with the TF profiler
+            (TensorFlow backend only).
         batch_size: Samples per batch, for J/sample and samples/s.
 
     A step is one call of the train function: with ``steps_per_execution=N``
-    it covers N batches, and the report gives each step's ``batches``.
+    it covers up to N batches (fewer at the end of an epoch), and the report
+    gives each step's ``batches``. Each ``fit`` is a new measurement.
 
     Example:
         >>> cb = MobilePerfCallback("runs/cnn", batch_size=32)      # doctest: +SKIP
@@ -68,17 +89,28 @@ class MobilePerfCallback(keras.callbacks.Callback):
                                   sensors=sensors, profile_steps=profile_steps, batch_size=batch_size)
         self.monitor = PerfMonitor(**self._monitor_args)
         self.report: Report | None = None
+        self._running = False
+        self._pid = os.getpid()
         self._begin_batch = 0
-        self._original_train_function = None
         self._last_logs: dict = {}
+        self._restore: list = []  # undoes each wrapper and handler installed for this fit
 
     def on_train_begin(self, logs=None):
-        if self.monitor.report is not None:  # fit called again: a fresh measurement
+        if self._running:  # the last fit ended by an error that no wrapper saw
+            self._finish(RuntimeError("fit ended without on_train_end (an error outside the training step)"))
+        if self.monitor.report is not None or self.monitor.started:
             self.monitor = PerfMonitor(**self._monitor_args)
+        self.report = None
         self.monitor.model_name = self.model.name
         self.monitor.begin()
+        self._running, self._pid = True, os.getpid()
         self._wrap_train_function()
-        self._install_interrupt_handler()
+        self._wrap("evaluate", self.model)
+        callback_list = sys._getframe(1).f_locals.get("self")  # the CallbackList calling this hook
+        if isinstance(callback_list, keras.callbacks.CallbackList) and self in callback_list.callbacks:
+            for hook in _LIST_HOOKS:
+                self._wrap(hook, callback_list)
+        self._install_interrupt_handlers()
 
     def on_train_batch_begin(self, batch, logs=None):
         self._begin_batch = batch
@@ -86,89 +118,99 @@ class MobilePerfCallback(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         self._last_logs = logs or {}
-        self.monitor.step_end(batches=batch - self._begin_batch + 1)
+        self.monitor.step_end(batches=self._batches_run(self._begin_batch, batch))
+        loss = self._last_logs.get("loss")
+        if isinstance(loss, (int, float)) and not math.isfinite(loss):
+            self.monitor.note_failure(self.monitor.next_step - 1, f"the loss is {loss} (training diverged)")
 
     def on_train_end(self, logs=None):
         self._finish()
 
-    def _finish(self) -> None:
-        self._restore_interrupt_handlers()
-        if self._original_train_function is not None:
-            self.model.train_function = self._original_train_function
-            self._original_train_function = None
-        self.report = self.monitor.end()
+    def _batches_run(self, begin: int, end: int) -> int:
+        """Batches in the step from ``begin`` to ``end``: Keras's ``end`` assumes a full
+        ``steps_per_execution``, the last execution of an epoch may hold fewer."""
+        steps = (self.params or {}).get("steps")
+        if steps:
+            end = min(end, steps - 1)
+        return max(1, end - begin + 1)
+
+    def _finish(self, error: BaseException | None = None) -> None:
+        """Ends the measurement once, whatever called it; with ``error`` it failed.
+
+        Only in the process that began it: a forked child unwinding ``fit``
+        (``sys.exit`` in a child of ``os.fork``) leaves it alone."""
+        if not self._running or os.getpid() != self._pid:
+            return
+        self._running = False
+        try:
+            if error is not None and self.monitor.started:
+                self.monitor.fail(error)
+            for undo in reversed(self._restore):
+                undo()
+            self._restore = []
+            self.monitor.end()  # a signal held during end() is delivered as it returns
+        finally:
+            self.report = self.monitor.report
+            self._restore_interrupt_handlers()
+
+    def _wrap(self, name: str, owner) -> None:
+        """Replaces ``owner.name`` (for this fit) by a call that ends the measurement on an error."""
+        original = getattr(owner, name, None)
+        if original is None:
+            return
+        shadowed = name in vars(owner)
+
+        def guarded(*args, **kwargs):
+            try:
+                return original(*args, **kwargs)
+            except BaseException as exc:
+                self._finish(exc)
+                raise
+
+        setattr(owner, name, guarded)
+        self._restore.append(lambda: setattr(owner, name, original) if shadowed else delattr(owner, name))
 
     def _wrap_train_function(self) -> None:
         original = self.model.train_function
         if original is None:
             return
-        self._original_train_function = original
+        # Keras's iterator ran out of data: no batch ran, so there is no step to record.
+        end_of_data = (StopIteration,) + ((sys.modules["tensorflow"].errors.OutOfRangeError,)
+                                          if "tensorflow" in sys.modules else ())
 
-        def guarded_train_function(iterator):
+        def guarded_train_function(*args, **kwargs):  # TF and torch: (iterator); JAX: (state, data)
             try:
-                return original(iterator)
-            except OOM_ERRORS as exc:
-                self.monitor.fail(exc)
-                if self.on_oom == "raise":
-                    self._finish()
-                    raise
-                self.model.stop_training = True
-                return self._last_logs
-            except Exception as exc:  # any other error ends fit: keep what was measured, then let it go on
-                self.monitor.fail(exc)
-                self._finish()
+                return original(*args, **kwargs)
+            except end_of_data:
+                self.monitor.discard_step()
                 raise
+            except BaseException as exc:
+                if not backend.is_oom(exc) or self.on_oom == "raise":
+                    self._finish(exc)
+                    raise
+                self.monitor.fail(exc)
+                self.model.stop_training = True
+                return (self._last_logs, args[0]) if len(args) == 2 else self._last_logs
 
         self.model.train_function = guarded_train_function
 
-    def _install_interrupt_handler(self) -> None:
+        def restore():
+            self.model.train_function = original
+
+        self._restore.append(restore)
+
+    def _install_interrupt_handlers(self) -> None:
         """On Ctrl-C (SIGINT) or SIGTERM: write the partial report, then go on as before."""
-        if threading.current_thread() is not threading.main_thread():
+        if not in_main_thread():
             return
 
         def on_signal(signum: int) -> None:
-            self.monitor.fail(KeyboardInterrupt(signal.Signals(signum).name))
-            self._finish()
+            self._finish(KeyboardInterrupt(signal.Signals(signum).name))
 
-        self._handlers = [_ChainedHandler.install(signum, on_signal) for signum in (signal.SIGINT, signal.SIGTERM)]
+        self._handlers = [ChainedHandler.install(signum, on_signal) for signum in STOP_SIGNALS]
 
     def _restore_interrupt_handlers(self) -> None:
         for handler in getattr(self, "_handlers", []):
             handler.uninstall()
         self._handlers = []
 
-
-class _ChainedHandler:
-    """A signal handler that runs ``on_signal`` once, then hands the signal on.
-
-    Handlers chain when several callbacks are in one ``fit``; they may end in
-    any order, so an ended handler that another still points to only passes
-    the signal on, and uninstalling skips ended handlers.
-    """
-
-    def __init__(self, signum: int, on_signal, previous):
-        self.signum, self.on_signal, self.previous, self.active = signum, on_signal, previous, True
-
-    @classmethod
-    def install(cls, signum: int, on_signal) -> "_ChainedHandler":
-        handler = cls(signum, on_signal, signal.getsignal(signum))
-        signal.signal(signum, handler)
-        return handler
-
-    def uninstall(self) -> None:
-        self.active = False
-        if signal.getsignal(self.signum) is self:
-            previous = self.previous
-            while isinstance(previous, _ChainedHandler) and not previous.active:
-                previous = previous.previous
-            signal.signal(self.signum, previous if previous is not None else signal.SIG_DFL)
-
-    def __call__(self, signum, frame):
-        if self.active:
-            self.on_signal(signum)  # uninstalls this handler
-        previous = self.previous
-        if callable(previous):
-            return previous(signum, frame)
-        if previous != signal.SIG_IGN:  # the default action
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)

@@ -9,33 +9,45 @@ custom training loops both drive it::
                 train_step(batch)
     perf.report.summary()["energy_total"]
 
-Step windows are taken on ``time.monotonic()``, the sampler's clock. TF runs
-GPU work asynchronously, so on a machine with a GPU the end of a step waits
-for ``tf.test.experimental.sync_devices()``; on CPU, TF ops run
-synchronously and the step's outputs are ready when the call returns.
+Step windows are taken on ``time.monotonic()``, the sampler's clock. GPU
+work runs asynchronously, so on a machine with a GPU the end of a step waits
+for the Keras backend's device (``tf_mobileperf.backend.device_sync``); on
+CPU, ops run synchronously and the step's outputs are ready when the call
+returns.
 
 A background collector drains the sampler every ``flush_s`` seconds, appends
 the rows to disk, joins the steps whose windows are covered, writes them to
 ``steps.csv`` and TensorBoard, and forgets samples no pending step needs, so
-memory stays bounded in long runs. Monitoring never breaks training: errors
-of sensors and writers are logged and the run goes on.
+memory stays bounded in long runs. It also watches the sampler: a sampler
+that died or stopped writing is reported (``sampling.sampler_outages``),
+warned about once, and restarted once. Monitoring never breaks training:
+errors of sensors and writers are logged and the run goes on.
+
+A measurement belongs to the process that began it. It always ends with a
+report: by ``end()``, or, if nobody calls it, when the monitor is garbage
+collected or Python exits. A forked child never ends or stops its parent's
+measurement.
 """
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import contextlib
 import logging
 import os
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
+from . import backend
 from . import join as join_mod
 from .distributed import combine, from_tf_config
+from .interrupts import deferred
 from .op_energy import ClockPair, chrome_trace, op_energy, read_ops
 from .report import Report, StepRecord, StepTotals, energy_rails, fill_steps
 from .sampler import Sampler, Samples, check_period
@@ -47,13 +59,14 @@ from .summary import ScalarWriter
 
 log = logging.getLogger(__name__)
 
-OOM_ERRORS: tuple[type[BaseException], ...] = (MemoryError,)
-try:  # TensorFlow is a dependency, but the core must import without it for tooling
-    import tensorflow as _tf
+#: Measurements begun and not yet ended in this process, ended at exit.
+_UNFINISHED: "weakref.WeakSet[PerfMonitor]" = weakref.WeakSet()
 
-    OOM_ERRORS = (_tf.errors.ResourceExhaustedError, MemoryError)
-except ImportError:  # pragma: no cover
-    _tf = None
+
+@atexit.register
+def _end_unfinished() -> None:
+    for monitor in list(_UNFINISHED):
+        monitor._end_abandoned("Python exited before the measurement ended")
 
 
 def resolve_sensors(sensors: str | Sequence[Sensor]) -> Probe:
@@ -91,7 +104,9 @@ class PerfMonitor:
         sample_period_ms: Sampler period (seed: 5 ms).
         sensors: "auto" (detect), "none", "replay:PATH[@SPEED]", or sensors.
         profile_steps: ``(first, last)`` global steps to trace with the TF
-            profiler; both must be measured steps (>= warmup_steps).
+            profiler; both must be measured steps (>= warmup_steps). TF
+            backend only: under JAX or torch the report says why there is
+            no trace.
         batch_size: Samples per batch, for J/sample and samples/s.
         run: Run name inside logdir; "train" shares the run of
             ``keras.callbacks.TensorBoard(log_dir=logdir)``.
@@ -173,15 +188,27 @@ class PerfMonitor:
         self._tracing = False
         self._trace_clocks: ClockPair | None = None
         self._traced: list[StepRecord] = []
-        self._gpu = bool(_tf and _tf.config.list_physical_devices("GPU"))
+        self._sync = None  # waits for the GPU at a step's end; found at begin()
         self._device: dict | None = None
+        self._pid = os.getpid()
+        self._outage: tuple[float, str] | None = None  # the sampler's open outage: since when, why
+        self._restarted = False
         self._slowest_s = max([s.min_period_s for s in self._probe.sensors] + [self.period_ms / 1000.0])
 
     # -- session -----------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        """True between ``begin()`` and ``end()``."""
+        return self._started
+
     def begin(self) -> "PerfMonitor":
         """Starts sampling and the writers. Raises OSError if logdir is not writable."""
         if self._started:
             return self
+        self._sync = backend.device_sync()
+        if self.profile_steps and backend.active() != "tensorflow":
+            log.warning("mobileperf: profile_steps needs the TensorFlow backend (Keras runs on %s); no trace",
+                        backend.active())
         requested = self.logdir
         self.logdir = claim_logdir(requested)
         if self.logdir != requested:
@@ -203,18 +230,28 @@ class PerfMonitor:
             # A first sample before the first step starts, so its left edge is covered.
             if not self.sampler.wait_for_first_row():
                 log.warning("mobileperf: the sampler wrote no sample within 2 s of starting")
-        self._collector = threading.Thread(target=self._collect_loop, daemon=True, name="mobileperf-collector")
+        # The collector holds the monitor weakly, so an abandoned monitor can be collected (and ended).
+        self._collector = threading.Thread(target=_collect_loop, args=(weakref.ref(self), self._stop, self.flush_s),
+                                           daemon=True, name="mobileperf-collector")
         self._collector.start()
         self._started = True
+        _UNFINISHED.add(self)
         return self
 
     def end(self) -> Report:
-        """Stops sampling, joins the remaining steps and writes the report. Idempotent."""
-        if not self._started:
+        """Stops sampling, joins the remaining steps and writes the report. Idempotent.
+
+        SIGINT and SIGTERM wait until the report is written, then go on."""
+        if not self._started or os.getpid() != self._pid:
             if self.report is None:
                 self.report = self._build_report()
             return self.report
         self._started = False
+        _UNFINISHED.discard(self)
+        with deferred():
+            return self._end()
+
+    def _end(self) -> Report:
         if self._open is not None:  # interrupted mid-step: keep it, marked failed
             self._open.end_s = self.clock()
             self._open.failed = True
@@ -223,11 +260,14 @@ class PerfMonitor:
         if self.sampler:
             time.sleep(min(0.2, 3 * self._slowest_s))  # a sample past the last step's end
         self._stop.set()
-        if self._collector:
+        if self._collector and self._collector is not threading.current_thread():
             self._collector.join()
         if self.sampler:
             self.sampler.stop()
         self._collect(final=True)
+        if self._outage is not None:
+            self._stats.add_outage(self._outage[0], None, self._outage[1])
+            self._outage = None
         if self._traced:
             self._guard("energy per op", self._write_op_energy)
         self.report = self._build_report()
@@ -253,6 +293,17 @@ class PerfMonitor:
             self.fail(exc)
         self.end()
 
+    def __del__(self) -> None:
+        self._end_abandoned("the measurement was garbage collected before its end()")
+
+    def _end_abandoned(self, reason: str) -> None:
+        """Ends a measurement that nobody ended: ``success: false`` with ``reason``."""
+        if not getattr(self, "_started", False) or os.getpid() != self._pid:
+            return
+        log.warning("mobileperf: %s; its report is written to %s", reason, self.logdir)
+        self.note_failure(self.next_step, reason)
+        self.end()
+
     # -- steps -------------------------------------------------------------
     @property
     def next_step(self) -> int:
@@ -273,8 +324,8 @@ class PerfMonitor:
         step = self._open
         if step is None:  # the step already failed, or begin was never called
             return
-        if self._gpu:
-            self._guard("sync devices", _tf.test.experimental.sync_devices)
+        if self._sync:
+            self._guard("sync devices", self._sync)
         step.end_s = self.clock()
         step.batches = max(1, int(batches))
         self._close_step(step)
@@ -293,16 +344,29 @@ class PerfMonitor:
         self.step_end(batches)
 
     def fail(self, exc: BaseException) -> None:
-        """Records that the open step (or the next one) failed with ``exc``."""
+        """Records that the open step (or the next one) failed with ``exc``.
+
+        The run's ``error`` is its first failure; a later one only closes its step."""
         step = self._open
         if step is None:
             step = StepRecord(step=self._count, start_s=self.clock(), end_s=float("nan"),
                               warmup=self._count < self.warmup_steps)
         step.end_s = self.clock()
         step.failed = True
-        self._failure = (step.step, f"{type(exc).__name__}: {str(exc).strip()[:2000]}")
-        log.warning("training step %d failed: %s", step.step, self._failure[1].splitlines()[0] if self._failure[1] else "")
+        self.note_failure(step.step, f"{type(exc).__name__}: {str(exc).strip()[:2000]}")
         self._close_step(step)
+
+    def note_failure(self, step: int, reason: str) -> None:
+        """Records that the run failed at ``step`` (``success: false``) without closing a step:
+        a loss that turned NaN, a fit that ended by an error outside its steps."""
+        if self._failure is None:
+            self._failure = (step, reason)
+            log.warning("mobileperf: training failed at step %d: %s", step, reason.splitlines()[0] if reason else "")
+
+    def discard_step(self) -> None:
+        """Forgets the open step: it ran no batch (the input ran out of data)."""
+        with self._lock:
+            self._open = None
 
     def _close_step(self, step: StepRecord) -> None:
         # One move under the lock: the collector always sees the step, open or pending.
@@ -324,13 +388,11 @@ class PerfMonitor:
         own clock calls it itself."""
         self._guard("collect samples", self._collect)
 
-    def _collect_loop(self) -> None:
-        while not self._stop.wait(self.flush_s):
-            self.flush()
-
     def _collect(self, final: bool = False) -> None:
         if self.sampler:
             rows = self.sampler.drain()
+            if not final:
+                self._watch_sampler(rows)
             if len(rows):
                 gapped = self._stats.add(rows)
                 if gapped:
@@ -354,6 +416,24 @@ class PerfMonitor:
         if ready:
             self._join(ready)
         self._trim(min(starts) if starts else None)
+
+    def _watch_sampler(self, rows: Samples) -> None:
+        """A sampler that died or stopped writing: warn once, record the outage, restart it once."""
+        if self._outage is not None and len(rows) and rows.t[-1] > self._outage[0]:
+            start, reason = self._outage
+            self._stats.add_outage(start, float(rows.t[0]), reason)
+            self._outage = None
+        reason = self.sampler.health()
+        if reason is None or self._outage is not None:
+            return
+        start = float(rows.t[-1]) if len(rows) else (self._stats.last if self._stats.last is not None else self.clock())
+        self._outage = (start, reason)
+        restart = not self._restarted
+        log.warning("mobileperf: %s; %s", reason, "restarting it once: the steps in the hole have no energy"
+                    if restart else "it was restarted once already: the steps from now on have no energy")
+        if restart:
+            self._restarted = True
+            self._guard("restart the sampler", self.sampler.restart)
 
     def _join(self, steps: list[StepRecord]) -> None:
         if self.channels and self._buffer:
@@ -388,9 +468,13 @@ class PerfMonitor:
 
     # -- profiler ------------------------------------------------------------
     def _start_trace(self) -> None:
+        if backend.active() != "tensorflow":
+            return
         try:
+            import tensorflow as tf
+
             self._trace_clocks = ClockPair.now()  # the profiler stamps wall-clock time
-            _tf.profiler.experimental.start(str(self.run_dir))
+            tf.profiler.experimental.start(str(self.run_dir))
             self._tracing = True
         except Exception as exc:  # another profiler session is active, or no profiler
             log.warning("could not start the TF profiler for steps %s: %s", self.profile_steps, exc)
@@ -398,7 +482,9 @@ class PerfMonitor:
     def _stop_trace(self) -> None:
         if self._tracing:
             self._tracing = False
-            self._guard("stop the TF profiler", _tf.profiler.experimental.stop)
+            import tensorflow as tf
+
+            self._guard("stop the TF profiler", tf.profiler.experimental.stop)
 
     def _write_op_energy(self) -> None:
         """Energy per op of the traced steps: op_energy.json and a Chrome trace with the power rails."""
@@ -449,7 +535,26 @@ class PerfMonitor:
             out["mem_peak_gb"] = "no memory sensor: " + self._absent("memory", "all")
         if self.batch_size is None:
             out["energy_per_sample_j"] = out["samples_per_s"] = "batch size unknown: pass batch_size="
+        if self.profile_steps and backend.active() != "tensorflow":
+            out["op_energy"] = f"profile_steps needs the TensorFlow backend; Keras runs on {backend.active()}"
+        if self._totals.count == 0:
+            why = self._no_measured_steps()
+            for key in ("energy", "power", "cpu_util", "gpu_util", "mem_peak_gb", "step_time_s"):
+                out.setdefault(key, why)
+        elif self._totals.energy_complete == 0 and "energy" not in out:
+            out["energy"] = out["power"] = ("no measured step has complete energy: the sensors had gaps over "
+                                            "every step (see sampling.channel_gaps and sampling.sampler_outages)")
         return out
+
+    def _no_measured_steps(self) -> str:
+        """Why the run has no measured step."""
+        failed_at = self._failure[0] if self._failure else None
+        if self._count == 0:
+            return "no step ran" + (f": training failed before it ({self._failure[1].splitlines()[0]})"
+                                    if self._failure else "")
+        if failed_at is not None and failed_at < self.warmup_steps:
+            return f"training failed at step {failed_at}, within the {self.warmup_steps} warm-up steps"
+        return f"all {self._count} steps were warm-up steps (warmup_steps={self.warmup_steps})"
 
     def _build_report(self) -> Report:
         failed_step, error = self._failure if self._failure else (None, None)
@@ -472,3 +577,13 @@ class PerfMonitor:
             log.log(logging.WARNING if first else logging.DEBUG, "mobileperf: %s failed: %s%s", what, exc,
                     " (further failures of this kind are logged at debug level)" if first else "")
             return None
+
+
+def _collect_loop(monitor_ref: "weakref.ref[PerfMonitor]", stop: threading.Event, flush_s: float) -> None:
+    """The collector thread: flushes every ``flush_s`` while the monitor lives."""
+    while not stop.wait(flush_s):
+        monitor = monitor_ref()
+        if monitor is None:
+            return
+        monitor.flush()
+        del monitor

@@ -5,6 +5,11 @@ The summary keys keep the seed's names and meaning (``success``,
 ``mem_peak_gb``). Averages and totals cover measured steps only; warm-up
 steps are listed, marked, and left out. A quantity no sensor measured is
 ``None`` (JSON null) with the reason in ``unavailable``, never 0.
+
+A step whose energy is incomplete (a sensor gap, a sampler outage, the
+process stopped by Ctrl-Z) costs that step, not the run: energy and power
+cover the complete measured steps, and ``energy_steps_complete`` says how
+many of the measured steps that is and how much time they cover.
 """
 
 from __future__ import annotations
@@ -109,14 +114,19 @@ class StepTotals:
     """Running totals of the measured steps, so a long run needs no step list.
 
     Holds what the summary needs and nothing per step but the durations
-    (8 bytes a step, for the percentiles). A quantity that some measured step
-    lacks stays unknown (None) in the totals: an average over part of the
-    steps would be presented as the whole run's.
+    (8 bytes a step, for the percentiles). Energy is summed over the steps
+    whose every rail is known (``energy_complete`` of ``count``, covering
+    ``energy_time_s`` and ``energy_batches``), so rails and total cover the
+    same steps; averages of the other quantities cover the steps that have
+    them.
     """
 
     def __init__(self) -> None:
         self.count = 0
         self.batches = 0
+        self.energy_complete = 0
+        self.energy_time_s = 0.0
+        self.energy_batches = 0
         self._durations = array.array("d")
         self._sums: dict[str, float] = {}
         self._counts: dict[str, int] = {}
@@ -131,8 +141,12 @@ class StepTotals:
         if self.cores is None:
             self.cores = list(step.cpu_util_per_core)
         values = {"cpu_util": step.cpu_util, "gpu_util": step.gpu_util, "gap_before_s": step.gap_before_s}
-        values |= {f"energy/{rail}": e for rail, e in step.energy_j.items()}
         values |= {f"core/{core}": u for core, u in step.cpu_util_per_core.items()}
+        if step.energy_j and all(e is not None for e in step.energy_j.values()):
+            self.energy_complete += 1
+            self.energy_time_s += step.duration_s
+            self.energy_batches += step.batches
+            values |= {f"energy/{rail}": e for rail, e in step.energy_j.items()}
         for key, value in values.items():
             if value is not None:
                 self._sums[key] = self._sums.get(key, 0.0) + value
@@ -144,9 +158,14 @@ class StepTotals:
         """Sum over the measured steps; None unless every step has the value."""
         return self._sums[key] if self.count and self._counts.get(key) == self.count else None
 
+    def energy(self, rail: str) -> float | None:
+        """Energy of ``rail`` over the energy-complete steps; None if there are none."""
+        return self._sums.get(f"energy/{rail}") if self.energy_complete else None
+
     def mean(self, key: str) -> float | None:
-        total = self.total(key)
-        return total / self.count if total is not None else None
+        """Mean over the measured steps that have the value; None if none has it."""
+        n = self._counts.get(key, 0)
+        return self._sums[key] / n if n else None
 
     @property
     def durations(self) -> np.ndarray:
@@ -188,8 +207,9 @@ class Report:
         durations = totals.durations
         total_time = float(durations.sum())
         rails = [c.name for c in energy_rails(self.channels)]
-        energy_j = {r: totals.total(f"energy/{r}") for r in rails + (["total"] if rails else [])}
-        power_avg_w = {r: (e / total_time if e is not None and total_time > 0 else None) for r, e in energy_j.items()}
+        energy_j = {r: totals.energy(r) for r in rails + (["total"] if rails else [])}
+        energy_time = totals.energy_time_s
+        power_avg_w = {r: (e / energy_time if e is not None and energy_time > 0 else None) for r, e in energy_j.items()}
         clusters: dict[str, list[str]] = {}
         for c in self.channels:
             if c.kind == "util" and c.group == "cpu" and c.cluster:
@@ -197,6 +217,7 @@ class Report:
         per_core = {core: totals.mean(f"core/{core}") for core in totals.cores or []}
         per_cluster = {name: _mean_known([per_core.get(core) for core in cores]) for name, cores in clusters.items()}
         samples = self.batch_size * totals.batches if self.batch_size else None
+        energy_samples = self.batch_size * totals.energy_batches if self.batch_size else None
         energy_total = energy_j.get("total")
         measured = len(durations) > 0
         gaps = totals.total("gap_before_s")
@@ -214,6 +235,8 @@ class Report:
             "mem_peak_gb": totals.mem_peak_gb,
             "power_avg_w": power_avg_w,
             "energy_j": energy_j,
+            "energy_steps_complete": {"complete": totals.energy_complete, "measured": totals.count,
+                                      "time_s": energy_time, "measured_time_s": total_time},
             "cpu_util_per_core": per_core,
             "cpu_util_per_cluster": per_cluster,
             "step_time_s": {
@@ -224,7 +247,8 @@ class Report:
             "gap_before_step_s": {"mean": gaps / totals.count if gaps is not None else None},
             "between_steps_fraction": gaps / (gaps + total_time) if gaps is not None and gaps + total_time > 0 else None,
             "batch_size": self.batch_size,
-            "energy_per_sample_j": energy_total / samples if energy_total is not None and samples else None,
+            "energy_per_sample_j": (energy_total / energy_samples
+                                    if energy_total is not None and energy_samples else None),
             "samples_per_s": samples / total_time if samples and total_time > 0 else None,
             "sampling": self.sampling,
             "sensors": self.sensors,

@@ -55,6 +55,9 @@ class SimulatedSampler:
     def errors(self) -> dict:
         return {}
 
+    def health(self) -> None:
+        return None  # always writing
+
     def drain(self) -> Samples:
         n = max(0, math.floor((self.clock.now - self._next) / PERIOD_S) + 1)
         t = self._next + PERIOD_S * np.arange(n)

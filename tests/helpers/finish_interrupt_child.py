@@ -1,0 +1,35 @@
+"""Ctrl-C (a real SIGINT) while the callback writes its report at the end of fit. Args: LOGDIR.
+
+The signal is sent from inside the monitor's last collection, which runs while
+the report is being finished; exits 130 after KeyboardInterrupt."""
+
+import os
+import signal
+import sys
+
+from helpers.training import constant_sensor, data, small_model
+from tf_mobileperf import MobilePerfCallback
+
+
+class InterruptWhileFinishing(MobilePerfCallback):
+    def on_train_end(self, logs=None):
+        collect = self.monitor._collect
+
+        def collect_then_interrupt(final=False):
+            if final:
+                os.kill(os.getpid(), signal.SIGINT)
+            return collect(final)
+
+        self.monitor._collect = collect_then_interrupt
+        super().on_train_end(logs)
+
+
+cb = InterruptWhileFinishing(sys.argv[1], sensors=[constant_sensor()], batch_size=8)
+try:
+    small_model().fit(*data(8 * 20), batch_size=8, epochs=1, callbacks=[cb], verbose=0)
+except KeyboardInterrupt:
+    sampler = cb.monitor.sampler
+    print("INTERRUPTED sampler_running=%s handler_restored=%s" % (
+        sampler.running, signal.getsignal(signal.SIGINT) is signal.default_int_handler), flush=True)
+    sys.exit(130)
+print("FIT_RETURNED", flush=True)

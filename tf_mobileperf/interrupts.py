@@ -1,0 +1,85 @@
+"""Ctrl-C and SIGTERM around a measurement.
+
+Two tools, both for the main thread (the only one Python runs signal
+handlers in):
+
+* ``ChainedHandler``: runs an action once when the signal arrives, then hands
+  the signal on to the handler that was there before. It acts only in the
+  process that installed it: a child made by ``fork`` inherits Python's
+  handlers, and a helper stopped with ``terminate()`` must die as it would
+  have without us, not end its parent's measurement.
+* ``deferred()``: a block in which SIGINT and SIGTERM only wait. The report
+  is written inside it, so a second Ctrl-C cannot cut it in half; the signal
+  is delivered to the restored handlers when the block ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from typing import Callable, Iterator
+
+#: The signals a measurement writes its partial report on.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+class ChainedHandler:
+    """A signal handler that runs ``on_signal`` once, then hands the signal on.
+
+    Handlers chain when several callbacks are in one ``fit``; they may end in
+    any order, so an ended handler that another still points to only passes
+    the signal on, and uninstalling skips ended handlers.
+    """
+
+    def __init__(self, signum: int, on_signal: Callable[[int], None], previous):
+        self.signum, self.on_signal, self.previous, self.active = signum, on_signal, previous, True
+        self.pid = os.getpid()
+
+    @classmethod
+    def install(cls, signum: int, on_signal: Callable[[int], None]) -> "ChainedHandler":
+        handler = cls(signum, on_signal, signal.getsignal(signum))
+        signal.signal(signum, handler)
+        return handler
+
+    def uninstall(self) -> None:
+        self.active = False
+        if os.getpid() == self.pid and in_main_thread() and signal.getsignal(self.signum) is self:
+            previous = self.previous
+            while isinstance(previous, ChainedHandler) and not previous.active:
+                previous = previous.previous
+            signal.signal(self.signum, previous if previous is not None else signal.SIG_DFL)
+
+    def __call__(self, signum, frame):
+        if self.active and os.getpid() == self.pid:
+            self.on_signal(signum)
+        previous = self.previous
+        if callable(previous):
+            return previous(signum, frame)
+        if previous != signal.SIG_IGN:  # the default action
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+
+@contextlib.contextmanager
+def deferred(signums: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
+    """Holds ``signums`` until the block ends, then delivers them to the handlers before it."""
+    if not in_main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {s: signal.getsignal(s) for s in signums}
+    for s in signums:
+        signal.signal(s, lambda signum, frame: arrived.append(signum))
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+        for signum in dict.fromkeys(arrived):
+            signal.raise_signal(signum)

@@ -215,10 +215,15 @@ def test_a_killed_sampler_is_reported_restarted_once_and_costs_only_the_hole(tmp
     assert outages[0]["end_s"] is not None and outages[0]["end_s"] > outages[0]["start_s"]
     assert perf.sampler.pid != first_pid  # restarted
     assert len([r for r in caplog.records if "SIGKILL" in r.getMessage()]) == 1
+    start, end = outages[0]["start_s"], outages[0]["end_s"]
     steps = report["steps"]
-    assert all(s["energy_j"]["total"] is not None for s in steps[:19])
-    assert any(s["energy_j"]["total"] is None for s in steps[19:25])
-    assert all(s["energy_j"]["total"] is not None for s in steps[-10:])  # after the restart
+    in_hole = [s for s in steps if s["start_s"] < end and s["end_s"] > start]
+    away = [s for s in steps if s["end_s"] < start - 0.05 or s["start_s"] > end + 0.05]
+    assert in_hole and len(away) >= 30
+    if end - start > 0.1:  # a hole longer than the join's allowed gap: energy unknown there
+        assert all(s["energy_j"]["total"] is None for s in in_hole if s["start_s"] > start and s["end_s"] < end)
+        assert any(s["energy_j"]["total"] is None for s in in_hole)
+    assert all(s["energy_j"]["total"] is not None for s in away)  # before the kill and after the restart
     complete = report["energy_steps_complete"]
-    assert 30 < complete["complete"] < complete["measured"] == 60
+    assert complete["complete"] == sum(s["energy_j"]["total"] is not None for s in steps)
     assert report["power_avg"] == pytest.approx(5.0, rel=1e-6)

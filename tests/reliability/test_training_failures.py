@@ -99,10 +99,14 @@ def test_ctrl_c_in_process_restores_the_previous_handler(tmp_path):
     import threading
 
     cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()])
-    threading.Timer(1.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+    # Started after batch 30, so the machine's load cannot make it land in the first step, whose
+    # tracing runs Python inside finalizers, where an exception is printed and dropped.
+    timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
+    start_timer = keras.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: timer.start() if batch == 30 else None)
     x, y = data(200_000)
     with pytest.raises(KeyboardInterrupt):
-        small_model().fit(x, y, batch_size=8, epochs=1, callbacks=[cb], verbose=0)
+        small_model().fit(x, y, batch_size=8, epochs=1, callbacks=[start_timer, cb], verbose=0)
     assert json.loads((tmp_path / "report.json").read_text())["success"] is False
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 

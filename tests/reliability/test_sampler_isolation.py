@@ -220,7 +220,7 @@ def test_blocked_sensor_never_delays_the_fast_rail(mode, busy_cores):
     t0 = time.monotonic()
     sampler = Sampler([BlocksOnce(t0 + 0.5), rail()], 5.0, mode=mode)
     with sampler:
-        time.sleep(4.0)
+        time.sleep(4.5)
         assert sampler.health() is None
     rows = sampler.drain()
     slow, fast = rows.values[:, 0], rows.values[:, 1]
@@ -231,14 +231,19 @@ def test_blocked_sensor_never_delays_the_fast_rail(mode, busy_cores):
     errors = sampler.errors()  # the blocked read, and maybe a hand-off that missed its deadline under load
     assert errors["synthetic"] == 0 and 1 <= errors["slow"] <= 5
 
-    def window(a, b):
-        return (rows.t > t0 + a) & (rows.t < t0 + b)
+    # Where the hole is depends on when the loaded machine ran the blocking read: find it.
+    read_t = rows.t[np.isfinite(slow)]
+    k = int(np.argmax(np.diff(read_t)))
+    start, end = read_t[k], read_t[k + 1]
+    assert 1.3 < end - start < 2.5  # a failed read until it returns (1.5 s)...
 
-    assert np.isnan(slow[window(0.6, 1.9)]).all()  # a failed read until it returns...
+    def window(a, b):
+        return (rows.t > a) & (rows.t < b)
+
     lag = rows.t - slow  # row time minus read time
-    assert np.abs(lag[window(0, 0.45)]).max() < 0.001  # read inline, in its row's tick
-    offloaded = window(2.2, 2.8)
+    assert np.abs(lag[window(t0, start)]).max() < 0.001  # read inline, in its row's tick
+    offloaded = window(end + 0.1, end + 0.7)
     assert np.isfinite(slow[offloaded]).mean() > 0.9  # ...then read in its own thread,
     assert np.nanmedian(lag[offloaded]) > 0.002  # reaching the next row
-    inline_again = window(3.6, 4.0)
+    inline_again = window(end + 1.6, rows.t[-1])  # after 200 quick reads (1 s at 5 ms)
     assert np.isfinite(slow[inline_again]).all() and np.median(np.abs(lag[inline_again])) < 0.001

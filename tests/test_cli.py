@@ -1,6 +1,11 @@
-"""``mobileperf sensors`` on this machine and on a fake TX2 tree."""
+"""``mobileperf sensors`` on this machine and on a fake TX2 tree; what the command line imports."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
 
 from tf_mobileperf.cli import main
 
@@ -19,3 +24,18 @@ def test_sensors_on_fake_tx2(tx2_tree, capsys):
     out = capsys.readouterr().out
     assert "VDD_SYS_GPU" in out and "6.120 W" in out and "Denver2" in out
     assert "No power sensor" not in out
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["sweep", "--help"], ["sensors", "--seconds", "0.2"], ["plot", "--help"],
+                                  ["combine", "--help"]])
+def test_command_line_without_training_leaves_tensorflow_unimported(argv):
+    code = ("import sys\nfrom tf_mobileperf.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "print('IMPORTED', sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120).stdout
+    assert "IMPORTED []" in out
+
+
+def test_zoo_names_without_keras_are_the_zoo():
+    from tf_mobileperf import zoo
+
+    assert zoo.NAMES == tuple(zoo.MODELS)

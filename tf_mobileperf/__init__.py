@@ -8,8 +8,17 @@ energy integrated over each step's own time window.
 
 __version__ = "0.1.0"
 
-from .callback import MobilePerfCallback
-from .monitor import PerfMonitor
-from .report import Report, StepRecord
+import importlib
 
-__all__ = ["MobilePerfCallback", "PerfMonitor", "Report", "StepRecord"]
+#: The public names and the module each lives in. They are imported on first use, so the
+#: command-line tools and the dashboard do not pay for TensorFlow and Keras unless they train.
+_PUBLIC = {"MobilePerfCallback": ".callback", "PerfMonitor": ".monitor", "Report": ".report",
+           "StepRecord": ".report"}
+
+__all__ = list(_PUBLIC)
+
+
+def __getattr__(name: str):
+    if name in _PUBLIC:
+        return getattr(importlib.import_module(_PUBLIC[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -202,9 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def zoo_names() -> list[str]:
-    from .zoo import MODELS
+    from .zoo import NAMES
 
-    return list(MODELS)
+    return list(NAMES)
 
 
 def _names(text: str) -> list[str]:

@@ -14,19 +14,30 @@ failures only show at full size.
 from __future__ import annotations
 
 from .base import ModelSpec
-from .sequence import BERT, BERT_BASE, CHAR_LSTM, NMT
-from .vision import CNN, DCGAN, RESNET50, RESNET152, VGG19
-from .rl import DQN
 
-MODELS: dict[str, ModelSpec] = {m.name: m for m in (CNN, RESNET50, RESNET152, VGG19, CHAR_LSTM, DQN, DCGAN, BERT, BERT_BASE, NMT)}
+#: The entries' names, known without importing Keras (the command line's help and checks).
+NAMES = ("cnn", "resnet50", "resnet152", "vgg19", "lstm", "dqn", "dcgan", "bert", "bert-base", "nmt")
+
+
+def _models() -> dict[str, ModelSpec]:
+    from .rl import DQN
+    from .sequence import BERT, BERT_BASE, CHAR_LSTM, NMT
+    from .vision import CNN, DCGAN, RESNET50, RESNET152, VGG19
+
+    return {m.name: m for m in (CNN, RESNET50, RESNET152, VGG19, CHAR_LSTM, DQN, DCGAN, BERT, BERT_BASE, NMT)}
+
+
+def __getattr__(name: str):
+    if name == "MODELS":  # built on first use: the entries import Keras
+        return _models()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def get(name: str) -> ModelSpec:
     """The zoo entry called ``name``; ValueError naming the known ones otherwise."""
-    try:
-        return MODELS[name]
-    except KeyError:
-        raise ValueError(f"unknown model {name!r}; known: {', '.join(MODELS)}") from None
+    if name not in NAMES:
+        raise ValueError(f"unknown model {name!r}; known: {', '.join(NAMES)}")
+    return _models()[name]
 
 
-__all__ = ["MODELS", "ModelSpec", "get"]
+__all__ = ["MODELS", "NAMES", "ModelSpec", "get"]

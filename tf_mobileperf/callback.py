@@ -60,6 +60,9 @@ class MobilePerfCallback(keras.callbacks.Callback):
         profile_steps: ``(first, last)`` steps to trace with the TF profiler
             (TensorFlow backend only).
         batch_size: Samples per batch, for J/sample and samples/s.
+        **monitor_options: Any other ``PerfMonitor`` option (``keep_steps``,
+            ``flush_s``, ``run``, ``combine_wait_s``, ``clock``), passed on
+            as given; an unknown one is a TypeError naming it.
 
     A step is one call of the train function: with ``steps_per_execution=N``
     it covers up to N batches (fewer at the end of an epoch), and the report
@@ -80,13 +83,14 @@ class MobilePerfCallback(keras.callbacks.Callback):
         on_oom: str = "stop",
         profile_steps: tuple[int, int] | None = None,
         batch_size: int | None = None,
+        **monitor_options,
     ):
         super().__init__()
         if on_oom not in ("stop", "raise"):
             raise ValueError(f"on_oom must be 'stop' or 'raise', got {on_oom!r}")
         self.on_oom = on_oom
         self._monitor_args = dict(logdir=logdir, warmup_steps=warmup_steps, sample_period_ms=sample_period_ms,
-                                  sensors=sensors, profile_steps=profile_steps, batch_size=batch_size)
+                                  sensors=sensors, profile_steps=profile_steps, batch_size=batch_size, **monitor_options)
         self.monitor = PerfMonitor(**self._monitor_args)
         self.report: Report | None = None
         self._running = False

@@ -54,7 +54,7 @@ from .sampler import Sampler, Samples, check_period
 from .sampling_stats import SamplingStats
 from .sensors import Probe, ReplaySensor, Sensor, probe
 from .storage import (OP_ENERGY_FILE, PLUGIN_DIR, PROGRESS_FILE, TRACE_FILE, SeriesWriter, StepProgress, StepsCsv,
-                      claim_logdir, read_series, write_json)
+                      claim_logdir, local_dir, read_series, write_json)
 from .summary import ScalarWriter
 
 log = logging.getLogger(__name__)
@@ -155,8 +155,9 @@ class PerfMonitor:
                                  f"warmup_steps ({self.warmup_steps}) <= first <= last")
             profile_steps = (first, last)
         self.worker = from_tf_config()
-        self.cluster_logdir = Path(logdir) if self.worker else None
-        self.logdir = Path(logdir) / self.worker.name if self.worker else Path(logdir)
+        logdir = local_dir(logdir)
+        self.cluster_logdir = logdir if self.worker else None
+        self.logdir = logdir / self.worker.name if self.worker else logdir
         self.combine_wait_s = combine_wait_s
         self.run = run
         self.keep_steps = _check_int("keep_steps", keep_steps, 1)

@@ -24,6 +24,7 @@ import json
 import logging
 import mmap
 import os
+import re
 import socket
 import struct
 import tempfile
@@ -43,6 +44,26 @@ CLAIM_FILE = "mobileperf.claim"
 PROGRESS_FILE = "progress.bin"
 OP_ENERGY_FILE = "op_energy.json"  # energy per op of the traced steps (tf_mobileperf.op_energy)
 TRACE_FILE = "power_trace.json"  # Chrome/Perfetto trace: ops and power rails
+
+
+#: ``scheme://`` at the start of a path: a remote file system (gs://, s3://, hdfs://, ram://).
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def local_dir(path: str | os.PathLike) -> Path:
+    """``path`` as a local directory path.
+
+    Raises:
+        ValueError: ``path`` names a remote file system. Samples, steps and
+            the claim are written with local file calls (append, mmap,
+            exclusive create), so a remote logdir would become a local folder
+            named ``gs:``; measure into a local directory and copy it.
+    """
+    text = os.fspath(path)
+    if _URL.match(text):
+        raise ValueError(f"logdir {text!r} is on a remote file system ({text.split('://')[0]}://), which "
+                         "mobileperf does not write to; measure into a local directory and copy it there")
+    return Path(text)
 
 
 def claim_logdir(logdir: str | Path) -> Path:

@@ -42,7 +42,7 @@ from typing import Callable, Iterable
 
 from tqdm import tqdm
 
-from .storage import CLAIM_FILE, PROGRESS_FILE, StepProgress, read_steps, write_json
+from .storage import CLAIM_FILE, PROGRESS_FILE, StepProgress, local_dir, read_steps, write_json
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ class SweepConfig:
     timeout_s: float = 1800.0
 
     def __post_init__(self) -> None:
-        self.out = Path(self.out)
+        self.out = local_dir(self.out)
         _check_int("steps", self.steps, 1)
         _check_int("warmup_steps", self.warmup_steps, 0)
         if self.warmup_steps >= self.steps:

@@ -94,3 +94,15 @@ def test_fit_twice_with_one_callback_writes_a_second_run(tmp_path):
     assert (tmp_path / "report.json").read_text() == first and len(json.loads(first)["steps"]) == 10
     assert len(cb.report.steps) == 5 and cb.monitor.logdir == tmp_path / "run-2"
     assert len(json.loads((tmp_path / "run-2" / "report.json").read_text())["steps"]) == 5
+
+
+@pytest.mark.parametrize("logdir", ["gs://bucket/runs/x", "s3://b/x", "ram://runs/x"])
+def test_a_remote_logdir_is_refused_by_name_and_no_local_folder_appears(tmp_path, monkeypatch, logdir):
+    from tf_mobileperf.sweep import SweepConfig
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=f"logdir '{logdir}' is on a remote file system"):
+        MobilePerfCallback(logdir, sensors="none")
+    with pytest.raises(ValueError, match="remote file system"):
+        SweepConfig(out=logdir)
+    assert list(tmp_path.iterdir()) == []

@@ -197,11 +197,7 @@ class MobilePerfCallback(keras.callbacks.Callback):
                 return (self._last_logs, args[0]) if len(args) == 2 else self._last_logs
 
         self.model.train_function = guarded_train_function
-
-        def restore():
-            self.model.train_function = original
-
-        self._restore.append(restore)
+        self._restore.append(lambda: setattr(self.model, "train_function", original))
 
     def _install_interrupt_handlers(self) -> None:
         """On Ctrl-C (SIGINT) or SIGTERM: write the partial report, then go on as before."""

@@ -192,8 +192,9 @@ class PerfMonitor:
         self._sync = None  # waits for the GPU at a step's end; found at begin()
         self._device: dict | None = None
         self._pid = os.getpid()
-        self._outage: tuple[float, str] | None = None  # the sampler's open outage: since when, why
-        self._restarted = False
+        self._restarted = False  # the sampler is restarted once at most
+        self._no_profiler = (f"profile_steps needs the TensorFlow backend; Keras runs on {backend.active()}"
+                             if profile_steps and backend.active() != "tensorflow" else None)
         self._slowest_s = max([s.min_period_s for s in self._probe.sensors] + [self.period_ms / 1000.0])
 
     # -- session -----------------------------------------------------------
@@ -207,9 +208,8 @@ class PerfMonitor:
         if self._started:
             return self
         self._sync = backend.device_sync()
-        if self.profile_steps and backend.active() != "tensorflow":
-            log.warning("mobileperf: profile_steps needs the TensorFlow backend (Keras runs on %s); no trace",
-                        backend.active())
+        if self._no_profiler:
+            log.warning("mobileperf: %s; no trace", self._no_profiler)
         requested = self.logdir
         self.logdir = claim_logdir(requested)
         if self.logdir != requested:
@@ -266,9 +266,6 @@ class PerfMonitor:
         if self.sampler:
             self.sampler.stop()
         self._collect(final=True)
-        if self._outage is not None:
-            self._stats.add_outage(self._outage[0], None, self._outage[1])
-            self._outage = None
         if self._traced:
             self._guard("energy per op", self._write_op_energy)
         self.report = self._build_report()
@@ -420,15 +417,15 @@ class PerfMonitor:
 
     def _watch_sampler(self, rows: Samples) -> None:
         """A sampler that died or stopped writing: warn once, record the outage, restart it once."""
-        if self._outage is not None and len(rows) and rows.t[-1] > self._outage[0]:
-            start, reason = self._outage
-            self._stats.add_outage(start, float(rows.t[0]), reason)
-            self._outage = None
+        outage = self._stats.open_outage
+        if outage is not None and len(rows) and rows.t[-1] > outage.start_s:  # rows again: it ended
+            self._stats.add_outage(outage.start_s, float(rows.t[0]), outage.reason)
+            outage = None
         reason = self.sampler.health()
-        if reason is None or self._outage is not None:
+        if reason is None or outage is not None:
             return
         start = float(rows.t[-1]) if len(rows) else (self._stats.last if self._stats.last is not None else self.clock())
-        self._outage = (start, reason)
+        self._stats.add_outage(start, None, reason)
         restart = not self._restarted
         log.warning("mobileperf: %s; %s", reason, "restarting it once: the steps in the hole have no energy"
                     if restart else "it was restarted once already: the steps from now on have no energy")
@@ -469,7 +466,7 @@ class PerfMonitor:
 
     # -- profiler ------------------------------------------------------------
     def _start_trace(self) -> None:
-        if backend.active() != "tensorflow":
+        if self._no_profiler:
             return
         try:
             import tensorflow as tf
@@ -536,8 +533,8 @@ class PerfMonitor:
             out["mem_peak_gb"] = "no memory sensor: " + self._absent("memory", "all")
         if self.batch_size is None:
             out["energy_per_sample_j"] = out["samples_per_s"] = "batch size unknown: pass batch_size="
-        if self.profile_steps and backend.active() != "tensorflow":
-            out["op_energy"] = f"profile_steps needs the TensorFlow backend; Keras runs on {backend.active()}"
+        if self._no_profiler:
+            out["op_energy"] = self._no_profiler
         if self._totals.count == 0:
             why = self._no_measured_steps()
             for key in ("energy", "power", "cpu_util", "gpu_util", "mem_peak_gb", "step_time_s"):

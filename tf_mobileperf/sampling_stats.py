@@ -111,6 +111,11 @@ class SamplingStats:
                 return
         self.outages.append(outage)
 
+    @property
+    def open_outage(self) -> Outage | None:
+        """The sampler outage still going on (no end yet), if any."""
+        return self.outages[-1] if self.outages and self.outages[-1].end_s is None else None
+
     def _valid_since(self, i: int) -> float:
         """When channel i last read a valid value (the first row if it never did)."""
         return self._last_valid_t[i] if np.isfinite(self._last_valid_t[i]) else self.first

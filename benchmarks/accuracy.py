@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf_mobileperf.join import window_energy
+from tf_mobileperf.steps.join import window_energy
 from _results import save  # noqa: E402
 
 SECONDS = 60.0

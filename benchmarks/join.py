@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from tf_mobileperf.join import join
+from tf_mobileperf.steps.join import join
 from tf_mobileperf.sensors.base import Channel
 from _results import save  # noqa: E402
 

@@ -17,8 +17,8 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from tf_mobileperf.predict import largest_fitting_batch, predict
-from tf_mobileperf.sweep import SweepConfig, search_largest, sweep
+from tf_mobileperf.tools.predict import largest_fitting_batch, predict
+from tf_mobileperf.tools.sweep import SweepConfig, search_largest, sweep
 from _results import save  # noqa: E402
 
 CASES = [  # model, input size, memory limit, targets

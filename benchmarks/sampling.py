@@ -20,7 +20,7 @@ import time
 import numpy as np
 import psutil
 
-from tf_mobileperf.sampler import Sampler
+from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import detect, SyntheticSensor
 from _results import save  # noqa: E402
 

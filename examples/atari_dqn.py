@@ -20,7 +20,7 @@ import tensorflow as tf
 
 from _common import finish, parser, setup_logging
 from tf_mobileperf import PerfMonitor
-from tf_mobileperf.zoo.rl import build_dqn
+from tf_mobileperf.tools.zoo.rl import build_dqn
 
 gym.register_envs(ale_py)
 

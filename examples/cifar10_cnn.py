@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from _common import finish, parser, setup_logging, traced_steps, with_prefetch
 from tf_mobileperf import MobilePerfCallback
-from tf_mobileperf.zoo import get
+from tf_mobileperf.tools.zoo import get
 
 
 def main() -> None:

@@ -14,7 +14,7 @@ import keras
 
 from _common import finish, parser, setup_logging, traced_steps, with_prefetch
 from tf_mobileperf import MobilePerfCallback
-from tf_mobileperf.zoo.sequence import build_char_lstm
+from tf_mobileperf.tools.zoo.sequence import build_char_lstm
 
 URL = "https://storage.googleapis.com/download.tensorflow.org/data/shakespeare.txt"
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tf_mobileperf.cli import main
+from tf_mobileperf.tools.cli import main
 
 
 def test_sensors_on_this_machine_says_no_power(capsys):
@@ -29,13 +29,13 @@ def test_sensors_on_fake_tx2(tx2_tree, capsys):
 @pytest.mark.parametrize("argv", [["--help"], ["sweep", "--help"], ["sensors", "--seconds", "0.2"], ["plot", "--help"],
                                   ["combine", "--help"]])
 def test_command_line_without_training_leaves_tensorflow_unimported(argv):
-    code = ("import sys\nfrom tf_mobileperf.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+    code = ("import sys\nfrom tf_mobileperf.tools.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
             "print('IMPORTED', sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120).stdout
     assert "IMPORTED []" in out
 
 
 def test_zoo_names_without_keras_are_the_zoo():
-    from tf_mobileperf import zoo
+    from tf_mobileperf.tools import zoo
 
     assert zoo.NAMES == tuple(zoo.MODELS)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from test_plugin import train
-from tf_mobileperf.distributed import combine
+from tf_mobileperf.session.cluster import combine
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 

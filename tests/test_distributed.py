@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tf_mobileperf.distributed import Worker, from_tf_config
-from tf_mobileperf.cli import main
+from tf_mobileperf.session.cluster import Worker, from_tf_config
+from tf_mobileperf.tools.cli import main
 
 HELPERS = Path(__file__).parent / "helpers"
 

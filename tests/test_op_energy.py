@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tf_mobileperf import PerfMonitor
-from tf_mobileperf.op_energy import ClockPair, layer_of, read_ops, split_energy
+from tf_mobileperf.steps.op_energy import ClockPair, layer_of, read_ops, split_energy
 from tf_mobileperf.sensors import SyntheticSensor
 
 

@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from tf_mobileperf.sampler import Sampler
-from tf_mobileperf.sampling_stats import SamplingStats
+from tf_mobileperf.sampling.sampler import Sampler
+from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.sensors import SyntheticSensor
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tf_mobileperf import sweep as sweep_mod
-from tf_mobileperf.cli import main
-from tf_mobileperf.sizes import parse_size
+from tf_mobileperf.tools import sweep as sweep_mod
+from tf_mobileperf.tools.cli import main
+from tf_mobileperf.tools.sizes import parse_size
 
 
 def test_tiny_sweep_with_a_real_oom(tmp_path, capsys):
@@ -83,7 +83,7 @@ def test_sweep_rejects_unknown_model(capsys):
 def test_zoo_builds_every_model_and_trains_a_step():
     import numpy as np
 
-    from tf_mobileperf import zoo
+    from tf_mobileperf.tools import zoo
 
     for name in ("cnn", "lstm", "dqn", "dcgan", "bert", "nmt"):
         spec = zoo.get(name)

@@ -12,13 +12,13 @@ import importlib
 
 #: The public names and the module each lives in. They are imported on first use, so the
 #: command-line tools and the dashboard do not pay for TensorFlow and Keras unless they train.
-_PUBLIC = {"MobilePerfCallback": ".callback", "PerfMonitor": ".monitor", "Report": ".report",
-           "StepRecord": ".report"}
+_PUBLIC = {"MobilePerfCallback": "tf_mobileperf.callback", "PerfMonitor": "tf_mobileperf.session.monitor",
+           "Report": "tf_mobileperf.steps.report", "StepRecord": "tf_mobileperf.steps.report"}
 
 __all__ = list(_PUBLIC)
 
 
 def __getattr__(name: str):
     if name in _PUBLIC:
-        return getattr(importlib.import_module(_PUBLIC[name], __name__), name)
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,7 +5,7 @@ the sampling, joining and writing. Whatever way ``fit`` ends, the
 measurement ends with it and its report is written:
 
 * an out-of-memory error in a step (any Keras backend's, see
-  ``tf_mobileperf.backend``) is recorded as the failed step, and training
+  ``tf_mobileperf.session.backend``) is recorded as the failed step, and training
   stops cleanly (``on_oom="stop"``) or the error is re-raised after the
   report is written (``on_oom="raise"``);
 * any other error in a step, in validation or in another callback: the
@@ -33,11 +33,11 @@ from typing import Sequence
 
 import keras
 
-from . import backend
-from .interrupts import STOP_SIGNALS, ChainedHandler, in_main_thread
-from .monitor import PerfMonitor
-from .report import Report
-from .sensors import Sensor
+from tf_mobileperf.session import backend
+from tf_mobileperf.session.interrupts import STOP_SIGNALS, ChainedHandler, in_main_thread
+from tf_mobileperf.session.monitor import PerfMonitor
+from tf_mobileperf.steps.report import Report
+from tf_mobileperf.sensors import Sensor
 
 log = logging.getLogger(__name__)
 

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
 SERIES_DIR = "plugins/mobileperf"
-OP_ENERGY_FILE = "op_energy.json"  # written by tf_mobileperf.monitor for traced steps
+OP_ENERGY_FILE = "op_energy.json"  # written by tf_mobileperf.session.monitor for traced steps
 TRACE_FILE = "power_trace.json"
 MAX_POINTS_LIMIT = 20000
 MAX_JSON_BYTES = 64 * 2**20  # report.json holds at most ~11,000 steps: a few MB

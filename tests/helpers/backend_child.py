@@ -11,7 +11,7 @@ import numpy as np
 
 from helpers.training import constant_sensor, data
 from tf_mobileperf import MobilePerfCallback
-from tf_mobileperf.backend import is_oom
+from tf_mobileperf.session.backend import is_oom
 
 model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(1)])
 model.compile("adam", "mse")

@@ -16,7 +16,7 @@ import pytest
 
 from helpers.training import constant_sensor, data, small_model
 from tf_mobileperf import MobilePerfCallback
-from tf_mobileperf.storage import read_series
+from tf_mobileperf.output.files import read_series
 
 HELPERS = Path(__file__).parent.parent / "helpers"
 
@@ -98,7 +98,7 @@ def test_fit_twice_with_one_callback_writes_a_second_run(tmp_path):
 
 @pytest.mark.parametrize("logdir", ["gs://bucket/runs/x", "s3://b/x", "ram://runs/x"])
 def test_a_remote_logdir_is_refused_by_name_and_no_local_folder_appears(tmp_path, monkeypatch, logdir):
-    from tf_mobileperf.sweep import SweepConfig
+    from tf_mobileperf.tools.sweep import SweepConfig
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match=f"logdir '{logdir}' is on a remote file system"):

@@ -20,8 +20,8 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 
 from test_plugin import client_for, get, train
-from tf_mobileperf.distributed import combine
-from tf_mobileperf.storage import StepsCsv, read_steps, read_steps_counted, write_json
+from tf_mobileperf.session.cluster import combine
+from tf_mobileperf.output.files import StepsCsv, read_steps, read_steps_counted, write_json
 from tf_mobileperf_tensorboard import metadata
 from tf_mobileperf_tensorboard.mobileperf_plugin import MAX_JSON_BYTES
 

@@ -20,8 +20,8 @@ import time
 import numpy as np
 import pytest
 
-from tf_mobileperf.sampler import Sampler
-from tf_mobileperf.sampling_stats import SamplingStats
+from tf_mobileperf.sampling.sampler import Sampler
+from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.sensors import SyntheticSensor
 
 
@@ -76,7 +76,7 @@ def test_os_fork_child_leaves_the_parents_sampler_running(child):
 def test_child_that_calls_sys_exit_leaves_the_parents_sampler_running():
     script = textwrap.dedent("""
         import os, sys, time
-        from tf_mobileperf.sampler import Sampler
+        from tf_mobileperf.sampling.sampler import Sampler
         from tf_mobileperf.sensors import SyntheticSensor
         sampler = Sampler([SyntheticSensor(power_w={"rail": lambda t: 3.0})], 5.0, mode="process").start()
         sampler.wait_for_first_row()

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA
-from tf_mobileperf import sweep as sweep_mod
-from tf_mobileperf.cli import main
-from tf_mobileperf.plot import _by_model, failures
-from tf_mobileperf.storage import CLAIM_FILE
+from tf_mobileperf.tools import sweep as sweep_mod
+from tf_mobileperf.tools.cli import main
+from tf_mobileperf.tools.plot import _by_model, failures
+from tf_mobileperf.output.files import CLAIM_FILE
 
 REPLAY = f"replay:{DATA / 'tx2_tegrastats.log'}"
 #: A tiny configuration: cnn at batch 1, 4 steps of which 1 is warm-up, sensors replayed.
@@ -32,7 +32,7 @@ TINY = ["--models", "cnn", "--batch-sizes", "1", "--steps", "4", "--warmup-steps
 
 def cli(*args: str) -> subprocess.CompletedProcess:
     """``mobileperf ARGS`` as a real process."""
-    return subprocess.run([sys.executable, "-m", "tf_mobileperf.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "tf_mobileperf.tools.cli", *args], capture_output=True, text=True,
                           timeout=600)
 
 
@@ -162,7 +162,7 @@ def test_missing_sensor_log_is_retried_not_cached(tmp_path):
 
 def test_second_sweep_into_a_directory_in_use_exits_2_and_a_dead_sweep_frees_it(tmp_path, capsys):
     out = tmp_path / "sweep"
-    first = subprocess.Popen([sys.executable, "-m", "tf_mobileperf.cli", "sweep", *TINY, "--out", str(out)],
+    first = subprocess.Popen([sys.executable, "-m", "tf_mobileperf.tools.cli", "sweep", *TINY, "--out", str(out)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         deadline = time.monotonic() + 240
@@ -189,7 +189,7 @@ def test_child_writes_its_summary_where_its_measurement_went(tmp_path):
     logdir = tmp_path / "cnn-bs1"
     logdir.mkdir()
     (logdir / CLAIM_FILE).write_text('{"pid": 1}')  # another measurement holds the logdir
-    child = subprocess.Popen([sys.executable, "-m", "tf_mobileperf.sweep_child", "--model", "cnn", "--batch-size", "1",
+    child = subprocess.Popen([sys.executable, "-m", "tf_mobileperf.tools.sweep_child", "--model", "cnn", "--batch-size", "1",
                               "--steps", "4", "--warmup-steps", "1", "--sensors", REPLAY, "--logdir", str(logdir)],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     _, stderr = child.communicate(timeout=300)

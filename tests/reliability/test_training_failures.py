@@ -19,7 +19,7 @@ import pytest
 
 from helpers.training import constant_sensor, data, small_model
 from tf_mobileperf import MobilePerfCallback
-from tf_mobileperf.storage import read_series
+from tf_mobileperf.output.files import read_series
 
 HELPERS = Path(__file__).parent.parent / "helpers"
 
@@ -132,7 +132,7 @@ def test_sweep_child_killed_by_sigkill_keeps_its_steps(tmp_path):
 
     import psutil
 
-    from tf_mobileperf.sweep import SweepConfig, run_name, run_one
+    from tf_mobileperf.tools.sweep import SweepConfig, run_name, run_one
 
     rows = []
     config = SweepConfig(out=tmp_path, steps=3000, warmup_steps=1)
@@ -142,7 +142,7 @@ def test_sweep_child_killed_by_sigkill_keeps_its_steps(tmp_path):
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (steps_csv.exists() and len(steps_csv.read_text().splitlines()) > 6):
         time.sleep(0.1)
-    child = next(p for p in psutil.Process().children(recursive=True) if "tf_mobileperf.sweep_child" in p.cmdline())
+    child = next(p for p in psutil.Process().children(recursive=True) if "tf_mobileperf.tools.sweep_child" in p.cmdline())
     child.send_signal(signal.SIGKILL)  # as the kernel's OOM killer would
     runner.join(timeout=60)
     row = rows[0]

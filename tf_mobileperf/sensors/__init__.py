@@ -12,15 +12,15 @@ import logging
 from pathlib import Path
 from typing import Callable
 
-from .base import UNITS, Channel, Sensor, SensorUnavailable
-from .ina3221 import Ina3221HwmonSensor, Ina3221IioSensor, rail_group
-from .jetson_gpu import JetsonGpuSensor
-from .jtop_sensor import JtopSensor
-from .nvml import NvmlSensor
-from .procfs import CpuSensor, MemorySensor
-from .rapl import RaplSensor
-from .synthetic import SyntheticSensor
-from .tegrastats import ReplaySensor, TegrastatsRecord, parse_line
+from tf_mobileperf.sensors.base import UNITS, Channel, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor, Ina3221IioSensor, rail_group
+from tf_mobileperf.sensors.jetson_gpu import JetsonGpuSensor
+from tf_mobileperf.sensors.jtop_sensor import JtopSensor
+from tf_mobileperf.sensors.nvml import NvmlSensor
+from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
+from tf_mobileperf.sensors.rapl import RaplSensor
+from tf_mobileperf.sensors.synthetic import SyntheticSensor
+from tf_mobileperf.sensors.tegrastats import ReplaySensor, TegrastatsRecord, parse_line
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from .base import Channel, Sensor, SensorUnavailable, SysfsValue, under_root
+from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, SysfsValue, under_root
 
 IIO_GLOB = "sys/bus/i2c/drivers/ina3221x/*/iio:device*"
 HWMON_GLOB = "sys/bus/i2c/drivers/ina3221/*/hwmon/hwmon*"

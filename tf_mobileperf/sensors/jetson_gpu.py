@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from .base import Channel, Sensor, SensorUnavailable, SysfsValue
+from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, SysfsValue
 
 LOAD_GLOBS = [
     "sys/devices/gpu.0/load",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .base import NAN, Channel, Sensor, SensorUnavailable
-from .ina3221 import rail_group
+from tf_mobileperf.sensors.base import NAN, Channel, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.ina3221 import rail_group
 
 
 class JtopSensor(Sensor):

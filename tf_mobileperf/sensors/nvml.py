@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from .base import NAN, Channel, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.base import NAN, Channel, Sensor, SensorUnavailable
 
 
 class NvmlSensor(Sensor):

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from .base import NAN, Channel, KernelFile, Sensor, SensorUnavailable, SysfsValue
+from tf_mobileperf.sensors.base import NAN, Channel, KernelFile, Sensor, SensorUnavailable, SysfsValue
 
 # (implementer, part) from /proc/cpuinfo on ARM -> core name.
 ARM_CORES = {

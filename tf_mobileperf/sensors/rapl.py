@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from .base import NAN, Channel, Sensor, SensorUnavailable, SysfsValue, under_root
+from tf_mobileperf.sensors.base import NAN, Channel, Sensor, SensorUnavailable, SysfsValue, under_root
 
 ZONE_GLOBS = ["sys/class/powercap/intel-rapl:*", "sys/class/powercap/amd-rapl:*"]
 _GROUPS = {"package": "cpu", "dram": "mem", "psys": "total"}

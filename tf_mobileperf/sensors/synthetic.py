@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Callable, Mapping
 
-from .base import NAN, Channel, Sensor
+from tf_mobileperf.sensors.base import NAN, Channel, Sensor
 
 Signal = Callable[[float], float]
 

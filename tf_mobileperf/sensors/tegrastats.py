@@ -24,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from .base import NAN, Channel, Sensor
-from .ina3221 import rail_group
+from tf_mobileperf.sensors.base import NAN, Channel, Sensor
+from tf_mobileperf.sensors.ina3221 import rail_group
 
 log = logging.getLogger(__name__)
 

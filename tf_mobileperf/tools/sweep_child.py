@@ -7,7 +7,7 @@ child's address space at start (interpreter and TensorFlow loaded) plus the
 limit, set before the model is built so weights count; on a GPU a logical
 device with that memory limit.
 
-    python -m tf_mobileperf.sweep_child --model cnn --batch-size 8 --steps 10 --logdir DIR
+    python -m tf_mobileperf.tools.sweep_child --model cnn --batch-size 8 --steps 10 --logdir DIR
 
 It writes ``summary.json`` into the directory its measurement claimed (DIR,
 or DIR/run-N if DIR held another one), or exits with ``SETUP_FAILED`` and
@@ -24,7 +24,7 @@ import resource
 import sys
 from pathlib import Path
 
-from .sizes import parse_size
+from tf_mobileperf.tools.sizes import parse_size
 
 
 #: Exit status of a child that could not set its run up (unknown model, bad sensors, unwritable logdir).
@@ -60,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import tensorflow as tf
 
-    from . import zoo
-    from .callback import MobilePerfCallback
+    from tf_mobileperf.tools import zoo
+    from tf_mobileperf.callback import MobilePerfCallback
 
     rss_at_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30  # TF imported, no model yet
     try:

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .sensors.base import Channel
+from tf_mobileperf.sensors.base import Channel
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ CHANNELS_FILE = "channels.json"
 SAMPLES_FILE = "samples.bin"
 CLAIM_FILE = "mobileperf.claim"
 PROGRESS_FILE = "progress.bin"
-OP_ENERGY_FILE = "op_energy.json"  # energy per op of the traced steps (tf_mobileperf.op_energy)
+OP_ENERGY_FILE = "op_energy.json"  # energy per op of the traced steps (tf_mobileperf.steps.op_energy)
 TRACE_FILE = "power_trace.json"  # Chrome/Perfetto trace: ops and power rails
 
 

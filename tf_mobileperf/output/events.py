@@ -22,7 +22,7 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 
 from tf_mobileperf_tensorboard.summary import run_summary
 
-from .report import StepRecord
+from tf_mobileperf.steps.report import StepRecord
 
 
 def step_scalars(step: StepRecord) -> dict[str, float]:

@@ -13,16 +13,16 @@ failures only show at full size.
 
 from __future__ import annotations
 
-from .base import ModelSpec
+from tf_mobileperf.tools.zoo.base import ModelSpec
 
 #: The entries' names, known without importing Keras (the command line's help and checks).
 NAMES = ("cnn", "resnet50", "resnet152", "vgg19", "lstm", "dqn", "dcgan", "bert", "bert-base", "nmt")
 
 
 def _models() -> dict[str, ModelSpec]:
-    from .rl import DQN
-    from .sequence import BERT, BERT_BASE, CHAR_LSTM, NMT
-    from .vision import CNN, DCGAN, RESNET50, RESNET152, VGG19
+    from tf_mobileperf.tools.zoo.rl import DQN
+    from tf_mobileperf.tools.zoo.sequence import BERT, BERT_BASE, CHAR_LSTM, NMT
+    from tf_mobileperf.tools.zoo.vision import CNN, DCGAN, RESNET50, RESNET152, VGG19
 
     return {m.name: m for m in (CNN, RESNET50, RESNET152, VGG19, CHAR_LSTM, DQN, DCGAN, BERT, BERT_BASE, NMT)}
 

@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .join import integral_at
-from .sensors.base import Channel
+from tf_mobileperf.steps.join import integral_at
+from tf_mobileperf.sensors.base import Channel
 
 #: An op event: "scope/name:OpType" (framework events have "::" or spaces).
 _OP = re.compile(r"^([^:\s]+):([A-Za-z_]\w*)$")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from .base import ModelSpec
+from tf_mobileperf.tools.zoo.base import ModelSpec
 
 CHAR_VOCAB = 65  # distinct characters of tinyshakespeare
 

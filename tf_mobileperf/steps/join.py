@@ -18,7 +18,7 @@ import dataclasses
 
 import numpy as np
 
-from .sensors.base import Channel
+from tf_mobileperf.sensors.base import Channel
 
 
 def _cumulative(t: np.ndarray, v: np.ndarray) -> np.ndarray:

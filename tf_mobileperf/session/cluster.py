@@ -31,7 +31,7 @@ import os
 import time
 from pathlib import Path
 
-from .storage import PROGRESS_FILE, StepProgress, read_steps, write_json
+from tf_mobileperf.output.files import PROGRESS_FILE, StepProgress, read_steps, write_json
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ def _max(values: list[float | None]) -> float | None:
 
 
 def _write_run_summary(run_dir: Path, report: dict) -> None:
-    from .summary import ScalarWriter
+    from tf_mobileperf.output.events import ScalarWriter
 
     run_dir.mkdir(parents=True, exist_ok=True)
     writer = ScalarWriter(run_dir)

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Callable
 
 
-from . import sensors as sensors_mod
-from .sampler import Sampler, check_period
-from .sampling_stats import SamplingStats
-from .sizes import parse_size
-from .sweep import SweepError
+from tf_mobileperf import sensors as sensors_mod
+from tf_mobileperf.sampling.sampler import Sampler, check_period
+from tf_mobileperf.sampling.stats import SamplingStats
+from tf_mobileperf.tools.sizes import parse_size
+from tf_mobileperf.tools.sweep import SweepError
 
 
 def _format(value: float, unit: str) -> str:
@@ -202,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def zoo_names() -> list[str]:
-    from .zoo import NAMES
+    from tf_mobileperf.tools.zoo import NAMES
 
     return list(NAMES)
 
@@ -226,8 +226,8 @@ def _ints(text: str) -> list[int]:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .predict import largest_fitting_batch
-    from .sweep import SweepConfig, find_max_batch, search_largest, sweep
+    from tf_mobileperf.tools.predict import largest_fitting_batch
+    from tf_mobileperf.tools.sweep import SweepConfig, find_max_batch, search_largest, sweep
 
     config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
                          memory_limit=args.memory_limit, sensors=args.sensors)
@@ -260,9 +260,9 @@ def _cell(value, width: int = 10) -> str:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from .predict import predict
-    from .storage import write_json
-    from .sweep import SweepConfig, sweep
+    from tf_mobileperf.tools.predict import predict
+    from tf_mobileperf.output.files import write_json
+    from tf_mobileperf.tools.sweep import SweepConfig, sweep
 
     config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
                          memory_limit=args.memory_limit, sensors=args.sensors)
@@ -291,7 +291,7 @@ def _pm(value: float | None, plus_minus: float | None) -> str:
 
 
 def cmd_combine(args: argparse.Namespace) -> int:
-    from .distributed import combine
+    from tf_mobileperf.session.cluster import combine
 
     tasks = args.tasks or tuple(sorted(p.name for p in args.logdir.iterdir()
                                        if p.is_dir() and re.fullmatch(r"(chief|worker)-\d+", p.name)))
@@ -307,7 +307,7 @@ def cmd_combine(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from .plot import plot
+    from tf_mobileperf.tools.plot import plot
 
     for path in plot(args.directory):
         print(path)

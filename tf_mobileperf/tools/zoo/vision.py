@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from .base import ModelSpec
+from tf_mobileperf.tools.zoo.base import ModelSpec
 
 
 def _classifier(model: keras.Model) -> keras.Model:

@@ -42,7 +42,7 @@ from typing import Callable, Iterable
 
 from tqdm import tqdm
 
-from .storage import CLAIM_FILE, PROGRESS_FILE, StepProgress, local_dir, read_steps, write_json
+from tf_mobileperf.output.files import CLAIM_FILE, PROGRESS_FILE, StepProgress, local_dir, read_steps, write_json
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ def check_sensors(spec: str) -> None:
     """ValueError now for a sensors argument the children would fail on (a missing replay log, a bad speed)."""
     if spec == "auto":  # probing the machine is the child's work
         return
-    from .monitor import resolve_sensors
+    from tf_mobileperf.session.monitor import resolve_sensors
 
     try:
         for sensor in resolve_sensors(spec).sensors:
@@ -121,7 +121,7 @@ def run_name(model: str, batch_size: int, config: SweepConfig) -> str:
 def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
     """Runs one configuration in a child process; returns its result row (``retry: True`` if it is not one)."""
     logdir = config.out / "runs" / run_name(model, batch_size, config)
-    cmd = [sys.executable, "-m", "tf_mobileperf.sweep_child", "--model", model, "--batch-size", str(batch_size),
+    cmd = [sys.executable, "-m", "tf_mobileperf.tools.sweep_child", "--model", model, "--batch-size", str(batch_size),
            "--steps", str(config.steps), "--warmup-steps", str(config.warmup_steps), "--sensors", config.sensors,
            "--logdir", str(logdir)]
     if config.input_size:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from .base import ModelSpec
+from tf_mobileperf.tools.zoo.base import ModelSpec
 
 ACTIONS = 6  # Pong's action set
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .join import StepValues
-from .sensors.base import Channel
+from tf_mobileperf.steps.join import StepValues
+from tf_mobileperf.sensors.base import Channel
 
 GIB = float(2**30)
 

@@ -11,7 +11,7 @@ custom training loops both drive it::
 
 Step windows are taken on ``time.monotonic()``, the sampler's clock. GPU
 work runs asynchronously, so on a machine with a GPU the end of a step waits
-for the Keras backend's device (``tf_mobileperf.backend.device_sync``); on
+for the Keras backend's device (``tf_mobileperf.session.backend.device_sync``); on
 CPU, ops run synchronously and the step's outputs are ready when the call
 returns.
 
@@ -44,18 +44,18 @@ from typing import Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import backend
-from . import join as join_mod
-from .distributed import combine, from_tf_config
-from .interrupts import deferred
-from .op_energy import ClockPair, chrome_trace, op_energy, read_ops
-from .report import Report, StepRecord, StepTotals, energy_rails, fill_steps
-from .sampler import Sampler, Samples, check_period
-from .sampling_stats import SamplingStats
-from .sensors import Probe, ReplaySensor, Sensor, probe
-from .storage import (OP_ENERGY_FILE, PLUGIN_DIR, PROGRESS_FILE, TRACE_FILE, SeriesWriter, StepProgress, StepsCsv,
+from tf_mobileperf.session import backend
+from tf_mobileperf.steps import join as join_mod
+from tf_mobileperf.session.cluster import combine, from_tf_config
+from tf_mobileperf.session.interrupts import deferred
+from tf_mobileperf.steps.op_energy import ClockPair, chrome_trace, op_energy, read_ops
+from tf_mobileperf.steps.report import Report, StepRecord, StepTotals, energy_rails, fill_steps
+from tf_mobileperf.sampling.sampler import Sampler, Samples, check_period
+from tf_mobileperf.sampling.stats import SamplingStats
+from tf_mobileperf.sensors import Probe, ReplaySensor, Sensor, probe
+from tf_mobileperf.output.files import (OP_ENERGY_FILE, PLUGIN_DIR, PROGRESS_FILE, TRACE_FILE, SeriesWriter, StepProgress, StepsCsv,
                       claim_logdir, local_dir, read_series, write_json)
-from .summary import ScalarWriter
+from tf_mobileperf.output.events import ScalarWriter
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +121,7 @@ class PerfMonitor:
 
     In a multi-worker ``tf.distribute`` run (``TF_CONFIG`` names several
     tasks), each worker writes ``<logdir>/<task type>-<index>`` and the chief
-    combines them at its end (see ``tf_mobileperf.distributed``).
+    combines them at its end (see ``tf_mobileperf.session.cluster``).
 
     A logdir holds one measurement. Starting another in a logdir that
     already holds one (``fit`` called again, a second callback, a second

@@ -51,7 +51,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .sensors.base import Channel, Sensor
+from tf_mobileperf.sensors.base import Channel, Sensor
 
 log = logging.getLogger(__name__)
 

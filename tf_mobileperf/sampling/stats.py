@@ -17,8 +17,8 @@ import dataclasses
 
 import numpy as np
 
-from .join import allowed_gap_s
-from .sampler import Sampler, Samples
+from tf_mobileperf.steps.join import allowed_gap_s
+from tf_mobileperf.sampling.sampler import Sampler, Samples
 
 
 @dataclasses.dataclass

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import matplotlib
 
-from .sweep import is_oom, load_results
+from tf_mobileperf.tools.sweep import is_oom, load_results
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

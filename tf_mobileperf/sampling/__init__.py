@@ -1,0 +1,1 @@
+"""Sampling: the forked sampler process and the quality of what it sampled."""

@@ -1,0 +1,1 @@
+"""Steps: samples joined to training steps, energy per op, the records and the report."""

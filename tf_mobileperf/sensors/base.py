@@ -2,9 +2,13 @@
 
 A sensor names its channels once (``channels``) and then, on every ``read()``,
 returns ``{channel name: value}`` in SI-like units: W for power, J for
-cumulative energy counters, % for utilization, bytes for memory, Hz for clocks.
-A channel that could not be read this time is NaN, never 0: a zero would be a
-reading the hardware never gave.
+cumulative energy counters, % for utilization, bytes for memory, Hz for clocks,
+degrees C for temperatures. A channel that could not be read this time is NaN,
+never 0: a zero would be a reading the hardware never gave.
+
+What a channel means (its kind, the device it belongs to, the rail it
+measures, the CPU core it is) is declared here, on the ``Channel``, by the
+sensor that defines it; consumers read these roles, never the channel's name.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import dataclasses
 import math
 import os
 from pathlib import Path
-from typing import Mapping
+from typing import Any, ClassVar, Mapping
 
 NAN = math.nan
 
@@ -25,7 +29,15 @@ UNITS = {
     "util": "%",
     "memory": "B",
     "clock": "Hz",
+    "temperature": "C",
+    "state": "",  # on/off, throttled, a mode: a code, no unit
 }
+
+#: What a channel's quantity belongs to ("" when none of these).
+DEVICES = ("cpu", "gpu", "board", "process")
+
+#: Kinds that measure a power rail, and so name the ``rail``.
+RAIL_KINDS = ("power", "energy")
 
 
 class SensorUnavailable(RuntimeError):
@@ -38,15 +50,26 @@ class SensorUnavailable(RuntimeError):
 
 @dataclasses.dataclass(frozen=True)
 class Channel:
-    """One measured quantity.
+    """One measured quantity and its roles.
 
     Args:
         name: Unique name within a run, e.g. ``"VDD_SYS_GPU"`` or ``"cpu3_util"``.
-        kind: One of ``UNITS`` ("power", "energy", "util", "memory", "clock").
+        kind: One of ``UNITS`` ("power", "energy", "util", "memory", "clock",
+            "temperature", "state").
         source: Where the value is read from (a file path or an API call).
-        group: The seed's grouping: "cpu", "gpu", "mem", "total", "soc", ...
-            or "" when the channel belongs to none.
+        group: The seed's grouping: "cpu", "gpu", "mem", "total", "soc",
+            "subzone", "cpu+gpu+cv", ... or "" when the channel belongs to none.
         cluster: For per-core CPU channels, the core type (e.g. "Denver2").
+        device: What the quantity belongs to: one of ``DEVICES`` or "".
+        rail: For power and energy channels, the rail measured: a power
+            channel and an energy counter of one rail share it (NVML
+            ``gpu0_power`` and ``gpu0_energy``: rail "gpu0"). Defaults to the
+            channel's name; "" for every other kind.
+        core: Index of the CPU core of a per-core channel; None otherwise.
+
+    Raises:
+        ValueError: an unknown kind or device, a rail on a channel that is
+            not power or energy, or a core that is not a CPU core index.
     """
 
     name: str
@@ -54,14 +77,38 @@ class Channel:
     source: str
     group: str = ""
     cluster: str = ""
+    device: str = ""
+    rail: str = ""
+    core: int | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in UNITS:
             raise ValueError(f"unknown channel kind {self.kind!r}; expected one of {sorted(UNITS)}")
+        if self.device and self.device not in DEVICES:
+            raise ValueError(f"unknown channel device {self.device!r} of {self.name!r}; expected one of {list(DEVICES)} or ''")
+        if self.kind in RAIL_KINDS and not self.rail:
+            object.__setattr__(self, "rail", self.name)
+        elif self.rail and self.kind not in RAIL_KINDS:
+            raise ValueError(f"channel {self.name!r} of kind {self.kind!r} has rail {self.rail!r}: only {list(RAIL_KINDS)} have one")
+        if self.core is not None:
+            if isinstance(self.core, bool) or not isinstance(self.core, int) or self.core < 0:
+                raise ValueError(f"core of {self.name!r} must be a CPU core index >= 0 or None, got {self.core!r}")
+            if self.device != "cpu":
+                raise ValueError(f"channel {self.name!r} has core {self.core} but device {self.device!r}, not 'cpu'")
 
     @property
     def unit(self) -> str:
         return UNITS[self.kind]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field and the unit, as stored in ``channels.json`` and the report."""
+        return dataclasses.asdict(self) | {"unit": self.unit}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "Channel":
+        """The channel ``data`` describes; keys that are not fields (``unit``, newer ones) are ignored."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in fields})
 
 
 class Sensor(abc.ABC):
@@ -69,12 +116,15 @@ class Sensor(abc.ABC):
 
     Subclasses set ``name``, ``channels`` and ``min_period_s`` (the fastest
     rate the hardware updates or the read can sustain; the sampler reads the
-    sensor no more often than that) and implement ``read``.
+    sensor no more often than that), declare in ``provides`` the (kind,
+    device) pairs their channels can have (the registry uses it to say why a
+    quantity is missing when the sensor is absent) and implement ``read``.
     """
 
     name: str = "sensor"
     channels: list[Channel]
     min_period_s: float = 0.0
+    provides: ClassVar[frozenset[tuple[str, str]]] = frozenset()
 
     @abc.abstractmethod
     def read(self) -> Mapping[str, float]:
@@ -91,7 +141,7 @@ class Sensor(abc.ABC):
         return {
             "name": self.name,
             "min_period_s": self.min_period_s,
-            "channels": [dataclasses.asdict(c) | {"unit": c.unit} for c in self.channels],
+            "channels": [c.to_dict() for c in self.channels],
         }
 
 

@@ -46,6 +46,28 @@ def rail_group(rail: str) -> str:
     return "+".join(found)
 
 
+def rail_device(group: str) -> str:
+    """The device a rail of ``group`` belongs to: "gpu", "cpu", or "board".
+
+    A rail that feeds several blocks ("cpu+gpu+cv", "gpu+soc") or the whole
+    board ("total") belongs to the board.
+
+    >>> rail_device("gpu"), rail_device("cpu+gpu+cv"), rail_device("total")
+    ('gpu', 'board', 'board')
+    """
+    return group if group in ("cpu", "gpu") else "board"
+
+
+#: What a set of rails can provide: power of the CPU, the GPU and the board.
+RAIL_PROVIDES = frozenset(("power", device) for device in ("cpu", "gpu", "board"))
+
+
+def rail_channel(name: str, source: str, label: str | None = None) -> Channel:
+    """The power channel of the rail ``label`` (default ``name``), with its group, device and rail."""
+    group = rail_group(label or name)
+    return Channel(name, "power", source, group=group, device=rail_device(group), rail=name)
+
+
 def _unique(name: str, taken: set[str]) -> str:
     candidate, n = name, 2
     while candidate in taken:
@@ -58,6 +80,7 @@ class _RailSensor(Sensor):
     """Shared read loop: each rail is a function of one or two sysfs values."""
 
     min_period_s = 0.0  # the INA3221 converts every ~1 ms; read at the sampler's rate
+    provides = RAIL_PROVIDES
 
     def __init__(self) -> None:
         self._rails: list[tuple[str, list[SysfsValue]]] = []
@@ -66,7 +89,7 @@ class _RailSensor(Sensor):
     def _add_rail(self, label: str, values: list[SysfsValue], taken: set[str]) -> None:
         name = _unique(label, taken)
         source = " * ".join(str(v.path) for v in values)
-        self.channels.append(Channel(name, "power", source, group=rail_group(label)))
+        self.channels.append(rail_channel(name, source, label))
         self._rails.append((name, values))
 
     def read(self) -> Mapping[str, float]:

@@ -43,6 +43,7 @@ class JetsonGpuSensor(Sensor):
     """
 
     name = "jetson gpu (sysfs)"
+    provides = frozenset({("util", "gpu"), ("clock", "gpu")})
     min_period_s = 0.0
 
     def __init__(self, root: str | Path = "/"):
@@ -51,12 +52,12 @@ class JetsonGpuSensor(Sensor):
         if load is None:
             raise SensorUnavailable(f"no Jetson GPU load file under {root / 'sys/devices'} (tried gpu.0, *.ga10b, *.gv11b, ...)")
         self._values = {"gpu_util": SysfsValue(load, 0.1)}
-        self.channels = [Channel("gpu_util", "util", str(load), group="gpu")]
+        self.channels = [Channel("gpu_util", "util", str(load), group="gpu", device="gpu")]
         for devfreq in sorted(root.glob(DEVFREQ_GLOB)):
             device_name = (devfreq.resolve().name if devfreq.is_symlink() else devfreq.name).lower()
             if any(key in device_name for key in GPU_DEVFREQ_NAMES) and (devfreq / "cur_freq").exists():
                 self._values["gpu_freq"] = SysfsValue(devfreq / "cur_freq")
-                self.channels.append(Channel("gpu_freq", "clock", str(devfreq / "cur_freq"), group="gpu"))
+                self.channels.append(Channel("gpu_freq", "clock", str(devfreq / "cur_freq"), group="gpu", device="gpu"))
                 break
 
     def read(self) -> Mapping[str, float]:

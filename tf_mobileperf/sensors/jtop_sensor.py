@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from tf_mobileperf.sensors.base import NAN, Channel, Sensor, SensorUnavailable
-from tf_mobileperf.sensors.ina3221 import rail_group
+from tf_mobileperf.sensors.base import NAN, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.ina3221 import RAIL_PROVIDES, rail_channel
 
 
 class JtopSensor(Sensor):
@@ -23,6 +23,7 @@ class JtopSensor(Sensor):
     """
 
     name = "jtop (jetson-stats)"
+    provides = RAIL_PROVIDES
 
     def __init__(self, interval_s: float = 0.5):
         try:
@@ -36,7 +37,7 @@ class JtopSensor(Sensor):
         except JtopException as exc:
             raise SensorUnavailable("jtop: " + " ".join(str(exc).split())) from exc
         rails = self._rails()
-        self.channels = [Channel(name, "power", "jtop power['rail']", group=rail_group(name)) for name in rails]
+        self.channels = [rail_channel(name, "jtop power['rail']") for name in rails]
         if not self.channels:
             self.close()
             raise SensorUnavailable("jtop reports no power rails")

@@ -23,6 +23,7 @@ class NvmlSensor(Sensor):
 
     name = "nvml"
     min_period_s = 0.01
+    provides = frozenset({("power", "gpu"), ("energy", "gpu"), ("util", "gpu"), ("memory", "gpu")})
 
     def __init__(self, indices: list[int] | None = None):
         try:
@@ -47,11 +48,12 @@ class NvmlSensor(Sensor):
             self._has_energy[i] = self._try(pynvml.nvmlDeviceGetTotalEnergyConsumption, handle) is not None
             self._instant[i] = not _isnan(self._instant_power(handle))
             power_source = "NVML_FI_DEV_POWER_INSTANT" if self._instant[i] else "nvmlDeviceGetPowerUsage"
-            self.channels.append(Channel(f"gpu{i}_power", "power", power_source, group="gpu"))
+            self.channels.append(Channel(f"gpu{i}_power", "power", power_source, group="gpu", device="gpu", rail=f"gpu{i}"))
             if self._has_energy[i]:
-                self.channels.append(Channel(f"gpu{i}_energy", "energy", "nvmlDeviceGetTotalEnergyConsumption", group="gpu"))
-            self.channels.append(Channel(f"gpu{i}_util", "util", "nvmlDeviceGetUtilizationRates", group="gpu"))
-            self.channels.append(Channel(f"gpu{i}_mem_used", "memory", "nvmlDeviceGetMemoryInfo", group="mem"))
+                self.channels.append(Channel(f"gpu{i}_energy", "energy", "nvmlDeviceGetTotalEnergyConsumption",
+                                             group="gpu", device="gpu", rail=f"gpu{i}"))
+            self.channels.append(Channel(f"gpu{i}_util", "util", "nvmlDeviceGetUtilizationRates", group="gpu", device="gpu"))
+            self.channels.append(Channel(f"gpu{i}_mem_used", "memory", "nvmlDeviceGetMemoryInfo", group="mem", device="gpu"))
             memory = self._try(pynvml.nvmlDeviceGetMemoryInfo, handle)
             name = self._try(pynvml.nvmlDeviceGetName, handle)
             self._meta["gpus"][i] = {

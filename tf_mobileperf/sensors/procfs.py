@@ -85,6 +85,7 @@ class CpuSensor(Sensor):
     """
 
     name = "cpu (/proc/stat)"
+    provides = frozenset({("util", "cpu"), ("clock", "cpu")})
 
     def __init__(self, root: str | Path = "/", period_s: float = 0.05):
         root = Path(root)
@@ -107,18 +108,18 @@ class CpuSensor(Sensor):
         self.clusters = {core: types.get(core, "unknown") for core in present}
         self.offline = [core for core in present if f"cpu{core}" not in first]
         source = str(self._stat.path)
-        self.channels = [Channel("cpu_util", "util", source, group="cpu")]
-        self.channels += [
-            Channel(f"cpu{core}_util", "util", source, group="cpu", cluster=self.clusters[core])
-            for core in present
-        ]
+        self.channels = [Channel("cpu_util", "util", source, group="cpu", device="cpu")]
+        self.channels += [self._core_channel(f"cpu{core}_util", "util", source, core) for core in present]
         self._freqs = {}
         for core in present:
             freq = cpu_dir / f"cpu{core}/cpufreq/scaling_cur_freq"
             if freq.exists():
                 self._freqs[f"cpu{core}_freq"] = SysfsValue(freq, 1e3)
-                self.channels.append(Channel(f"cpu{core}_freq", "clock", str(freq), group="cpu", cluster=self.clusters[core]))
+                self.channels.append(self._core_channel(f"cpu{core}_freq", "clock", str(freq), core))
         self._last = first
+
+    def _core_channel(self, name: str, kind: str, source: str, core: int) -> Channel:
+        return Channel(name, kind, source, group="cpu", cluster=self.clusters[core], device="cpu", core=core)
 
     def read(self) -> Mapping[str, float]:
         out: dict[str, float] = {c.name: NAN for c in self.channels}
@@ -168,6 +169,7 @@ class MemorySensor(Sensor):
 
     name = "memory (/proc/meminfo)"
     min_period_s = 0.02
+    provides = frozenset({("memory", "board"), ("memory", "process")})
 
     def __init__(self, root: str | Path = "/", pid: int | None = None):
         root = Path(root)
@@ -181,9 +183,9 @@ class MemorySensor(Sensor):
             raise SensorUnavailable(f"{self._meminfo.path} has no MemTotal")
         self.total_bytes = total
         self.channels = [
-            Channel("ram_used", "memory", f"{self._meminfo.path} MemTotal-MemAvailable", group="mem"),
-            Channel("proc_rss", "memory", f"{self._status.path} VmRSS", group="mem"),
-            Channel("proc_peak", "memory", f"{self._status.path} VmHWM", group="mem"),
+            Channel("ram_used", "memory", f"{self._meminfo.path} MemTotal-MemAvailable", group="mem", device="board"),
+            Channel("proc_rss", "memory", f"{self._status.path} VmRSS", group="mem", device="process"),
+            Channel("proc_peak", "memory", f"{self._status.path} VmHWM", group="mem", device="process"),
         ]
 
     def read(self) -> Mapping[str, float]:

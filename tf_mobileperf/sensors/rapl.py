@@ -15,6 +15,8 @@ from tf_mobileperf.sensors.base import NAN, Channel, Sensor, SensorUnavailable, 
 
 ZONE_GLOBS = ["sys/class/powercap/intel-rapl:*", "sys/class/powercap/amd-rapl:*"]
 _GROUPS = {"package": "cpu", "dram": "mem", "psys": "total"}
+#: Zone label -> device: the package and its core/uncore parts are the CPU; DRAM and psys (the platform) the board.
+_DEVICES = {"dram": "board", "psys": "board"}
 
 
 class RaplSensor(Sensor):
@@ -26,6 +28,7 @@ class RaplSensor(Sensor):
 
     name = "rapl (powercap)"
     min_period_s = 0.001
+    provides = frozenset({("energy", "cpu"), ("energy", "board")})
 
     def __init__(self, root: str | Path = "/"):
         zones = sorted(z for pattern in ZONE_GLOBS for z in Path(root).glob(pattern))
@@ -46,8 +49,10 @@ class RaplSensor(Sensor):
                 continue
             name = f"rapl_{zone.name.split(':', 1)[1].replace(':', '_')}_{label}"
             # Subzones (core, uncore, dram under a package) are parts of their package.
-            group = "subzone" if zone.name.count(":") > 1 else _GROUPS.get(label.split("-")[0], "")
-            self.channels.append(Channel(name, "energy", str(zone / "energy_uj"), group=group))
+            base = label.split("-")[0]
+            group = "subzone" if zone.name.count(":") > 1 else _GROUPS.get(base, "")
+            device = _DEVICES.get(base, "cpu")
+            self.channels.append(Channel(name, "energy", str(zone / "energy_uj"), group=group, device=device, rail=name))
             self._zones.append((name, counter, wrap))
         if not self._zones:
             raise SensorUnavailable(f"RAPL counters present but not readable (needs root): {', '.join(denied)}")

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Mapping
 
 from tf_mobileperf.sensors.base import NAN, Channel, Sensor
-from tf_mobileperf.sensors.ina3221 import rail_group
+from tf_mobileperf.sensors.ina3221 import RAIL_PROVIDES, rail_channel
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +162,7 @@ class ReplaySensor(Sensor):
     """
 
     name = "tegrastats replay"
+    provides = RAIL_PROVIDES | {("util", "cpu"), ("util", "gpu"), ("memory", "board")}
 
     def __init__(self, path: str | Path, interval_ms: float | None = None, speed: float = 1.0):
         path = Path(path)
@@ -187,12 +188,12 @@ class ReplaySensor(Sensor):
         for record in self.records:
             rails.update(dict.fromkeys(record.power_w))
             cores = max(cores, len(record.cpu_util or []))
-        self.channels = [Channel(r, "power", source, group=rail_group(r)) for r in rails]
-        self.channels += [Channel(f"cpu{i}_util", "util", source, group="cpu") for i in range(cores)]
+        self.channels = [rail_channel(r, source) for r in rails]
+        self.channels += [Channel(f"cpu{i}_util", "util", source, group="cpu", device="cpu", core=i) for i in range(cores)]
         if any(r.gpu_util is not None for r in self.records):
-            self.channels.append(Channel("gpu_util", "util", source, group="gpu"))
+            self.channels.append(Channel("gpu_util", "util", source, group="gpu", device="gpu"))
         if any(r.ram_used_mb is not None for r in self.records):
-            self.channels.append(Channel("ram_used", "memory", source, group="mem"))
+            self.channels.append(Channel("ram_used", "memory", source, group="mem", device="board"))
 
     def _interval_from_timestamps(self) -> float:
         stamps = [r.timestamp for r in self.records if r.timestamp is not None]

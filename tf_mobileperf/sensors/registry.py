@@ -1,0 +1,139 @@
+"""The one list of sensors this package knows, and what probing them found.
+
+Each entry names a sensor, how to build it, and (through the sensor class's
+``provides``) which kinds of quantity of which devices it measures. ``probe``
+keeps the reason of every absent sensor under that sensor's label, so a
+consumer asks ``why_absent("util", "gpu")`` and gets the reasons of exactly
+the sensors that would have given GPU utilization, instead of matching words
+in labels.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+from typing import Callable
+
+from tf_mobileperf.sensors.base import DEVICES, UNITS, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor, Ina3221IioSensor
+from tf_mobileperf.sensors.jetson_gpu import JetsonGpuSensor
+from tf_mobileperf.sensors.jtop_sensor import JtopSensor
+from tf_mobileperf.sensors.nvml import NvmlSensor
+from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
+from tf_mobileperf.sensors.rapl import RaplSensor
+
+log = logging.getLogger(__name__)
+
+#: The report derives power from an energy counter and energy from a power rail,
+#: so a sensor of either one explains why both are missing.
+_SAME_QUANTITY = {"power": ("power", "energy"), "energy": ("power", "energy")}
+
+
+@dataclasses.dataclass(frozen=True)
+class SensorSpec:
+    """A sensor this package knows.
+
+    Args:
+        label: The key of its reason in ``Probe.absent`` when it is absent.
+        sensor: Its class; ``sensor.provides`` says what it measures.
+        make: Builds it from (root of the file system tree, training pid).
+        real_machine_only: It reads the running machine through a library
+            (NVML, jtop), not files under ``root``: tried only at ``root="/"``.
+        fallback_for: Tried only when none of these sensors is present.
+    """
+
+    label: str
+    sensor: type[Sensor]
+    make: Callable[[Path, int | None], Sensor]
+    real_machine_only: bool = False
+    fallback_for: tuple[type[Sensor], ...] = ()
+
+    @property
+    def provides(self) -> frozenset[tuple[str, str]]:
+        """The (kind, device) pairs of the channels it can have."""
+        return self.sensor.provides
+
+
+REGISTRY: tuple[SensorSpec, ...] = (
+    SensorSpec("ina3221x (iio, JetPack 4)", Ina3221IioSensor, lambda root, pid: Ina3221IioSensor(root)),
+    SensorSpec("ina3221 (hwmon, JetPack 5/6)", Ina3221HwmonSensor, lambda root, pid: Ina3221HwmonSensor(root)),
+    SensorSpec("jetson gpu load", JetsonGpuSensor, lambda root, pid: JetsonGpuSensor(root)),
+    SensorSpec("rapl (powercap)", RaplSensor, lambda root, pid: RaplSensor(root)),
+    SensorSpec("cpu (/proc/stat)", CpuSensor, lambda root, pid: CpuSensor(root)),
+    SensorSpec("memory (/proc/meminfo)", MemorySensor, lambda root, pid: MemorySensor(root, pid=pid)),
+    SensorSpec("nvml", NvmlSensor, lambda root, pid: NvmlSensor(), real_machine_only=True),
+    SensorSpec("jtop (jetson-stats)", JtopSensor, lambda root, pid: JtopSensor(), real_machine_only=True,
+               fallback_for=(Ina3221IioSensor, Ina3221HwmonSensor)),
+)
+_BY_LABEL = {spec.label: spec for spec in REGISTRY}
+
+
+def check_role(kind: str, device: str | None = None) -> None:
+    """ValueError naming ``kind`` or ``device`` unless both are known (``device`` None: any)."""
+    if kind not in UNITS:
+        raise ValueError(f"unknown channel kind {kind!r}; expected one of {sorted(UNITS)}")
+    if device is not None and device not in DEVICES:
+        raise ValueError(f"unknown channel device {device!r}; expected one of {list(DEVICES)}")
+
+
+@dataclasses.dataclass
+class Probe:
+    """What ``probe`` found: the sensors present and, by label, why the others are not.
+
+    A label that is not in ``REGISTRY`` (the monitor's "all" when the user
+    asked for no sensors) is a reason for every missing quantity.
+    """
+
+    sensors: list[Sensor]
+    absent: dict[str, str]
+
+    def has_kind(self, kind: str, device: str | None = None) -> bool:
+        """Whether a present sensor has a channel of ``kind`` (of ``device``, when given)."""
+        check_role(kind, device)
+        return any(c.kind == kind and device in (None, c.device) for s in self.sensors for c in s.channels)
+
+    def why_absent(self, kind: str, device: str | None = None) -> str:
+        """The reasons ("label: reason; ...") of the absent sensors that would give ``kind`` of ``device``.
+
+        Raises:
+            ValueError: an unknown kind or device.
+        """
+        check_role(kind, device)
+        kinds = _SAME_QUANTITY.get(kind, (kind,))
+        reasons = [f"{label}: {reason}" for label, reason in self.absent.items()
+                   if label not in _BY_LABEL or any(k in kinds and device in (None, d) for k, d in _BY_LABEL[label].provides)]
+        return "; ".join(reasons) or "no such sensor among those given"
+
+
+def probe(root: str | Path = "/", pid: int | None = None, use_jtop: bool = True) -> Probe:
+    """Tries every known sensor; returns those present and reasons for the rest.
+
+    Args:
+        root: Root of the file system tree (a fake tree in tests).
+        pid: The training process, for its memory (default: this process).
+        use_jtop: Try jtop as a fallback when no INA3221 rails are readable.
+            Only at ``root="/"``: jtop reads the real machine.
+    """
+    real_machine = str(root) == "/"
+    sensors: list[Sensor] = []
+    absent: dict[str, str] = {}
+    for spec in REGISTRY:
+        if spec.real_machine_only and not real_machine:
+            continue
+        if spec.sensor is JtopSensor and not use_jtop:
+            continue
+        if any(isinstance(s, spec.fallback_for) for s in sensors):
+            continue
+        try:
+            sensors.append(spec.make(Path(root), pid))
+        except SensorUnavailable as exc:
+            absent[spec.label] = str(exc)
+    for label, reason in absent.items():
+        log.debug("sensor %s not present: %s", label, reason)
+    return Probe(sensors, absent)
+
+
+def detect(root: str | Path = "/", pid: int | None = None) -> list[Sensor]:
+    """The sensors present on this machine (or in the tree at ``root``)."""
+    return probe(root, pid=pid).sensors

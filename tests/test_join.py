@@ -92,3 +92,23 @@ def test_scheduling_hiccup_is_jitter_but_a_dead_sensor_is_a_hole():
     out = join(t, values, [P], np.array([100.1, 101.1]), np.array([101.0, 102.5]), period_s=0.005)
     assert out["VDD_IN"].complete.tolist() == [True, False]
     assert out["VDD_IN"].value[0] == pytest.approx(4.0 * 0.9)
+
+
+def test_every_kind_keeps_all_its_reductions_synthetic_signals():
+    """A ramp per kind: energy is the integral, mean the time average, peak/min the window's extremes."""
+    t = grid()
+    ramp = 10.0 * (t - 100.0)  # 0 .. 20 over the two seconds
+    kinds = ["power", "energy", "util", "clock", "memory", "temperature", "state"]
+    channels = [Channel(f"c_{k}", k, "synthetic") for k in kinds]
+    values = np.column_stack([ramp] * len(kinds))
+    s, e = np.array([100.5]), np.array([101.5])  # ramp goes 5 -> 15: mean 10, integral 10, rise 10
+    out = join(t, values, channels, s, e, period_s=0.005)
+    got = {k: {name: float(v[0]) for name, v in out[f"c_{k}"].reductions.items()} for k in kinds}
+    assert got["power"] == pytest.approx({"energy_j": 10.0, "mean": 10.0, "peak": 15.0})
+    assert got["energy"] == pytest.approx({"energy_j": 10.0, "mean": 10.0})  # a counter's increase
+    assert got["util"] == pytest.approx({"mean": 10.0, "peak": 15.0})
+    assert got["clock"] == pytest.approx({"mean": 10.0, "min": 5.0})
+    assert got["memory"] == pytest.approx({"peak": 15.0, "mean": 10.0})
+    assert got["temperature"] == pytest.approx({"mean": 10.0, "peak": 15.0})
+    assert got["state"] == pytest.approx({"peak": 15.0})
+    assert out["c_power"].value[0] == pytest.approx(10.0) and out["c_memory"].value[0] == pytest.approx(15.0)

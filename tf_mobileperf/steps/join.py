@@ -68,11 +68,20 @@ def _coverage(t: np.ndarray, starts: np.ndarray, ends: np.ndarray, max_gap_s: fl
 
 @dataclasses.dataclass
 class StepValues:
-    """Per-step results of one channel: ``value`` (NaN where unknown) and ``complete``."""
+    """Per-step results of one channel: every reduction its kind has (NaN where unknown), and ``complete``.
+
+    ``value`` is the kind's main reduction (``PRIMARY``): energy for power
+    rails and energy counters, the mean for utilization, clocks and
+    temperatures, the peak for memory and states.
+    """
 
     channel: Channel
-    value: np.ndarray
+    reductions: dict[str, np.ndarray]
     complete: np.ndarray
+
+    @property
+    def value(self) -> np.ndarray:
+        return self.reductions[PRIMARY[self.channel.kind]]
 
 
 def _per_window(compute, t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
@@ -110,14 +119,6 @@ def window_counter_delta(t, counter, starts, ends, max_gap_s) -> tuple[np.ndarra
     return _per_window(_counter_delta, t, counter, starts, ends, max_gap_s)
 
 
-def window_mean(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
-    """Time-weighted mean of each window (utilization, clocks)."""
-    total, complete = window_energy(t, values, starts, ends, max_gap_s)
-    duration = ends - starts
-    mean = np.divide(total, duration, out=np.full(len(starts), np.nan), where=duration > 0)
-    return mean, complete
-
-
 def window_peak(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
     """Largest value in each window: samples inside it and the edge interpolations."""
     return _per_window(_peak, t, values, starts, ends, max_gap_s)
@@ -133,8 +134,39 @@ def allowed_gap_s(period_s: float, gap_factor: float = GAP_FACTOR, min_gap_s: fl
     return max(gap_factor * period_s, min_gap_s)
 
 
-_BY_KIND = {"power": window_energy, "energy": window_counter_delta, "util": window_mean,
-            "clock": window_mean, "memory": window_peak}
+#: The reductions of each channel kind, in order; the first is the kind's main one (``StepValues.value``).
+#: "energy_j" of a power rail is its integral; of an energy counter, its increase.
+REDUCTIONS = {
+    "power": ("energy_j", "mean", "peak"),
+    "energy": ("energy_j", "mean"),
+    "util": ("mean", "peak"),
+    "clock": ("mean", "min"),
+    "memory": ("peak", "mean"),
+    "temperature": ("mean", "peak"),
+    "state": ("peak",),
+}
+PRIMARY = {kind: names[0] for kind, names in REDUCTIONS.items()}
+
+
+def _reduce(kind: str, t, column, starts, ends, max_gap) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Every reduction of ``kind`` over the windows, and which windows are complete."""
+    duration = ends - starts
+
+    def per_second(total: np.ndarray) -> np.ndarray:
+        return np.divide(total, duration, out=np.full(len(starts), np.nan), where=duration > 0)
+
+    if kind == "energy":
+        delta, complete = window_counter_delta(t, column, starts, ends, max_gap)
+        return {"energy_j": delta, "mean": per_second(delta)}, complete
+    integral, complete = window_energy(t, column, starts, ends, max_gap)
+    out = {"energy_j": integral} if kind == "power" else {}
+    out["mean"] = per_second(integral)
+    names = REDUCTIONS[kind]
+    if "peak" in names:
+        out["peak"] = window_peak(t, column, starts, ends, max_gap)[0]
+    if "min" in names:
+        out["min"] = -window_peak(t, -column, starts, ends, max_gap)[0]
+    return {name: out[name] for name in names}, complete
 
 
 def join(
@@ -149,9 +181,11 @@ def join(
 ) -> dict[str, StepValues]:
     """Joins samples (``t`` (n,), ``values`` (n, channels)) to step windows.
 
-    Power channels give energy in J (mean power is energy / duration),
-    energy counters give their increase in J, utilization and clocks give
-    time-weighted means, memory gives the peak.
+    Every channel gets the reductions of its kind (``REDUCTIONS``): power
+    rails their energy in J (the integral), mean and peak power; energy
+    counters their increase and mean power; utilization, clocks, memory and
+    temperatures time-weighted means and their peak (the lowest clock);
+    states their peak.
 
     Args:
         period_s: The sampler period. A channel's allowed gap between two
@@ -172,6 +206,6 @@ def join(
         valid_t = t[np.isfinite(column)]
         own_period = float(np.median(np.diff(valid_t))) if len(valid_t) > 2 else period_s
         max_gap = allowed_gap_s(max(period_s, own_period), gap_factor, min_gap_s)
-        value, complete = _BY_KIND[channel.kind](t, column, starts, ends, max_gap)
-        out[channel.name] = StepValues(channel, value, complete)
+        reductions, complete = _reduce(channel.kind, t, column, starts, ends, max_gap)
+        out[channel.name] = StepValues(channel, reductions, complete)
     return out

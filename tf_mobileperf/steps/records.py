@@ -1,8 +1,12 @@
 """Per-step records: what each training step cost, and running totals of the measured steps.
 
-``fill_steps`` turns the join's per-step values into ``StepRecord`` fields;
-``StepTotals`` keeps what the report's summary needs without keeping every
-step, so a long run's memory stays bounded.
+A ``StepRecord`` keeps every reduction the join computed for every channel
+(``channels``: energy, mean, peak, ... by the channel's kind) and the seed's
+quantities derived from them by the channels' roles (``Roles``): energy and
+power per rail and in total, CPU utilization overall and per core, GPU
+utilization, peak memory of the board. ``StepTotals`` keeps what the
+report's summary needs without keeping every step, so a long run's memory
+stays bounded.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.steps.join import StepValues
+from tf_mobileperf.steps.join import REDUCTIONS, StepValues
 
 GIB = float(2**30)
 
@@ -47,6 +51,7 @@ class StepRecord:
     mem_peak_gb: float | None = None
     incomplete: list[str] = dataclasses.field(default_factory=list)
     gap_before_s: float | None = None  # since the previous step ended: input, callbacks, the loop's own work
+    channels: dict[str, dict[str, float | None]] = dataclasses.field(default_factory=dict)  # name -> reduction -> value
 
     @property
     def duration_s(self) -> float:
@@ -59,48 +64,86 @@ class StepRecord:
                "mem_peak_gb": self.mem_peak_gb, "gap_before_s": self.gap_before_s}
         row |= {f"energy_j/{k}": v for k, v in self.energy_j.items()}
         row |= {f"power_w/{k}": v for k, v in self.power_w.items()}
+        row |= {f"{name}/{r}": v for name, values in self.channels.items() for r, v in values.items()}
         return row
 
 
-def energy_rails(channels: list[Channel]) -> list[Channel]:
-    """Channels that give a rail's energy: power rails and energy counters.
+#: The columns of ``steps.csv`` that every run has.
+BASE_FIELDS = ["step", "start_s", "end_s", "duration_s", "batches", "warmup", "traced", "failed",
+               "cpu_util", "gpu_util", "mem_peak_gb", "gap_before_s"]
 
-    A device with both (NVML ``gpuN_power`` and ``gpuN_energy``) uses the
+
+def csv_fields(channels: list[Channel]) -> list[str]:
+    """The columns of ``steps.csv``: the seed's, energy and power per rail, every channel's reductions."""
+    rails = [c.name for c in energy_rails(channels)]
+    rails += ["total"] if rails else []
+    return (BASE_FIELDS + [f"energy_j/{r}" for r in rails] + [f"power_w/{r}" for r in rails]
+            + [f"{c.name}/{r}" for c in channels for r in REDUCTIONS[c.kind]])
+
+
+def energy_rails(channels: list[Channel]) -> list[Channel]:
+    """Channels that give a rail's energy: energy counters, and power channels of rails without one.
+
+    A rail measured both ways (NVML's power and its energy counter) uses the
     counter, which the hardware integrates itself.
     """
-    counters = {c.name.removesuffix("_energy") for c in channels if c.kind == "energy"}
-    return [c for c in channels if c.kind == "energy" or (c.kind == "power" and c.name.removesuffix("_power") not in counters)]
+    counted = {c.rail for c in channels if c.kind == "energy"}
+    return [c for c in channels if c.kind == "energy" or (c.kind == "power" and c.rail not in counted)]
+
+
+@dataclasses.dataclass
+class Roles:
+    """The channels that give each of the seed's quantities, chosen by their roles, never by their names."""
+
+    rails: list[Channel]  # energy per rail
+    total: list[Channel]  # the rails whose sum is the total: the "total" rail, else every rail but sub-zones
+    cpu: list[Channel]  # overall CPU utilization (no core)
+    cores: list[Channel]  # utilization of each CPU core
+    gpus: list[Channel]  # GPU utilization, averaged over the GPUs
+    memory: list[Channel]  # memory used on the board: its peak is the seed's mem_peak_gb
+
+    @classmethod
+    def of(cls, channels: list[Channel]) -> "Roles":
+        rails = energy_rails(channels)
+        util = [c for c in channels if c.kind == "util"]
+        return cls(rails=rails,
+                   total=[c for c in rails if c.group == "total"] or [c for c in rails if c.group != "subzone"],
+                   cpu=[c for c in util if c.device == "cpu" and c.core is None],
+                   cores=[c for c in util if c.device == "cpu" and c.core is not None],
+                   gpus=[c for c in util if c.device == "gpu"],
+                   memory=[c for c in channels if c.kind == "memory" and c.device == "board"][:1])
+
+
+def _fill_energy(step: StepRecord, joined: dict[str, StepValues], roles: Roles, i: int) -> None:
+    duration = step.duration_s
+    for rail in roles.rails:
+        energy = _num(joined[rail.name].value[i])
+        step.energy_j[rail.name] = energy
+        step.power_w[rail.name] = _num(energy / duration) if energy is not None and duration > 0 else None
+        if not joined[rail.name].complete[i]:
+            step.incomplete.append(rail.name)
+    if roles.rails:
+        parts = [step.energy_j[c.name] for c in roles.total]
+        step.energy_j["total"] = None if any(p is None for p in parts) else sum(parts)
+        step.power_w["total"] = (step.energy_j["total"] / duration
+                                 if step.energy_j["total"] is not None and duration > 0 else None)
 
 
 def fill_steps(steps: list[StepRecord], joined: dict[str, StepValues], channels: list[Channel]) -> None:
-    """Writes the joined per-step values into ``steps`` (same order)."""
-    rails = energy_rails(channels)
-    total_rails = [c for c in rails if c.group == "total"] or [c for c in rails if c.group != "subzone"]
-    util_cores = [c for c in channels if c.kind == "util" and c.group == "cpu" and c.name != "cpu_util"]
-    gpu_utils = [c for c in channels if c.kind == "util" and c.group == "gpu"]
-    memory = [c for c in channels if c.kind == "memory" and c.name == "ram_used"]
+    """Writes the joined per-step values into ``steps`` (same order): every channel's reductions, then
+    the seed's quantities derived from them."""
+    roles = Roles.of(channels)
     for i, step in enumerate(steps):
-        duration = step.duration_s
-        for rail in rails:
-            energy = _num(joined[rail.name].value[i])
-            step.energy_j[rail.name] = energy
-            step.power_w[rail.name] = _num(energy / duration) if energy is not None and duration > 0 else None
-            if not joined[rail.name].complete[i]:
-                step.incomplete.append(rail.name)
-        if rails:
-            parts = [step.energy_j[c.name] for c in total_rails]
-            step.energy_j["total"] = None if any(p is None for p in parts) else sum(parts)
-            step.power_w["total"] = (step.energy_j["total"] / duration
-                                     if step.energy_j["total"] is not None and duration > 0 else None)
-        if "cpu_util" in joined:
-            step.cpu_util = _num(joined["cpu_util"].value[i])
-        step.cpu_util_per_core = {c.name.removesuffix("_util"): _num(joined[c.name].value[i]) for c in util_cores}
-        if gpu_utils:
-            values = [joined[c.name].value[i] for c in gpu_utils]
+        step.channels = {name: {r: _num(v[i]) for r, v in values.reductions.items()} for name, values in joined.items()}
+        _fill_energy(step, joined, roles, i)
+        if roles.cpu:
+            step.cpu_util = _num(joined[roles.cpu[0].name].value[i])
+        step.cpu_util_per_core = {f"cpu{c.core}": _num(joined[c.name].value[i]) for c in roles.cores}
+        if roles.gpus:
+            values = [joined[c.name].value[i] for c in roles.gpus]
             step.gpu_util = _num(np.mean(values)) if np.isfinite(values).all() else None
-        if memory:
-            peak = joined[memory[0].name].value[i]
-            step.mem_peak_gb = _num(peak / GIB)
+        if roles.memory:
+            step.mem_peak_gb = _num(joined[roles.memory[0].name].value[i] / GIB)
 
 
 class StepTotals:
@@ -125,6 +168,7 @@ class StepTotals:
         self._counts: dict[str, int] = {}
         self.mem_peak_gb: float | None = None
         self.cores: list[str] | None = None
+        self._extremes: dict[str, float] = {}  # "<channel>/peak" -> largest, "<channel>/min" -> smallest
 
     def add(self, step: StepRecord) -> None:
         """Adds one measured (not warm-up, not failed) step."""
@@ -146,6 +190,30 @@ class StepTotals:
                 self._counts[key] = self._counts.get(key, 0) + 1
         if step.mem_peak_gb is not None:
             self.mem_peak_gb = max(self.mem_peak_gb or 0.0, step.mem_peak_gb)
+        self._add_channels(step.channels)
+
+    def _add_channels(self, channels: dict[str, dict[str, float | None]]) -> None:
+        for name, values in channels.items():
+            for reduction, value in values.items():
+                key = f"{name}/{reduction}"
+                if value is None:
+                    continue
+                if reduction in ("peak", "min"):
+                    pick = max if reduction == "peak" else min
+                    self._extremes[key] = pick(self._extremes.get(key, value), value)
+                elif reduction == "mean":
+                    self._sums[key] = self._sums.get(key, 0.0) + value
+                    self._counts[key] = self._counts.get(key, 0) + 1
+
+    def channel_summary(self, channels: list[Channel]) -> dict[str, dict[str, float | None]]:
+        """Each channel over the measured steps: the mean of its step means, its highest peak, its lowest
+        minimum (None where no step has the value); energy is in the report's ``energy_j``."""
+        out = {}
+        for c in channels:
+            names = [r for r in REDUCTIONS[c.kind] if r != "energy_j"]
+            out[c.name] = {r: (self.mean(f"{c.name}/{r}") if r == "mean" else self._extremes.get(f"{c.name}/{r}"))
+                           for r in names}
+        return out
 
     def total(self, key: str) -> float | None:
         """Sum over the measured steps; None unless every step has the value."""

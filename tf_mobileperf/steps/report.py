@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.steps.records import StepRecord, StepTotals, energy_rails, fill_steps  # noqa: F401 (fill_steps: the monitor)
+from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, energy_rails, fill_steps  # noqa: F401 (fill_steps: the monitor)
 
 
 @dataclasses.dataclass
@@ -62,9 +62,9 @@ class Report:
         energy_time = totals.energy_time_s
         power_avg_w = {r: (e / energy_time if e is not None and energy_time > 0 else None) for r, e in energy_j.items()}
         clusters: dict[str, list[str]] = {}
-        for c in self.channels:
-            if c.kind == "util" and c.group == "cpu" and c.cluster:
-                clusters.setdefault(c.cluster, []).append(c.name.removesuffix("_util"))
+        for c in Roles.of(self.channels).cores:
+            if c.cluster:
+                clusters.setdefault(c.cluster, []).append(f"cpu{c.core}")
         per_core = {core: totals.mean(f"core/{core}") for core in totals.cores or []}
         per_cluster = {name: _mean_known([per_core.get(core) for core in cores]) for name, cores in clusters.items()}
         samples = self.batch_size * totals.batches if self.batch_size else None
@@ -90,6 +90,7 @@ class Report:
                                       "time_s": energy_time, "measured_time_s": total_time},
             "cpu_util_per_core": per_core,
             "cpu_util_per_cluster": per_cluster,
+            "channels": totals.channel_summary(self.channels),
             "step_time_s": {
                 "mean": float(durations.mean()) if measured else None,
                 "p50": float(np.percentile(durations, 50)) if measured else None,

@@ -1,0 +1,106 @@
+"""Per-step records: every channel's reductions kept, the seed's quantities derived by role (synthetic samples)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tf_mobileperf.sensors.base import Channel
+from tf_mobileperf.steps.join import join
+from tf_mobileperf.steps.records import GIB, StepRecord, StepTotals, csv_fields, energy_rails, fill_steps
+from tf_mobileperf.steps.report import Report
+
+CHANNELS = [
+    Channel("VDD_IN", "power", "synthetic", group="total", device="board"),
+    Channel("VDD_SYS_GPU", "power", "synthetic", group="gpu", device="gpu"),
+    Channel("gpu0_power", "power", "synthetic", device="gpu", rail="gpu0"),
+    Channel("gpu0_energy", "energy", "synthetic", device="gpu", rail="gpu0"),
+    Channel("cpu_util", "util", "synthetic", group="cpu", device="cpu"),
+    Channel("cpu0_util", "util", "synthetic", group="cpu", device="cpu", core=0, cluster="Denver2"),
+    Channel("cpu1_util", "util", "synthetic", group="cpu", device="cpu", core=1, cluster="A57"),
+    Channel("gpu_util", "util", "synthetic", group="gpu", device="gpu"),
+    Channel("ram_used", "memory", "synthetic", group="mem", device="board"),
+    Channel("proc_peak", "memory", "synthetic", group="mem", device="process"),
+    Channel("cpu0_freq", "clock", "synthetic", device="cpu", core=0),
+    Channel("soc_temp", "temperature", "synthetic", device="board"),
+]
+#: A constant per channel, except ram_used, which ramps: its peak is its value at the step's end.
+LEVEL = {"VDD_IN": 6.0, "VDD_SYS_GPU": 2.0, "gpu0_power": 50.0, "cpu_util": 40.0, "cpu0_util": 30.0,
+         "cpu1_util": 50.0, "gpu_util": 90.0, "proc_peak": 1.5 * GIB, "cpu0_freq": 2.0e9, "soc_temp": 45.0}
+
+
+def steps_of(windows):
+    t = np.arange(0.0, 4.0, 0.005)
+    columns = []
+    for c in CHANNELS:
+        if c.name == "gpu0_energy":
+            columns.append(40.0 * t)  # a counter: 40 W
+        elif c.name == "ram_used":
+            columns.append(GIB * (1.0 + t))
+        else:
+            columns.append(np.full(len(t), LEVEL[c.name]))
+    starts, ends = np.array([w[0] for w in windows]), np.array([w[1] for w in windows])
+    joined = join(t, np.column_stack(columns), CHANNELS, starts, ends, period_s=0.005)
+    steps = [StepRecord(step=i, start_s=s, end_s=e) for i, (s, e) in enumerate(windows)]
+    fill_steps(steps, joined, CHANNELS)
+    return steps
+
+
+def test_every_channel_keeps_its_reductions():
+    step, = steps_of([(1.0, 1.5)])
+    assert set(step.channels) == {c.name for c in CHANNELS}
+    assert step.channels["VDD_IN"] == pytest.approx({"energy_j": 3.0, "mean": 6.0, "peak": 6.0})
+    assert step.channels["gpu0_energy"] == pytest.approx({"energy_j": 20.0, "mean": 40.0})
+    assert step.channels["cpu0_freq"] == pytest.approx({"mean": 2.0e9, "min": 2.0e9})
+    assert step.channels["proc_peak"] == pytest.approx({"peak": 1.5 * GIB, "mean": 1.5 * GIB})
+    assert step.channels["soc_temp"] == pytest.approx({"mean": 45.0, "peak": 45.0})
+    assert step.channels["ram_used"]["peak"] == pytest.approx(2.5 * GIB)
+
+
+def test_seed_quantities_are_derived_by_role_not_by_name():
+    step, = steps_of([(1.0, 1.5)])
+    # NVML's counter wins over its power channel of the same rail; the total is the "total" rail.
+    assert [c.name for c in energy_rails(CHANNELS)] == ["VDD_IN", "VDD_SYS_GPU", "gpu0_energy"]
+    assert step.energy_j == pytest.approx({"VDD_IN": 3.0, "VDD_SYS_GPU": 1.0, "gpu0_energy": 20.0, "total": 3.0})
+    assert step.power_w["total"] == pytest.approx(6.0)
+    assert step.cpu_util == pytest.approx(40.0)
+    assert step.cpu_util_per_core == pytest.approx({"cpu0": 30.0, "cpu1": 50.0})
+    assert step.gpu_util == pytest.approx(90.0)
+    assert step.mem_peak_gb == pytest.approx(2.5)  # the board's memory, not the process's
+
+
+def test_renamed_channels_keep_their_roles():
+    renamed = [Channel("aggregate", "util", "synthetic", device="cpu"),
+               Channel("core_a", "util", "synthetic", device="cpu", core=3, cluster="X"),
+               Channel("dram", "memory", "synthetic", device="board")]
+    t = np.arange(0.0, 2.0, 0.005)
+    joined = join(t, np.column_stack([np.full(len(t), 10.0), np.full(len(t), 20.0), np.full(len(t), GIB)]),
+                  renamed, np.array([0.5]), np.array([1.0]), period_s=0.005)
+    step = StepRecord(step=0, start_s=0.5, end_s=1.0)
+    fill_steps([step], joined, renamed)
+    assert step.cpu_util == pytest.approx(10.0) and step.mem_peak_gb == pytest.approx(1.0)
+    assert step.cpu_util_per_core == pytest.approx({"cpu3": 20.0})
+
+
+def test_steps_csv_has_a_column_for_every_reduction_and_the_row_fills_it():
+    step, = steps_of([(1.0, 1.5)])
+    fields = csv_fields(CHANNELS)
+    row = step.csv_row()
+    assert {"VDD_IN/energy_j", "VDD_IN/mean", "VDD_IN/peak", "cpu0_freq/min", "soc_temp/peak",
+            "proc_peak/peak", "energy_j/total", "power_w/gpu0_energy"} <= set(fields)
+    assert set(row) <= set(fields) and row["cpu0_freq/mean"] == pytest.approx(2.0e9)
+
+
+def test_the_summary_carries_each_channel_over_the_measured_steps():
+    steps = steps_of([(0.5, 1.0), (1.0, 2.0), (2.0, 3.5)])
+    totals = StepTotals()
+    for s in steps:
+        totals.add(s)
+    report = Report(success=True, failed_step=None, error=None, warmup_steps=0, steps=steps, totals=totals,
+                    channels=CHANNELS, sampling={}, sensors=[], device={}, unavailable={})
+    summary = report.summary()
+    assert summary["channels"]["ram_used"] == pytest.approx({"peak": 4.5 * GIB, "mean": GIB * (1 + (0.75 + 1.5 + 2.75) / 3)})
+    assert summary["channels"]["cpu0_freq"] == pytest.approx({"mean": 2.0e9, "min": 2.0e9})
+    assert "energy_j" not in summary["channels"]["VDD_IN"]  # energy is in summary["energy_j"]
+    assert summary["cpu_util_per_cluster"] == pytest.approx({"Denver2": 30.0, "A57": 50.0})
+    assert summary["energy_j"]["total"] == pytest.approx(6.0 * 3.0)

@@ -3,8 +3,8 @@
 The summary is a string tensor (the report summary as JSON) under
 ``mobileperf/run``; TensorBoard's data provider then lists the run under our
 plugin, and the dashboard reads the summary through it. Step tables and raw
-samples are files under ``<run>/plugins/mobileperf/`` (see
-``tf_mobileperf.output.files``), because TensorBoard keeps only a few tensor
+samples are files under ``<run>/plugins/mobileperf/`` (named in
+``metadata``, read by ``reader``), because TensorBoard keeps only a few tensor
 events per tag. Built as a protobuf directly: no TensorFlow op runs.
 """
 

@@ -21,9 +21,9 @@ from tensorboard.util import tensor_util
 
 from test_plugin import client_for, get, train
 from tf_mobileperf.session.cluster import combine
-from tf_mobileperf.output.files import StepsCsv, read_steps, read_steps_counted, write_json
+from tf_mobileperf.output.files import StepsCsv, write_json
 from tf_mobileperf_tensorboard import metadata
-from tf_mobileperf_tensorboard.mobileperf_plugin import MAX_JSON_BYTES
+from tf_mobileperf_tensorboard.reader import MAX_JSON_BYTES, read_steps, read_steps_counted
 
 DEEP = "[" * 100_000 + "]" * 100_000  # valid JSON, nested deeper than any parser's recursion limit
 

@@ -1,27 +1,29 @@
-"""On-disk series of a run, written as it is measured.
+"""The writers of a run's files: series, steps, progress, claim and JSON.
+
+File names and the schema version come from ``tf_mobileperf_tensorboard.metadata``
+and every reader is ``tf_mobileperf_tensorboard.reader``, so writers and
+readers share one contract.
 
 TensorBoard keeps only a few tensor events per tag, so raw samples live in
 plain files under ``<run>/plugins/mobileperf/`` (as the profile plugin keeps
-its traces): ``channels.json`` names the columns, ``samples.bin`` holds rows
-of float64 (time, channel...) appended and flushed every drain, so a crash
-loses at most one drain interval. A torn last row is ignored on reading;
-a write that fails (disk full) is cut back to the last whole row, so the
-rows after it stay aligned.
+its traces): ``channels.json`` names the columns and their roles,
+``samples.bin`` holds rows of float64 (time, channel...) appended and
+flushed every drain, so a crash loses at most one drain interval. A write
+that fails (disk full) is cut back to the last whole row, so the rows after
+it stay aligned.
 
 A logdir is claimed by the measurement that writes it (``claim_logdir``), so
-two measurements never write into one logdir. ``steps.csv`` rows cut short
-(a process killed mid-write) are skipped and counted on reading, and JSON is
-written through a temporary file of its own, so writers never collide.
+two measurements never write into one logdir. ``steps.csv`` is appended in
+whole rows, and JSON is written through a temporary file of its own, so
+writers never collide.
 """
 
 from __future__ import annotations
 
 import contextlib
 import csv
-import dataclasses
 import io
 import json
-import logging
 import mmap
 import os
 import re
@@ -33,17 +35,13 @@ from pathlib import Path
 
 import numpy as np
 
+from tf_mobileperf.output.layout import RunLayout
 from tf_mobileperf.sensors.base import Channel
+from tf_mobileperf_tensorboard import metadata
 
-log = logging.getLogger(__name__)
-
-PLUGIN_DIR = "plugins/mobileperf"
-CHANNELS_FILE = "channels.json"
-SAMPLES_FILE = "samples.bin"
-CLAIM_FILE = "mobileperf.claim"
-PROGRESS_FILE = "progress.bin"
-OP_ENERGY_FILE = "op_energy.json"  # energy per op of the traced steps (tf_mobileperf.steps.op_energy)
-TRACE_FILE = "power_trace.json"  # Chrome/Perfetto trace: ops and power rails
+# Still imported from here by session/, tools/ and tests until they import the plugin package's names (#16).
+from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, OP_ENERGY_FILE, PLUGIN_DIR, PROGRESS_FILE, TRACE_FILE  # noqa: F401,E402
+from tf_mobileperf_tensorboard.reader import read_series, read_steps  # noqa: F401,E402
 
 
 #: ``scheme://`` at the start of a path: a remote file system (gs://, s3://, hdfs://, ram://).
@@ -80,7 +78,7 @@ def claim_logdir(logdir: str | Path) -> Path:
     while True:
         try:
             candidate.mkdir(parents=True, exist_ok=True)
-            fd = os.open(candidate / CLAIM_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(RunLayout(candidate).claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         except FileExistsError:
             n += 1
             candidate = base / f"run-{n}"
@@ -153,14 +151,14 @@ class AppendFile:
 class SeriesWriter:
     """Appends sample rows to ``samples.bin`` next to their ``channels.json``."""
 
-    def __init__(self, run_dir: str | Path, channels: list[Channel], metadata: dict):
-        self.dir = Path(run_dir) / PLUGIN_DIR
+    def __init__(self, run_dir: str | Path, channels: list[Channel], run_metadata: dict):
+        self.dir = Path(run_dir) / metadata.PLUGIN_DIR
         self.dir.mkdir(parents=True, exist_ok=True)
-        header = {"version": 1, "columns": ["t"] + [c.name for c in channels],
-                  "channels": [dataclasses.asdict(c) | {"unit": c.unit} for c in channels],
-                  "clock": "time.monotonic (CLOCK_MONOTONIC), seconds", "metadata": metadata}
-        write_json(self.dir / CHANNELS_FILE, header)
-        self._file = AppendFile(self.dir / SAMPLES_FILE)
+        header = {"version": metadata.CHANNELS_VERSION, "columns": ["t"] + [c.name for c in channels],
+                  "channels": [c.to_dict() for c in channels],
+                  "clock": "time.monotonic (CLOCK_MONOTONIC), seconds", "metadata": run_metadata}
+        write_json(self.dir / metadata.CHANNELS_FILE, header)
+        self._file = AppendFile(self.dir / metadata.SAMPLES_FILE)
 
     def append(self, t: np.ndarray, values: np.ndarray) -> None:
         if len(t):
@@ -168,27 +166,6 @@ class SeriesWriter:
 
     def close(self) -> None:
         self._file.close()
-
-
-def read_series(run_dir: str | Path) -> tuple[dict, np.ndarray]:
-    """Reads (header, rows) of a run's series; rows[:, 0] is time.
-
-    The rows are memory-mapped: slicing a window reads only that window.
-
-    Raises:
-        FileNotFoundError: the run has no series.
-        ValueError: the header is corrupt.
-    """
-    directory = Path(run_dir) / PLUGIN_DIR
-    try:
-        header = json.loads((directory / CHANNELS_FILE).read_text())
-        width = len(header["columns"])
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ValueError(f"corrupt {directory / CHANNELS_FILE}: {exc}") from exc
-    count = (directory / SAMPLES_FILE).stat().st_size // (8 * width)
-    if count == 0:
-        return header, np.empty((0, width))
-    return header, np.memmap(directory / SAMPLES_FILE, dtype="<f8", mode="r", shape=(count, width))
 
 
 class StepsCsv:
@@ -210,67 +187,6 @@ class StepsCsv:
 
     def close(self) -> None:
         self._file.close()
-
-
-@dataclasses.dataclass
-class StepRows:
-    """The whole rows of a ``steps.csv`` and how many torn ones were skipped."""
-
-    rows: list[dict]
-    torn: int
-
-
-def _step(row: dict) -> dict:
-    """One typed row; ValueError if it is not a whole row of numbers."""
-    def number(text: str | None) -> float | None:
-        return float(text) if text not in (None, "") else None
-
-    if None in row or None in row.values():  # more fields than the header, or fewer
-        raise ValueError("row has the wrong number of fields")
-    if row["warmup"] not in ("0", "1") or row["failed"] not in ("0", "1"):
-        raise ValueError("warmup/failed is not 0 or 1")
-    return {"step": int(row["step"]), "duration_s": float(row["duration_s"]), "warmup": row["warmup"] == "1",
-            "failed": row["failed"] == "1", "energy_total": number(row.get("energy_j/total")),
-            "mem_peak_gb": number(row.get("mem_peak_gb"))}
-
-
-def read_steps_counted(logdir: str | Path) -> StepRows:
-    """The steps in ``logdir/steps.csv`` (see ``read_steps``) and the count of torn rows skipped.
-
-    A row is torn if it has the wrong number of fields, a field that does not
-    parse, or (the last one) no newline: a writer killed inside the row.
-    """
-    try:
-        with open(Path(logdir) / "steps.csv", newline="") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError):
-        return StepRows([], 0)
-    whole, _, tail = text.rpartition("\n")
-    torn = 1 if tail else 0
-    reader = csv.DictReader(io.StringIO(whole + "\n" if whole else ""))
-    if not {"step", "duration_s", "warmup", "failed"} <= set(reader.fieldnames or ()):
-        return StepRows([], torn + sum(1 for _ in reader))
-    rows = []
-    for row in reader:
-        try:
-            rows.append(_step(row))
-        except ValueError:
-            torn += 1
-    return StepRows(rows, torn)
-
-
-def read_steps(logdir: str | Path) -> list[dict]:
-    """The steps in ``logdir/steps.csv``, typed: step, duration_s, warmup, failed,
-    energy_total (J or None) and mem_peak_gb (or None); [] if it cannot be read.
-
-    Unlike report.json, steps.csv has every step, and it is there for a run
-    that died before writing its report. Torn rows are skipped with a warning
-    that counts them (``read_steps_counted`` returns the count).
-    """
-    result = read_steps_counted(logdir)
-    if result.torn:
-        log.warning("mobileperf: skipped %d torn row(s) of %s", result.torn, Path(logdir) / "steps.csv")
-    return result.rows
 
 
 def write_json(path: Path, data: dict) -> None:

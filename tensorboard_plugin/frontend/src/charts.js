@@ -108,8 +108,9 @@ export async function runCharts(run, header, steps, summary, width) {
   const ctx = { run, t0: header.t0, steps, width, zoom: zoomGroup(), unavailable: (summary.unavailable || {}).power };
   const power = channels.filter((c) => c.kind === "power");
   const memory = channels.filter((c) => c.kind === "memory");
-  const gpu = channels.filter((c) => c.kind === "util" && c.group.includes("gpu"));
-  const cores = channels.filter((c) => c.kind === "util" && c.group === "cpu" && c.name !== "cpu_util");
+  // Channels are chosen by their roles (kind, device, core), as the report chooses them; never by name.
+  const gpu = channels.filter((c) => c.kind === "util" && c.device === "gpu");
+  const cores = channels.filter((c) => c.kind === "util" && c.device === "cpu" && c.core != null);
   const clusters = [...new Set(cores.map((c) => c.cluster || "cores"))];
   const ramTotal = (summary.device || {}).ram_total_bytes;
   const parts = [

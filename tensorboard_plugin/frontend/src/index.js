@@ -10,6 +10,7 @@ import uPlotCss from "uplot/dist/uPlot.min.css";
 import { getChannels, getSteps, listRuns } from "./api.js";
 import { batchSizeChart, energyPerStep, runCharts } from "./charts.js";
 import { el, fmt, NOT_MEASURED } from "./format.js";
+import { stepTable } from "./steps.js";
 
 const STYLE = `
 body { font-family: Roboto, "Helvetica Neue", sans-serif; font-size: 13px; margin: 16px; color: #212121; background: #fff; }
@@ -20,7 +21,8 @@ th { cursor: pointer; background: #f5f5f5; user-select: none; } td:first-child, 
 .runs label { margin-right: 16px; } .header { display: flex; flex-wrap: wrap; gap: 4px 24px; margin: 6px 0; }
 .header span b { font-weight: 500; } .failed { color: #c62828; } .ok { color: #2e7d32; }
 .chart { margin: 8px 0 16px; } .empty p { color: #757575; font-style: italic; } .note { color: #757575; }
-.error { color: #c62828; }
+.error { color: #c62828; } .scroll { overflow-x: auto; max-height: 420px; } .step-table td, .step-table th { white-space: nowrap; }
+.step-table tr.failed td { color: #c62828; } .step-table tr.warm-up td { color: #757575; }
 `;
 
 const COLUMNS = [
@@ -138,6 +140,7 @@ async function showRun(section, r, width, isStale) {
     const charts = await runCharts(r.run, header, steps.steps, r.summary, width);
     if (isStale()) return;
     section.append(...charts);
+    if (steps.steps.length) section.append(stepTable(steps.steps, header));
     if (steps.op_energy) section.append(opEnergyView(steps.op_energy, steps.trace_url));
   } catch (err) {
     if (!isStale()) section.append(el("h3", { text: r.run }), el("p", { class: "error", text: String(err.message || err) }));

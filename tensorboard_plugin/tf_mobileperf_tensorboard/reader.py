@@ -1,0 +1,204 @@
+"""The one reader of a run's files: series, steps, report and other JSON.
+
+Used by the dashboard and by the core (op energy, the cluster combine, the
+sweep), so every reader of the stored format goes through the checks of
+``metadata``. Reading is safe on a logdir someone else wrote: a file is
+opened without blocking and without following a link swapped in, read only
+if it is a regular file under a size cap, and, given ``logdir``, only if it
+resolves inside it. Problems are exceptions whose message names the file:
+``FileNotFoundError`` (a file that must be there is not), ``OutsideLogdir``
+and ``ValueError`` (anything else wrong with a file). No TensorFlow.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import logging
+import os
+import stat
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from . import metadata
+
+log = logging.getLogger(__name__)
+
+MAX_JSON_BYTES = 64 * 2**20  # report.json holds at most ~11,000 steps: a few MB
+MAX_TRACE_BYTES = 256 * 2**20
+
+
+class OutsideLogdir(PermissionError):
+    """A run's file that resolves outside the logdir it was asked for (a link out of it)."""
+
+
+def _label(path: Path, logdir: Path | None) -> str:
+    """How messages name ``path``: relative to the logdir when there is one (no server paths to a client)."""
+    return os.path.relpath(path, logdir) if logdir is not None else str(path)
+
+
+def open_file(path: Path, limit: int | None, logdir: Path | None = None) -> BinaryIO | None:
+    """``path`` opened for reading; None if there is none.
+
+    Opened non-blocking and without following a link swapped in after the
+    path was resolved, then checked with ``fstat``: a FIFO, a device or a
+    folder is refused before anything reads it.
+
+    Raises:
+        OutsideLogdir: ``logdir`` is given and ``path`` resolves outside it.
+        ValueError: not a regular file, or over ``limit`` bytes.
+    """
+    label, resolved = _label(path, logdir), Path(path).resolve()
+    if logdir is not None and not resolved.is_relative_to(logdir):
+        raise OutsideLogdir(f"{label} points outside the logdir")
+    try:
+        fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    file = os.fdopen(fd, "rb")
+    info = os.fstat(fd)
+    problem = None
+    if not stat.S_ISREG(info.st_mode):
+        problem = "is not a regular file"
+    elif limit is not None and info.st_size > limit:
+        problem = f"is {info.st_size} bytes, over the {limit}-byte limit"
+    if problem:
+        file.close()
+        raise ValueError(f"{label} {problem}")
+    return file
+
+
+def read_bytes(path: Path, limit: int, logdir: Path | None = None) -> bytes | None:
+    """The bytes of ``path`` (at most ``limit``, even if it grows); None if there is none."""
+    file = open_file(path, limit, logdir)
+    if file is None:
+        return None
+    with file:
+        body = file.read(limit + 1)
+    if len(body) > limit:
+        raise ValueError(f"{_label(path, logdir)} grew over the {limit}-byte limit")
+    return body
+
+
+def read_json(path: Path, limit: int = MAX_JSON_BYTES, logdir: Path | None = None) -> dict | None:
+    """The JSON object in ``path``; None if there is none. Anything else is a ValueError naming the file."""
+    body = read_bytes(path, limit, logdir)
+    if body is None:
+        return None
+    label = _label(path, logdir)
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        raise ValueError(f"{label} nests too deeply to read") from None
+    except ValueError as exc:  # not JSON, or not UTF-8
+        raise ValueError(f"{label} is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{label} is a JSON {type(data).__name__}, not an object")
+    return data
+
+
+def read_report(directory: str | Path, logdir: Path | None = None) -> dict | None:
+    """The ``report.json`` in ``directory`` (a logdir, or a run's ``PLUGIN_DIR``); None if there is none.
+
+    Raises:
+        ValueError: it is not a JSON object whose ``steps``, if any, is a list of objects.
+    """
+    path = Path(directory) / metadata.REPORT_FILE
+    report = read_json(path, MAX_JSON_BYTES, logdir)
+    steps = report.get("steps", []) if report is not None else []
+    if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+        raise ValueError(f"{_label(path, logdir)} has no list of steps")
+    return report
+
+
+def read_series(run_dir: str | Path, logdir: Path | None = None) -> tuple[dict, np.ndarray]:
+    """Reads (header, rows) of a run's series; rows[:, 0] is time.
+
+    The header is ``channels.json`` checked and upgraded by
+    ``metadata.parse_channels``. The rows are memory-mapped: slicing a
+    window reads only that window; a torn last row is left out.
+
+    Raises:
+        FileNotFoundError: the run has no ``channels.json`` or ``samples.bin``.
+        ValueError: the header is corrupt or of a version this package does not read.
+    """
+    directory = Path(run_dir) / metadata.PLUGIN_DIR
+    path = directory / metadata.CHANNELS_FILE
+    raw = read_json(path, MAX_JSON_BYTES, logdir)
+    if raw is None:
+        raise FileNotFoundError(f"this run has no {metadata.PLUGIN_DIR}/{metadata.CHANNELS_FILE}")
+    header = metadata.parse_channels(raw, _label(path, logdir))
+    width = len(header["columns"])
+    file = open_file(directory / metadata.SAMPLES_FILE, None, logdir)
+    if file is None:
+        raise FileNotFoundError(f"this run has no {metadata.PLUGIN_DIR}/{metadata.SAMPLES_FILE}")
+    with file:  # the map outlives the file object
+        count = os.fstat(file.fileno()).st_size // (8 * width)
+        if count == 0:
+            return header, np.empty((0, width))
+        return header, np.memmap(file, dtype="<f8", mode="r", shape=(count, width))
+
+
+@dataclasses.dataclass
+class StepRows:
+    """The whole rows of a ``steps.csv`` and how many torn ones were skipped."""
+
+    rows: list[dict]
+    torn: int
+
+
+def _step(row: dict) -> dict:
+    """One typed row; ValueError if it is not a whole row of numbers."""
+    def number(text: str | None) -> float | None:
+        return float(text) if text not in (None, "") else None
+
+    if None in row or None in row.values():  # more fields than the header, or fewer
+        raise ValueError("row has the wrong number of fields")
+    if row["warmup"] not in ("0", "1") or row["failed"] not in ("0", "1"):
+        raise ValueError("warmup/failed is not 0 or 1")
+    return {"step": int(row["step"]), "duration_s": float(row["duration_s"]), "warmup": row["warmup"] == "1",
+            "failed": row["failed"] == "1", "energy_total": number(row.get("energy_j/total")),
+            "mem_peak_gb": number(row.get("mem_peak_gb"))}
+
+
+def read_steps_counted(logdir: str | Path) -> StepRows:
+    """The steps in ``logdir/steps.csv`` (see ``read_steps``) and the count of torn rows skipped.
+
+    A row is torn if it has the wrong number of fields, a field that does not
+    parse, or (the last one) no newline: a writer killed inside the row.
+    """
+    try:
+        with open(Path(logdir) / metadata.STEPS_FILE, newline="") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError):
+        return StepRows([], 0)
+    whole, _, tail = text.rpartition("\n")
+    torn = 1 if tail else 0
+    reader = csv.DictReader(io.StringIO(whole + "\n" if whole else ""))
+    if not {"step", "duration_s", "warmup", "failed"} <= set(reader.fieldnames or ()):
+        return StepRows([], torn + sum(1 for _ in reader))
+    rows = []
+    for row in reader:
+        try:
+            rows.append(_step(row))
+        except ValueError:
+            torn += 1
+    return StepRows(rows, torn)
+
+
+def read_steps(logdir: str | Path) -> list[dict]:
+    """The steps in ``logdir/steps.csv``, typed: step, duration_s, warmup, failed,
+    energy_total (J or None) and mem_peak_gb (or None); [] if it cannot be read.
+
+    Unlike report.json, steps.csv has every step, and it is there for a run
+    that died before writing its report. Torn rows are skipped with a warning
+    that counts them (``read_steps_counted`` returns the count).
+    """
+    result = read_steps_counted(logdir)
+    if result.torn:
+        log.warning("mobileperf: skipped %d torn row(s) of %s", result.torn, Path(logdir) / metadata.STEPS_FILE)
+    return result.rows

@@ -1,0 +1,58 @@
+"""Every path of a measured run, in one place.
+
+A measurement writes into its logdir (report, steps, progress, claim) and,
+for TensorBoard, into one run folder under it (``<logdir>/train`` by
+default: scalars, the profiler's traces, and the dashboard's own folder with
+the series, op energy and a copy of the report). The file names are the
+contract's (``tf_mobileperf_tensorboard.metadata``); this says where each
+one lives, so writers and the core's readers never join paths by hand.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from tf_mobileperf_tensorboard import metadata
+
+
+def _file(folder: str, name: str) -> property:
+    """A property: the file ``name`` in the layout's folder ``folder`` (an attribute)."""
+    return property(lambda self: getattr(self, folder) / name, doc=f"``{name}`` in ``{folder}``")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunLayout:
+    """The paths of the run ``run`` measured into ``logdir``."""
+
+    logdir: Path
+    run: str = "train"
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "logdir", Path(self.logdir))  # a str is taken too
+
+    @property
+    def run_dir(self) -> Path:
+        """The TensorBoard run: scalars, ``profile_dir`` and ``plugin_dir``."""
+        return self.logdir / self.run
+
+    @property
+    def plugin_dir(self) -> Path:
+        """The dashboard's folder in the run."""
+        return self.run_dir / metadata.PLUGIN_DIR
+
+    @property
+    def profile_dir(self) -> Path:
+        """Where the TF profiler writes its sessions (``<session>/*.xplane.pb``)."""
+        return self.run_dir / metadata.PROFILE_DIR
+
+    report = _file("logdir", metadata.REPORT_FILE)
+    steps_csv = _file("logdir", metadata.STEPS_FILE)
+    progress = _file("logdir", metadata.PROGRESS_FILE)
+    claim = _file("logdir", metadata.CLAIM_FILE)
+
+    channels = _file("plugin_dir", metadata.CHANNELS_FILE)
+    samples = _file("plugin_dir", metadata.SAMPLES_FILE)
+    op_energy = _file("plugin_dir", metadata.OP_ENERGY_FILE)
+    trace = _file("plugin_dir", metadata.TRACE_FILE)
+    dashboard_report = _file("plugin_dir", metadata.REPORT_FILE)  # the copy of the report the dashboard reads

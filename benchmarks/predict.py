@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 from tf_mobileperf.tools.predict import largest_fitting_batch, predict
-from tf_mobileperf.tools.sweep import SweepConfig, search_largest, sweep
+from tf_mobileperf.tools.search import search_largest
+from tf_mobileperf.tools.sweep import SweepConfig, sweep
 from _results import save  # noqa: E402
 
 CASES = [  # model, input size, memory limit, targets

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from tf_mobileperf.tools.predict import Line, PowerLaw, largest_fitting_batch, predict
-from tf_mobileperf.tools.sweep import SweepConfig, search_largest, sweep
+from tf_mobileperf.tools.search import search_largest
+from tf_mobileperf.tools.sweep import SweepConfig, sweep
 
 
 def rows(points: dict[int, float], start_gb: float = 0.5) -> list[dict]:

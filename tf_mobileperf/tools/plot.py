@@ -16,7 +16,8 @@ from pathlib import Path
 
 import matplotlib
 
-from tf_mobileperf.tools.sweep import is_oom, load_results
+from tf_mobileperf.tools.sweep import is_oom
+from tf_mobileperf.tools.sweep_results import load_results
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

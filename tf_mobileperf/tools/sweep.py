@@ -1,8 +1,8 @@
 """The seed's benchmark: models x batch sizes, each in a fresh child process.
 
 Results go to ``DIR/results.json`` and ``DIR/results.csv`` (one row per
-configuration, the report's summary keys), written after every configuration
-so a sweep can be resumed. A row is keyed on its whole configuration (model,
+configuration, the report's summary keys; ``sweep_results``), written after
+every configuration so a sweep can be resumed. A row is keyed on its whole configuration (model,
 batch size, steps, warm-up steps, input size, memory limit, sensors): a rerun
 skips the configurations already measured and runs any other. Each
 configuration is also a TensorBoard run under ``DIR/runs/``, so the
@@ -18,19 +18,15 @@ not a result: its row has ``retry: True``, is not recorded, and the next
 sweep runs it again.
 
 Arguments are checked when the ``SweepConfig`` is made, before any child
-starts. One sweep writes a directory at a time: it holds an ``flock`` of
-``DIR/.sweep.lock`` (released by the kernel if it dies); a second one gets
-``SweepError``.
+starts. One sweep writes a directory at a time (``sweep_results.Results``
+holds its lock); a second one gets ``SweepError``.
 """
 
 from __future__ import annotations
 
-import csv
 import dataclasses
-import fcntl
 import hashlib
 import json
-import logging
 import math
 import os
 import shutil
@@ -38,27 +34,18 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Iterable
 
 from tqdm import tqdm
 
-from tf_mobileperf.output.files import CLAIM_FILE, PROGRESS_FILE, StepProgress, local_dir, read_steps, write_json
+from tf_mobileperf.output.files import CLAIM_FILE, PROGRESS_FILE, StepProgress, local_dir, read_steps
+from tf_mobileperf.tools.search import search_largest
+from tf_mobileperf.tools.sweep_results import Results, SweepError
 
-log = logging.getLogger(__name__)
-
-#: Summary keys copied to results.csv (scalars only).
-CSV_KEYS = ["model", "batch_size", "steps", "warmup_steps", "input_size", "sensors", "success", "failed_step", "cause",
-            "steps_measured", "energy_total", "energy_per_step_j", "energy_per_sample_j", "samples_per_s", "power_avg",
-            "gpu_util_avg", "cpu_util_avg", "mem_peak_gb", "proc_peak_gb", "step_time_s_mean", "memory_limit_bytes"]
-LOCK_FILE = ".sweep.lock"
 #: Words of the causes (``_cause``, ``_exit_cause``) that mean the configuration ran out of memory.
 OOM_WORDS = ("out of memory", "OOM killer", "allocation failure")
 #: Signals that stop a child from outside (Ctrl-C, a shutdown): the configuration did not finish, it did not fail.
 STOPPED_FROM_OUTSIDE = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
-
-
-class SweepError(Exception):
-    """A sweep directory or its results cannot be used: in use by another sweep, not a directory, unreadable."""
 
 
 @dataclasses.dataclass
@@ -236,87 +223,6 @@ def _exit_cause(returncode: int | None, stderr: str) -> str:
     return f"exit code {returncode}: " + (stderr.strip().splitlines() or [""])[-1][:200]
 
 
-def load_results(path: Path) -> list[dict]:
-    """The rows of a sweep's results.json; SweepError naming the file if it is missing or not one."""
-    try:
-        rows = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise SweepError(f"no sweep results at {path}") from None
-    except (OSError, ValueError) as exc:
-        raise SweepError(f"{path} is not a sweep's results.json ({exc}); move it away to start over") from None
-    if not (isinstance(rows, list) and all(isinstance(r, dict) and {"model", "batch_size"} <= r.keys() for r in rows)):
-        raise SweepError(f"{path} is not a sweep's results.json (not a list of rows with model and batch_size); "
-                         "move it away to start over")
-    return rows
-
-
-class Results:
-    """results.json + results.csv of a sweep directory, rewritten after each row.
-
-    Holds the directory's lock from opening to ``close``: an ``flock`` of
-    ``.sweep.lock``, which the kernel releases if the process dies.
-    """
-
-    def __init__(self, out: Path):
-        if out.exists() and not out.is_dir():
-            raise SweepError(f"{out} is not a directory")
-        out.mkdir(parents=True, exist_ok=True)
-        self.out = out
-        self.path = out / "results.json"
-        self._lock = _lock(out / LOCK_FILE)
-        try:
-            self.rows: list[dict] = load_results(self.path) if self.path.exists() else []
-        except BaseException:
-            self.close()
-            raise
-
-    def close(self) -> None:
-        if self._lock is not None:
-            os.close(self._lock)  # releases the flock
-            self._lock = None
-
-    def __enter__(self) -> "Results":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def done(self, model: str, batch_size: int, config: SweepConfig) -> dict | None:
-        """The recorded row of this configuration, if any."""
-        key = config.key()
-        return next((r for r in self.rows
-                     if r["model"] == model and r["batch_size"] == batch_size and r.get("config") == key), None)
-
-    def add(self, row: dict) -> dict:
-        """Records ``row`` unless it is not a result (``retry``); returns it."""
-        if row.get("retry"):
-            log.warning("%s batch %s did not run (%s); it is not recorded and the next sweep retries it",
-                        row.get("model"), row.get("batch_size"), row.get("cause"))
-            return row
-        self.rows.append(row)
-        write_json(self.path, self.rows)
-        with open(self.out / "results.csv", "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=CSV_KEYS, extrasaction="ignore")
-            writer.writeheader()
-            writer.writerows((r.get("config") or {}) | r for r in self.rows)
-        return row
-
-
-def _lock(path: Path) -> int:
-    """An open descriptor holding an exclusive flock of ``path``; SweepError if another process holds it."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
-        os.close(fd)
-        raise SweepError(f"{path.parent} is in use by another sweep (pid {holder}); "
-                         "wait for it to end or choose another output directory") from None
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, str(os.getpid()).encode(), 0)
-    return fd
-
-
 def sweep(models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig) -> list[dict]:
     """Runs every (model, batch size) of ``config`` not yet in the results; returns their rows, in order.
 
@@ -347,26 +253,3 @@ def find_max_batch(model: str, config: SweepConfig, start: int = 1, ceiling: int
         size, _ = search_largest(fits, start, ceiling)
         return size, [r for r in results.rows if r["model"] == model and r.get("config") == config.key()]
 
-
-def search_largest(fits: Callable[[int], bool], start: int = 1, ceiling: int = 4096) -> tuple[int | None, int]:
-    """(largest size that fits, sizes tried): doubling from ``start`` until one fails (halving
-    first if ``start`` itself fails), then bisection. ``fits`` must be monotone."""
-    tried = 0
-
-    def probe(size: int) -> bool:
-        nonlocal tried
-        tried += 1
-        return fits(size)
-
-    good, bad, size = None, None, start
-    while size <= ceiling and probe(size):
-        good, size = size, size * 2
-    if size <= ceiling:
-        bad = size
-    while good is None and bad is not None and bad > 1:
-        size = bad // 2
-        good, bad = (size, bad) if probe(size) else (None, size)
-    while good is not None and bad is not None and bad - good > 1:
-        middle = (good + bad) // 2
-        good, bad = (middle, bad) if probe(middle) else (good, middle)
-    return good, tried

@@ -1,0 +1,57 @@
+"""A sensor whose ``read()`` once held up the sampling thread, read from then on in its own thread.
+
+It exists so that one slow or hung sensor costs only its own channels: the
+sampling loop (``loop.SamplingLoop``) asks for a read when it is due and takes
+the result when it is there, without waiting for it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable
+
+from tf_mobileperf.sensors.base import Sensor
+
+#: An offloaded sensor whose reads took under half the inline budget this many
+#: times in a row is read inline again: a thread hand-off per read costs more
+#: CPU than most reads (measured about 90 us a read in a 2-core VM, where a
+#: 5 ms rail then costs the sampler 1.8% of a core more).
+INLINE_AGAIN_AFTER = 200
+
+#: The value of a read that raised.
+_FAILED = object()
+
+
+class OffloadedSensor:
+    """A sensor that overran the inline budget, read on request by its own thread."""
+
+    def __init__(self, sensor: Sensor, since: float):
+        self.sensor = sensor
+        self.requested = threading.Event()
+        self.since: float | None = since  # start of the read in flight (the hung one at first), None when idle
+        self.missed = True  # the read in flight is already counted as failed
+        self.result: tuple[Any, float] | None = None  # (values, seconds it took) until the sampler takes it
+        self.quick = 0  # reads in a row that took under half the inline budget
+        self.retired = False  # read inline again: this thread ends
+
+    def serve(self, alive: Callable[[], bool]) -> None:
+        """Reads on request while ``alive()``; run by the thread whose inline read hung."""
+        self.since = None  # the hung read has returned: too late to use
+        while alive() and not self.retired:
+            if not self.requested.wait(0.5):
+                continue
+            self.requested.clear()
+            start = self.since
+            values = read_sensor(self.sensor)
+            self.result = (values, time.monotonic() - start)
+            self.since = None  # after result: the sampler sees idle only with the result in place
+
+
+def read_sensor(sensor: Sensor) -> Any:
+    """``sensor.read()``, or if it raised a value that is no mapping (a failed read)."""
+    try:
+        return sensor.read()
+    except Exception:  # a failing sensor leaves a NaN gap; sampling goes on
+        return _FAILED
+

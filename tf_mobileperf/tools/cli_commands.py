@@ -1,0 +1,171 @@
+"""What each ``mobileperf`` command does once its arguments are parsed, and how it prints its results.
+
+It exists apart from ``cli`` (the parser, its argument checks and ``main``)
+so that a command's work and output can be read without the option
+declarations. The sweep, predict, plot and combine commands import their
+machinery when they run: ``mobileperf --help`` and ``mobileperf sensors``
+import no TensorFlow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import re
+import sys
+import time
+
+from tf_mobileperf import sensors as sensors_mod
+from tf_mobileperf.sampling.sampler import Sampler
+from tf_mobileperf.sampling.stats import SamplingStats
+
+#: Batch sizes measured to predict others (benchmarks/predict.py: 1,2,4 are too close together).
+MEASURE_DEFAULT = (1, 4, 16)
+
+
+def _format(value: float, unit: str) -> str:
+    if math.isnan(value):
+        return "unreadable (NaN)"
+    if unit == "B":
+        return f"{value / 2**30:.3f} GiB"
+    if unit == "Hz":
+        return f"{value / 1e6:.0f} MHz"
+    return f"{value:.3f} {unit}"
+
+
+def sampling_test(found: list, period_ms: float, seconds: float) -> dict:
+    """Samples ``found`` for ``seconds``; returns the sampling-quality summary."""
+    with Sampler(found, period_ms=period_ms) as sampler:
+        time.sleep(seconds)
+    stats = SamplingStats.of(sampler)
+    rows = sampler.drain()
+    if len(rows):
+        stats.add(rows)
+    return stats.summary(sampler)
+
+
+def _num(value: float | None, fmt: str) -> str:
+    return "n/a" if value is None else format(value, fmt)
+
+
+def cmd_sensors(args: argparse.Namespace) -> int:
+    found = sensors_mod.probe(args.root)
+    out = sys.stdout
+    out.write(f"Sensors found under {args.root}: {len(found.sensors)}\n")
+    for sensor in found.sensors:
+        reading = sensor.read()
+        out.write(f"\n* {sensor.name} (read at most every {sensor.min_period_s * 1000:g} ms)\n")
+        for channel in sensor.channels:
+            value = reading.get(channel.name, math.nan)
+            group = f" [{channel.group}]" if channel.group else ""
+            cluster = f" ({channel.cluster})" if channel.cluster else ""
+            out.write(f"    {channel.name:<18} {channel.unit:<2}{group}{cluster}  {_format(value, channel.unit):<18} from {channel.source}\n")
+    out.write("\nNot present:\n")
+    for label, reason in found.absent.items():
+        out.write(f"    {label}: {reason}\n")
+    if not found.has_kind("power") and not found.has_kind("energy"):
+        out.write(
+            "\nNo power sensor is present on this machine (no INA3221 rails, no RAPL powercap "
+            "counters, no NVML device): power and energy will be reported as null, not 0.\n"
+        )
+    if found.sensors and args.seconds > 0:
+        result = sampling_test(found.sensors, args.period_ms, args.seconds)
+        out.write(
+            f"\nSampling test ({args.seconds:g} s at {args.period_ms:g} ms, {result['mode']}"
+            f"{', SCHED_FIFO' if result['realtime'] else ''}): {result['samples']} samples, "
+            f"{_num(result['achieved_hz'], '.1f')} Hz achieved, interval error p50 {_num(result['interval_error_p50_ms'], '.3f')} ms, "
+            f"p99 {_num(result['interval_error_p99_ms'], '.3f')} ms, longest interval {_num(result['max_interval_ms'], '.2f')} ms\n"
+        )
+    for sensor in found.sensors:
+        sensor.close()
+    return 0
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from tf_mobileperf.tools.predict import largest_fitting_batch
+    from tf_mobileperf.tools.search import search_largest
+    from tf_mobileperf.tools.sweep import SweepConfig, find_max_batch, sweep
+
+    config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
+                         memory_limit=args.memory_limit, sensors=args.sensors)
+    if args.find_max_batch:
+        for model in args.models:
+            start = 1
+            if args.predict and config.memory_limit:
+                start = largest_fitting_batch(sweep([model], list(MEASURE_DEFAULT), config), config.memory_limit) or 1
+            size, tried = find_max_batch(model, config, start=start)
+            baseline = search_largest(lambda b: size is not None and b <= size)[1]  # the same search from 1
+            print(f"{model}: largest batch that fits: {size if size else 'none (batch 1 fails)'} ({len(tried)} runs; "
+                  f"the search from batch 1 takes {baseline} runs)")
+        return 0
+    rows = sweep(args.models, args.batch_sizes, config)
+    print(f"{'model':<10} {'batch':>5} {'ok':>3} {'J/step':>10} {'J/sample':>10} {'peak GiB':>9}  cause")
+    for r in rows:
+        print(f"{r['model']:<10} {r['batch_size']:>5} {'yes' if r['success'] else 'no':>3} "
+              f"{_cell(r.get('energy_per_step_j'))} {_cell(r.get('energy_per_sample_j'))} {_cell(r.get('mem_peak_gb'), 9)}  {r.get('cause') or ''}")
+    print(f"results: {args.out / 'results.csv'}   dashboard: tensorboard --logdir {args.out / 'runs'}")
+    not_run = sum(1 for r in rows if r.get("retry"))
+    if not_run:
+        print(f"{not_run} configuration(s) did not run (cause above); they are not recorded and a rerun retries them",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _cell(value, width: int = 10) -> str:
+    return f"{'null':>{width}}" if value is None else f"{value:>{width}.4g}"
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from tf_mobileperf.tools.predict import predict
+    from tf_mobileperf.output.files import write_json
+    from tf_mobileperf.tools.sweep import SweepConfig, sweep
+
+    config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
+                         memory_limit=args.memory_limit, sensors=args.sensors)
+    rows = sweep([args.model], args.measure, config)
+    try:
+        predictions = predict([r for r in rows if r["model"] == args.model], args.target, args.memory_limit)
+    except ValueError as exc:
+        raise ValueError(f"cannot predict {args.model}: {exc}") from None
+    print(f"{args.model}, fitted on batch sizes {','.join(map(str, args.measure))}:")
+    print(f"{'batch':>5} {'peak RSS GiB':>16} {'step time s':>18} {'J/step':>18} {'J/sample':>10}  out of memory?")
+    for p in predictions:
+        oom = "n/a (no --memory-limit)" if p.oom is None else ("yes" if p.oom else "no")
+        print(f"{p.batch_size:>5} {_pm(p.proc_peak_gb, p.proc_peak_gb_pm)} {_pm(p.step_time_s, p.step_time_s_pm)} "
+              f"{_pm(p.energy_per_step_j, p.energy_per_step_j_pm)} {_cell(p.energy_per_sample_j)}  {oom}")
+    write_json(args.out / "prediction.json", {"model": args.model, "measured": args.measure,
+                                              "memory_limit_bytes": args.memory_limit,
+                                              "predictions": [dataclasses.asdict(p) for p in predictions]})
+    print(f"-> {args.out / 'prediction.json'}")
+    return 0
+
+
+def _pm(value: float | None, plus_minus: float | None) -> str:
+    if value is None:
+        return f"{'null':>18}"
+    return f"{value:>9.4g} ± {plus_minus:<6.2g}" if plus_minus is not None else f"{value:>18.4g}"
+
+
+def cmd_combine(args: argparse.Namespace) -> int:
+    from tf_mobileperf.session.cluster import combine
+
+    tasks = args.tasks or tuple(sorted(p.name for p in args.logdir.iterdir()
+                                       if p.is_dir() and re.fullmatch(r"(chief|worker)-\d+", p.name)))
+    if not tasks:
+        raise ValueError(f"no chief-N or worker-N folder in {args.logdir}")
+    report = combine(args.logdir, tasks)
+    for task, host in report["hosts"].items():
+        state = "missing (no report)" if host["missing"] else ("ok" if host["success"] else f"failed at step {host['failed_step']}")
+        print(f"{task:<10} {state:<22} energy {_cell(host['energy_total'])} J  peak {_cell(host['mem_peak_gb'], 6)} GiB")
+    print(f"combined: {report['steps_measured']} steps, energy {_cell(report['energy_total'])} J -> "
+          f"{args.logdir / 'combined.json'}")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    from tf_mobileperf.tools.plot import plot
+
+    for path in plot(args.directory):
+        print(path)
+    return 0

@@ -1,0 +1,117 @@
+"""A sweep directory's results: ``results.json`` and ``results.csv``, and the lock that keeps them one sweep's.
+
+It exists so that reading and writing the results (which ``plot`` and the
+command line need without running anything) is apart from running the
+configurations (``sweep``). Rows are rewritten after every configuration, so
+a sweep can be resumed. One sweep writes a directory at a time: it holds an
+``flock`` of ``DIR/.sweep.lock`` (released by the kernel if it dies); a
+second one gets ``SweepError``.
+"""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import json
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tf_mobileperf.output.files import write_json
+
+if TYPE_CHECKING:
+    from tf_mobileperf.tools.sweep import SweepConfig
+
+log = logging.getLogger(__name__)
+
+#: Summary keys copied to results.csv (scalars only).
+CSV_KEYS = ["model", "batch_size", "steps", "warmup_steps", "input_size", "sensors", "success", "failed_step", "cause",
+            "steps_measured", "energy_total", "energy_per_step_j", "energy_per_sample_j", "samples_per_s", "power_avg",
+            "gpu_util_avg", "cpu_util_avg", "mem_peak_gb", "proc_peak_gb", "step_time_s_mean", "memory_limit_bytes"]
+LOCK_FILE = ".sweep.lock"
+
+
+class SweepError(Exception):
+    """A sweep directory or its results cannot be used: in use by another sweep, not a directory, unreadable."""
+
+
+def load_results(path: Path) -> list[dict]:
+    """The rows of a sweep's results.json; SweepError naming the file if it is missing or not one."""
+    try:
+        rows = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise SweepError(f"no sweep results at {path}") from None
+    except (OSError, ValueError) as exc:
+        raise SweepError(f"{path} is not a sweep's results.json ({exc}); move it away to start over") from None
+    if not (isinstance(rows, list) and all(isinstance(r, dict) and {"model", "batch_size"} <= r.keys() for r in rows)):
+        raise SweepError(f"{path} is not a sweep's results.json (not a list of rows with model and batch_size); "
+                         "move it away to start over")
+    return rows
+
+
+class Results:
+    """results.json + results.csv of a sweep directory, rewritten after each row.
+
+    Holds the directory's lock from opening to ``close``: an ``flock`` of
+    ``.sweep.lock``, which the kernel releases if the process dies.
+    """
+
+    def __init__(self, out: Path):
+        if out.exists() and not out.is_dir():
+            raise SweepError(f"{out} is not a directory")
+        out.mkdir(parents=True, exist_ok=True)
+        self.out = out
+        self.path = out / "results.json"
+        self._lock = _lock(out / LOCK_FILE)
+        try:
+            self.rows: list[dict] = load_results(self.path) if self.path.exists() else []
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self._lock is not None:
+            os.close(self._lock)  # releases the flock
+            self._lock = None
+
+    def __enter__(self) -> "Results":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def done(self, model: str, batch_size: int, config: SweepConfig) -> dict | None:
+        """The recorded row of this configuration, if any."""
+        key = config.key()
+        return next((r for r in self.rows
+                     if r["model"] == model and r["batch_size"] == batch_size and r.get("config") == key), None)
+
+    def add(self, row: dict) -> dict:
+        """Records ``row`` unless it is not a result (``retry``); returns it."""
+        if row.get("retry"):
+            log.warning("%s batch %s did not run (%s); it is not recorded and the next sweep retries it",
+                        row.get("model"), row.get("batch_size"), row.get("cause"))
+            return row
+        self.rows.append(row)
+        write_json(self.path, self.rows)
+        with open(self.out / "results.csv", "w", newline="") as f:
+            writer = csv.DictWriter(f, fieldnames=CSV_KEYS, extrasaction="ignore")
+            writer.writeheader()
+            writer.writerows((r.get("config") or {}) | r for r in self.rows)
+        return row
+
+
+def _lock(path: Path) -> int:
+    """An open descriptor holding an exclusive flock of ``path``; SweepError if another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+        os.close(fd)
+        raise SweepError(f"{path.parent} is in use by another sweep (pid {holder}); "
+                         "wait for it to end or choose another output directory") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, str(os.getpid()).encode(), 0)
+    return fd

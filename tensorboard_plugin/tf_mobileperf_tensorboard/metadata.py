@@ -32,8 +32,9 @@ REPORT_FILE = "report.json"  # in the logdir, and a copy in PLUGIN_DIR for the d
 STEPS_FILE = "steps.csv"  # in the logdir: one row per step, appended as steps are joined
 PROGRESS_FILE = "progress.bin"  # in the logdir: the step running now (8 bytes, memory-mapped)
 CLAIM_FILE = "mobileperf.claim"  # in the logdir: which process measures into it
+COMBINED_FILE = "combined.json"  # in a multi-worker logdir: the workers' runs combined by the chief
 
-#: The ``channels.json`` schema written now; 2 added each channel's ``device`` and ``rail``.
+#: The ``channels.json`` schema written now; 2 added each channel's ``device``, ``rail`` and ``core``.
 CHANNELS_VERSION = 2
 #: The ``channels.json`` versions this package reads (older ones are upgraded on reading).
 READ_VERSIONS = (1, 2)

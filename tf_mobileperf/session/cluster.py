@@ -31,7 +31,9 @@ import os
 import time
 from pathlib import Path
 
-from tf_mobileperf.output.files import PROGRESS_FILE, StepProgress, read_steps, write_json
+from tf_mobileperf.output.files import StepProgress, write_json
+from tf_mobileperf_tensorboard.metadata import COMBINED_FILE, PROGRESS_FILE, REPORT_FILE
+from tf_mobileperf_tensorboard.reader import read_report, read_steps
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +86,7 @@ def combine(logdir: str | Path, tasks: tuple[str, ...], wait_s: float = 0.0) -> 
     """
     logdir = Path(logdir)
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline and not all((logdir / t / "report.json").exists() for t in tasks):
+    while time.monotonic() < deadline and not all((logdir / t / REPORT_FILE).exists() for t in tasks):
         time.sleep(0.2)
     hosts = {task: _host(logdir / task) for task in tasks}
     steps = _combined_steps(hosts)
@@ -108,7 +110,7 @@ def combine(logdir: str | Path, tasks: tuple[str, ...], wait_s: float = 0.0) -> 
     }
     report["power_avg"] = (report["energy_total"] / sum(step_times)
                            if report["energy_total"] is not None and step_times else None)
-    write_json(logdir / "combined.json", report)
+    write_json(logdir / COMBINED_FILE, report)
     _write_run_summary(logdir / COMBINED_RUN, report)
     return report
 
@@ -117,8 +119,10 @@ def _host(run: Path) -> dict:
     """One worker's summary and steps: from its report, or what it left on disk."""
     steps = read_steps(run)
     try:
-        summary = json.loads((run / "report.json").read_text())
+        summary = read_report(run)
     except (OSError, ValueError):
+        summary = None
+    if summary is None:
         return {"missing": True, "success": False, "failed_step": StepProgress.read(run / PROGRESS_FILE),
                 "energy_total": None, "mem_peak_gb": _max([s["mem_peak_gb"] for s in steps]),
                 "hostname": None, "started_wall_s": None, "steps_on_disk": len(steps), "steps": steps}

@@ -38,7 +38,9 @@ from typing import Iterable
 
 from tqdm import tqdm
 
-from tf_mobileperf.output.files import CLAIM_FILE, PROGRESS_FILE, StepProgress, local_dir, read_steps
+from tf_mobileperf.output.files import StepProgress, local_dir
+from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, PROGRESS_FILE
+from tf_mobileperf_tensorboard.reader import read_steps
 from tf_mobileperf.tools.search import search_largest
 from tf_mobileperf.tools.sweep_results import Results, SweepError
 

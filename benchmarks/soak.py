@@ -46,7 +46,7 @@ def main() -> None:
                 full = child.memory_full_info()
                 points.append({"minute": elapsed / 60, "steps": perf.next_step, "sampler_rss_mib": full.rss / MIB,
                                "sampler_pss_mib": full.pss / MIB, "trainer_rss_mib": me.memory_info().rss / MIB,
-                               "buffered_rows": sum(len(b) for b in perf._buffer)})
+                               "buffered_rows": perf.collector.buffered_rows})
                 print(" ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in points[-1].items()),
                       flush=True)
     report = perf.report.to_dict()["sampling"]

@@ -157,7 +157,8 @@ def test_every_monitor_option_reaches_the_monitor(tmp_path):
     """Synthetic sensor."""
     cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], keep_steps=7, flush_s=0.2, run="fit",
                             combine_wait_s=3.0)
-    assert (cb.monitor.keep_steps, cb.monitor.flush_s, cb.monitor.run, cb.monitor.combine_wait_s) == (7, 0.2, "fit", 3.0)
+    options = cb.monitor.options
+    assert (options.keep_steps, options.flush_s, options.run, options.combine_wait_s) == (7, 0.2, "fit", 3.0)
     small_model().fit(*data(80), batch_size=8, epochs=1, callbacks=[cb], verbose=0)
     assert (tmp_path / "fit" / "plugins" / "mobileperf" / "samples.bin").exists()
     with pytest.raises(TypeError, match="keep_stpes"):

@@ -176,3 +176,14 @@ def test_the_plugin_package_imports_without_tensorflow():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "[]"  # neither TensorFlow nor the core: the core depends on the plugin package
+
+
+def test_the_report_is_written_once_and_the_logdir_names_the_dashboards_copy(tmp_path):
+    """Synthetic channel: the logdir's report.json is the same file as the dashboard's, never a second write."""
+    from tf_mobileperf.output.writers import RunWriters
+
+    layout = RunLayout(tmp_path)
+    writers = RunWriters.open(layout, CHANNELS, {"hostname": "test"}, ["step"])
+    writers.finish({"success": True, "steps": []}, 0, lambda what, fn, *args: fn(*args))
+    assert os.path.samefile(layout.report, layout.dashboard_report)
+    assert read_report(tmp_path) == read_report(layout.plugin_dir) == {"success": True, "steps": []}

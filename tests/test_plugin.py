@@ -27,7 +27,8 @@ BASE = "/data/plugin/mobileperf"
 
 def train(logdir, batch_size=32, profile_steps=None):
     sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0 + math.sin(t * 20), "VDD_SYS_GPU": lambda t: 2.0},
-                             memory_b={"ram_used": lambda t: 2e9}, groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"})
+                             memory_b={"ram_used": lambda t: 2e9}, groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"},
+                             roles={"ram_used": {"device": "board"}, "VDD_SYS_GPU": {"device": "gpu"}})
     cb = MobilePerfCallback(logdir, sensors=[sensor], batch_size=batch_size, profile_steps=profile_steps)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32), keras.layers.Dense(1)], name="mlp")
     model.compile("sgd", "mse")

@@ -29,15 +29,14 @@ import math
 import os
 import signal
 import sys
-from typing import Sequence
 
 import keras
 
 from tf_mobileperf.session import backend
 from tf_mobileperf.session.interrupts import STOP_SIGNALS, ChainedHandler, in_main_thread
 from tf_mobileperf.session.monitor import PerfMonitor
+from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.steps.report import Report
-from tf_mobileperf.sensors import Sensor
 
 log = logging.getLogger(__name__)
 
@@ -52,46 +51,33 @@ class MobilePerfCallback(keras.callbacks.Callback):
     Args:
         logdir: Directory for ``report.json``, ``steps.csv``, and the run
             ``<logdir>/train`` (TensorBoard scalars and the sample series).
-        warmup_steps: First steps recorded but excluded from averages (seed: 3).
-        sample_period_ms: Sampling period of the power rails (seed: 5 ms).
-        sensors: "auto", "none", "replay:PATH[@SPEED]", or a list of sensors.
         on_oom: "stop" ends ``fit`` normally with ``success: False``;
             "raise" re-raises the error after writing the report.
-        profile_steps: ``(first, last)`` steps to trace with the TF profiler
-            (TensorFlow backend only).
-        batch_size: Samples per batch, for J/sample and samples/s.
-        **monitor_options: Any other ``PerfMonitor`` option (``keep_steps``,
-            ``flush_s``, ``run``, ``combine_wait_s``, ``clock``), passed on
-            as given; an unknown one is a TypeError naming it.
+        **options: Every option of the measurement, as in ``PerfMonitor``:
+            the fields of ``tf_mobileperf.session.options.MonitorOptions``
+            (``warmup_steps``, ``sample_period_ms``, ``sensors``,
+            ``batch_size``, ``profile_steps``, ``keep_steps``, ...). They are
+            checked here, once: a wrong value raises TypeError or ValueError
+            naming it, an unknown option a TypeError naming it.
 
     A step is one call of the train function: with ``steps_per_execution=N``
     it covers up to N batches (fewer at the end of an epoch), and the report
     gives each step's ``batches``. Each ``fit`` is a new measurement.
 
     Example:
-        >>> cb = MobilePerfCallback("runs/cnn", batch_size=32)      # doctest: +SKIP
-        >>> model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb])  # doctest: +SKIP
-        >>> cb.report.summary()["energy_total"]                       # doctest: +SKIP
+        >>> cb = MobilePerfCallback("runs/cnn", batch_size=32, keep_steps=1000)  # doctest: +SKIP
+        >>> model.fit(x, y, batch_size=32, epochs=1, callbacks=[cb])            # doctest: +SKIP
+        >>> cb.report.summary()["energy_total"]                                 # doctest: +SKIP
     """
 
-    def __init__(
-        self,
-        logdir: str | os.PathLike,
-        warmup_steps: int = 3,
-        sample_period_ms: float = 5.0,
-        sensors: str | Sequence[Sensor] = "auto",
-        on_oom: str = "stop",
-        profile_steps: tuple[int, int] | None = None,
-        batch_size: int | None = None,
-        **monitor_options,
-    ):
+    def __init__(self, logdir: str | os.PathLike, on_oom: str = "stop", **options):
         super().__init__()
         if on_oom not in ("stop", "raise"):
             raise ValueError(f"on_oom must be 'stop' or 'raise', got {on_oom!r}")
         self.on_oom = on_oom
-        self._monitor_args = dict(logdir=logdir, warmup_steps=warmup_steps, sample_period_ms=sample_period_ms,
-                                  sensors=sensors, profile_steps=profile_steps, batch_size=batch_size, **monitor_options)
-        self.monitor = PerfMonitor(**self._monitor_args)
+        self.options = MonitorOptions(**options)
+        self._logdir = logdir
+        self.monitor = PerfMonitor(logdir, options=self.options)
         self.report: Report | None = None
         self._running = False
         self._pid = os.getpid()
@@ -103,7 +89,7 @@ class MobilePerfCallback(keras.callbacks.Callback):
         if self._running:  # the last fit ended by an error that no wrapper saw
             self._finish(RuntimeError("fit ended without on_train_end (an error outside the training step)"))
         if self.monitor.report is not None or self.monitor.started:
-            self.monitor = PerfMonitor(**self._monitor_args)
+            self.monitor = PerfMonitor(self._logdir, options=self.options)
         self.report = None
         self.monitor.model_name = self.model.name
         self.monitor.begin()

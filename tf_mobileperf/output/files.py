@@ -24,6 +24,7 @@ import contextlib
 import csv
 import io
 import json
+import logging
 import mmap
 import os
 import re
@@ -39,9 +40,7 @@ from tf_mobileperf.output.layout import RunLayout
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf_tensorboard import metadata
 
-# Still imported from here by session/, tools/ and tests until they import the plugin package's names (#16).
-from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, OP_ENERGY_FILE, PLUGIN_DIR, PROGRESS_FILE, TRACE_FILE  # noqa: F401,E402
-from tf_mobileperf_tensorboard.reader import read_series, read_steps  # noqa: F401,E402
+log = logging.getLogger(__name__)
 
 
 #: ``scheme://`` at the start of a path: a remote file system (gs://, s3://, hdfs://, ram://).
@@ -87,6 +86,8 @@ def claim_logdir(logdir: str | Path) -> Path:
             raise OSError(exc.errno, f"mobileperf cannot write to logdir {candidate}: {exc.strerror or exc}") from exc
         with os.fdopen(fd, "w") as f:
             json.dump({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}, f)
+        if candidate != base:
+            log.warning("mobileperf: %s already holds a measurement; this one is written to %s", base, candidate)
         return candidate
 
 
@@ -212,3 +213,16 @@ def write_json(path: Path, data: dict) -> None:
         raise
 
 
+def link_or_copy(source: Path, target: Path) -> None:
+    """Makes ``target`` name the file ``source`` (a hard link, swapped in atomically); copies it where the
+    file system has no hard links. Readers of ``target`` never see half a file."""
+    target = Path(target)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.link")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    try:
+        os.link(source, tmp)
+    except OSError:  # no hard links here (some network and FUSE file systems)
+        write_json(target, json.loads(Path(source).read_text()))
+        return
+    os.replace(tmp, target)

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, energy_rails, fill_steps  # noqa: F401 (fill_steps: the monitor)
+from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, energy_rails
 
 
 @dataclasses.dataclass

@@ -1,0 +1,221 @@
+"""The collector: from raw samples to joined, written steps, in bounded memory.
+
+A background thread drains the sampler every ``flush_s`` seconds, counts the
+sampling quality, appends the rows to the series on disk, joins the steps
+whose windows are covered, adds them to the totals, writes them to
+``steps.csv`` and TensorBoard, and forgets the samples and steps nobody needs
+any more. It also watches the sampler: one that died or stopped writing is
+recorded as an outage, warned about once and restarted once.
+
+The monitor hands steps over as their windows open and close
+(``begin_step``, ``close_step``); everything the collector keeps is read by
+the report at the end. Monitoring never breaks training: every write goes
+through a ``Guard``, which logs a failure and goes on.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+import time
+
+import numpy as np
+
+from tf_mobileperf.output.writers import RunWriters
+from tf_mobileperf.sampling.sampler import Sampler, Samples
+from tf_mobileperf.sampling.stats import SamplingStats
+from tf_mobileperf.session.options import MonitorOptions
+from tf_mobileperf.steps import join as join_mod
+from tf_mobileperf.steps.records import StepRecord, StepTotals, fill_steps
+
+log = logging.getLogger(__name__)
+
+
+class Guard:
+    """Runs monitoring work; a failure is logged (a warning the first time per ``what``), never raised."""
+
+    def __init__(self) -> None:
+        self._warned: set[str] = set()
+
+    def __call__(self, what: str, fn, *args):
+        try:
+            return fn(*args)
+        except Exception as exc:  # monitoring must never break training
+            first = what not in self._warned
+            self._warned.add(what)
+            log.log(logging.WARNING if first else logging.DEBUG, "mobileperf: %s failed: %s%s", what, exc,
+                    " (further failures of this kind are logged at debug level)" if first else "")
+            return None
+
+
+class Collector:
+    """The steps from their window to their report, and the thread that joins them to the samples.
+
+    ``lock`` guards the open, pending and kept steps (an RLock: a signal
+    handler in the main thread may re-enter it)."""
+
+    def __init__(self, sampler: Sampler | None, options: MonitorOptions, slowest_s: float, guard: Guard):
+        self.channels = sampler.channels if sampler else []
+        self.stats = SamplingStats.of(sampler) if sampler else SamplingStats(options.period_s, [])
+        self.sampler: Sampler | None = None  # the one it drives, from start()
+        self.totals = StepTotals()  # every measured step, kept or not
+        self.steps: list[StepRecord] = []  # kept for the report: see keep_steps
+        self.not_kept = 0
+        self.count = 0  # steps closed so far
+        self.last_end: float | None = None  # when the last step closed
+        self.open: StepRecord | None = None
+        self.lock = threading.RLock()
+        self._options = options
+        self._slowest_s = slowest_s
+        self._guard = guard
+        self._pending: list[StepRecord] = []
+        self._buffer: list[Samples] = []
+        self._restarted = False  # the sampler is restarted once at most
+        self._writers: RunWriters | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def buffered_rows(self) -> int:
+        """Samples held in memory for the steps not yet joined."""
+        return sum(len(b) for b in self._buffer)
+
+    # -- steps ---------------------------------------------------------------
+    def next_step(self, start_s: float, traced: bool = False, after_gap: bool = True) -> StepRecord:
+        """The record of the next step, from ``start_s``; ``after_gap``: with the time since the last one."""
+        index, last_end = self.count, self.last_end
+        gap = start_s - last_end if after_gap and last_end is not None else None
+        return StepRecord(step=index, start_s=start_s, end_s=float("nan"), warmup=index < self._options.warmup_steps,
+                          traced=traced, gap_before_s=gap)
+
+    def begin_step(self, step: StepRecord) -> None:
+        with self.lock:
+            self.open = step
+
+    def close_step(self, step: StepRecord) -> int:
+        """Moves ``step`` (open or not) to the pending ones, in one move under the lock; returns the count."""
+        with self.lock:
+            self.open = None
+            self.count += 1
+            self.last_end = step.end_s
+            self.steps.append(step)
+            self._pending.append(step)
+            return self.count
+
+    def discard_open(self) -> None:
+        with self.lock:
+            self.open = None
+
+    # -- thread --------------------------------------------------------------
+    def start(self, sampler: Sampler | None, writers: RunWriters) -> None:
+        """Starts ``sampler``, waits for its first sample, then starts the thread."""
+        self.sampler, self._writers = sampler, writers
+        if self.sampler:
+            self.sampler.start()
+            # A first sample before the first step starts, so its left edge is covered.
+            if not self.sampler.wait_for_first_row():
+                log.warning("mobileperf: the sampler wrote no sample within 2 s of starting")
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="mobileperf-collector")
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops the thread, then the sampler after a sample past the last step's end.
+
+        Not from the thread itself: a monitor garbage collected in it ends from there."""
+        if self.sampler:
+            time.sleep(min(0.2, 3 * self._slowest_s))
+        self._stop.set()
+        if self._thread and self._thread is not threading.current_thread():
+            self._thread.join()
+        if self.sampler:
+            self.sampler.stop()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._options.flush_s):
+            self._guard("collect samples", self.collect)
+
+    # -- collection ----------------------------------------------------------
+    def collect(self, final: bool = False) -> None:
+        """Drains the sampler, joins the steps its samples cover, writes them and forgets what is done."""
+        if self.sampler:
+            self._take(self.sampler.drain(), final)
+        with self.lock:
+            last_t = self._buffer[-1].t[-1] if self._buffer and len(self._buffer[-1]) else -np.inf
+            margin = 0.0 if final else 2 * self._slowest_s
+            # Steps close in time order, so the steps ready to join are a prefix of the pending ones;
+            # without channels, every closed step is ready.
+            n = len(self._pending) if final or not self.channels else bisect.bisect_left(
+                [s.end_s for s in self._pending], last_t - margin)
+            ready, self._pending = self._pending[:n], self._pending[n:]
+            # Samples are kept from the oldest step not yet joined, the open one included.
+            starts = [s.start_s for s in self._pending] + ([self.open.start_s] if self.open else [])
+        if ready:
+            self._join(ready)
+        self._trim(min(starts) if starts else None)
+
+    def _take(self, rows: Samples, final: bool) -> None:
+        if not final:
+            self._watch_sampler(rows)
+        if not len(rows):
+            return
+        gapped = self.stats.add(rows)
+        if gapped:
+            log.warning("mobileperf: no valid reading of %s for longer than the allowed gap (a sensor "
+                        "stopped answering?); energy over the gap is marked incomplete, the sampling "
+                        "section of the report counts the gaps", ", ".join(gapped))
+        self._buffer.append(rows)
+        if self._writers.series:
+            self._guard("write samples", self._writers.series.append, rows.t, rows.values)
+
+    def _watch_sampler(self, rows: Samples) -> None:
+        """A sampler that died or stopped writing: warn once, record the outage, restart it once."""
+        outage = self.stats.open_outage
+        if outage is not None and len(rows) and rows.t[-1] > outage.start_s:  # rows again: it ended
+            self.stats.add_outage(outage.start_s, float(rows.t[0]), outage.reason)
+            outage = None
+        reason = self.sampler.health()
+        if reason is None or outage is not None:
+            return
+        start = float(rows.t[-1]) if len(rows) else (
+            self.stats.last if self.stats.last is not None else self._options.clock())
+        self.stats.add_outage(start, None, reason)
+        restart = not self._restarted
+        log.warning("mobileperf: %s; %s", reason, "restarting it once: the steps in the hole have no energy"
+                    if restart else "it was restarted once already: the steps from now on have no energy")
+        if restart:
+            self._restarted = True
+            self._guard("restart the sampler", self.sampler.restart)
+
+    def _join(self, steps: list[StepRecord]) -> None:
+        if self.channels and self._buffer:
+            t = np.concatenate([b.t for b in self._buffer])
+            values = np.concatenate([b.values for b in self._buffer])
+            joined = join_mod.join(t, values, self.channels, np.array([s.start_s for s in steps]),
+                                   np.array([s.end_s for s in steps]), self._options.period_s)
+            fill_steps(steps, joined, self.channels)
+        for step in steps:
+            if not step.warmup and not step.failed:
+                self.totals.add(step)
+        self._guard("write steps.csv", self._writers.csv.write, [s.csv_row() for s in steps])
+        self._guard("write scalars", self._writers.scalars.write_steps, steps)
+        self._forget_old_steps()
+
+    # -- retention -----------------------------------------------------------
+    def _forget_old_steps(self) -> None:
+        """Keeps warm-up and failed steps and the latest ``keep_steps`` others."""
+        keep = self._options.keep_steps
+        with self.lock:
+            if len(self.steps) <= keep + keep // 10:  # not on every drain
+                return
+            special = [s for s in self.steps if s.warmup or s.failed]
+            others = [s for s in self.steps if not (s.warmup or s.failed)]
+            self.not_kept += len(others) - keep
+            self.steps = special + others[-keep:]
+
+    def _trim(self, oldest_needed: float | None) -> None:
+        """Forgets samples older than any pending step needs (keeps a margin for edges)."""
+        if not self._buffer:
+            return
+        keep_from = (oldest_needed if oldest_needed is not None else self._buffer[-1].t[-1]) - 4 * self._slowest_s
+        self._buffer = [b for b in self._buffer if len(b) and b.t[-1] >= keep_from]

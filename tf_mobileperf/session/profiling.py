@@ -1,0 +1,84 @@
+"""The TF profiler over ``profile_steps``, and the energy of each traced op.
+
+The trace goes to ``<run>/plugins/profile/`` for TensorBoard's Profile tab;
+at the end, its ops are joined to the power rails sampled over the traced
+steps (``op_energy.json`` and a Chrome trace with the rails). TensorFlow is
+imported only when a trace starts: other backends get a reason instead.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from tf_mobileperf.output.files import write_json
+from tf_mobileperf.output.layout import RunLayout
+from tf_mobileperf_tensorboard.reader import read_series
+from tf_mobileperf.session import backend
+from tf_mobileperf.session.collector import Guard
+from tf_mobileperf.steps.op_energy import ClockPair, chrome_trace, op_energy, read_ops
+from tf_mobileperf.steps.records import StepRecord
+
+log = logging.getLogger(__name__)
+
+
+class Profiler:
+    """Traces the steps ``first`` to ``last`` of ``profile_steps`` (None: no trace)."""
+
+    def __init__(self, steps: tuple[int, int] | None, guard: Guard):
+        self.steps = steps
+        #: Why there is no trace although one was asked for; None when it can be taken.
+        self.unavailable = (f"profile_steps needs the TensorFlow backend; Keras runs on {backend.active()}"
+                            if steps and backend.active() != "tensorflow" else None)
+        self.tracing = False
+        self._guard = guard
+        self._clocks: ClockPair | None = None
+        self._traced: list[StepRecord] = []
+
+    def step_begins(self, index: int, run_dir: Path) -> None:
+        if self.steps and index == self.steps[0]:
+            self._start(run_dir)
+
+    def keep(self, step: StepRecord) -> None:
+        """Keeps a closed step for op energy if it was traced and ran."""
+        if step.traced and not step.failed:
+            self._traced.append(step)
+
+    def step_ended(self, index: int) -> None:
+        if self.steps and index == self.steps[1]:
+            self.stop()
+
+    def _start(self, run_dir: Path) -> None:
+        if self.unavailable:
+            return
+        try:
+            import tensorflow as tf
+
+            self._clocks = ClockPair.now()  # the profiler stamps wall-clock time
+            tf.profiler.experimental.start(str(run_dir))
+            self.tracing = True
+        except Exception as exc:  # another profiler session is active, or no profiler
+            log.warning("could not start the TF profiler for steps %s: %s", self.steps, exc)
+
+    def stop(self) -> None:
+        if self.tracing:
+            self.tracing = False
+            import tensorflow as tf
+
+            self._guard("stop the TF profiler", tf.profiler.experimental.stop)
+
+    def write_op_energy(self, layout: RunLayout, channels: list, margin_s: float) -> None:
+        """Energy per op of the traced steps: op_energy.json and a Chrome trace with the power rails."""
+        traced = [(s.step, s.start_s, s.end_s) for s in self._traced]
+        sessions = sorted(layout.profile_dir.glob("*/*.xplane.pb")) if traced and channels else []
+        if not sessions:
+            return
+        ops = read_ops(sessions[-1], self._clocks)
+        ops = ops.select((ops.end_s > traced[0][1]) & (ops.start_s < traced[-1][2]))
+        _, rows = read_series(layout.run_dir)
+        lo, hi = np.searchsorted(rows[:, 0], [traced[0][1] - margin_s, traced[-1][2] + margin_s])
+        t, values = np.asarray(rows[lo:hi, 0]), np.asarray(rows[lo:hi, 1:])
+        write_json(layout.op_energy, op_energy(ops, t, values, channels, traced, self._clocks))
+        write_json(layout.trace, chrome_trace(ops, t, values, channels, traced[0][1]))

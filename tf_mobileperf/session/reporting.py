@@ -1,0 +1,96 @@
+"""What a measurement reports: its ``Report``, and why a quantity has no value.
+
+Builds the report from what the collector kept, names the reason for every
+quantity that is ``null`` (``unavailable``: no such sensor, no batch size, no
+measured step, ...; a missing sensor is found by the channels' roles and
+explained by the probe), and gives the static facts of the device.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from tf_mobileperf.sampling.sampler import Sampler
+from tf_mobileperf.sensors import Probe, Sensor
+from tf_mobileperf.session.collector import Collector, Guard
+from tf_mobileperf.session.options import MonitorOptions
+from tf_mobileperf.sensors.base import Channel
+from tf_mobileperf.steps.records import Roles
+from tf_mobileperf.steps.report import Report
+
+log = logging.getLogger(__name__)
+
+#: The quantities that a run without a measured step cannot have.
+_MEASURED = ("energy", "power", "cpu_util", "gpu_util", "mem_peak_gb", "step_time_s")
+
+
+def device_metadata(sensors: list[Sensor], guard: Guard) -> dict:
+    """Static facts of the machine and its sensors."""
+    device = {"hostname": os.uname().nodename, "cpu_count": os.cpu_count()}
+    for sensor in sensors:
+        guard("sensor metadata", lambda s=sensor: device.update(s.metadata()))
+    return device
+
+
+def log_absent_power(probe: Probe) -> None:
+    """Says once, at the start, why power and energy will be null."""
+    if not probe.has_kind("power") and not probe.has_kind("energy"):
+        log.info("no power sensor on this machine; power and energy are reported as null (%s)",
+                 "; ".join(f"{k}: {v}" for k, v in probe.absent.items()))
+
+
+def missing_sensors(channels: list[Channel], probe: Probe) -> dict[str, str]:
+    """The seed's quantities no channel measures, by role, each with the reasons the probe gave."""
+    roles = Roles.of(channels)
+    out = {}
+    if not roles.rails:
+        out["power"] = out["energy"] = "no power sensor: " + probe.why_absent("power")
+    if not roles.gpus:
+        out["gpu_util"] = "no GPU utilization sensor: " + probe.why_absent("util", "gpu")
+    if not roles.cpu:
+        out["cpu_util"] = "no CPU utilization sensor: " + probe.why_absent("util", "cpu")
+    if not roles.memory:
+        out["mem_peak_gb"] = "no memory sensor: " + probe.why_absent("memory", "board")
+    return out
+
+
+def no_measured_steps(count: int, failure: tuple[int, str] | None, warmup_steps: int) -> str:
+    """Why the run has no measured step."""
+    if count == 0:
+        return "no step ran" + (f": training failed before it ({failure[1].splitlines()[0]})" if failure else "")
+    if failure is not None and failure[0] < warmup_steps:
+        return f"training failed at step {failure[0]}, within the {warmup_steps} warm-up steps"
+    return f"all {count} steps were warm-up steps (warmup_steps={warmup_steps})"
+
+
+def unavailable(options: MonitorOptions, probe: Probe, collector: Collector,
+                failure: tuple[int, str] | None, no_profiler: str | None) -> dict[str, str]:
+    """Quantity -> why the report has no value for it."""
+    out = missing_sensors(collector.channels, probe)
+    if options.batch_size is None:
+        out["energy_per_sample_j"] = out["samples_per_s"] = "batch size unknown: pass batch_size="
+    if no_profiler:
+        out["op_energy"] = no_profiler
+    if collector.totals.count == 0:
+        why = no_measured_steps(collector.count, failure, options.warmup_steps)
+        for key in _MEASURED:
+            out.setdefault(key, why)
+    elif collector.totals.energy_complete == 0 and "energy" not in out:
+        out["energy"] = out["power"] = ("no measured step has complete energy: the sensors had gaps over "
+                                        "every step (see sampling.channel_gaps and sampling.sampler_outages)")
+    return out
+
+
+def build_report(options: MonitorOptions, probe: Probe, collector: Collector, sampler: Sampler | None,
+                 failure: tuple[int, str] | None, device: dict, model: str | None, no_profiler: str | None) -> Report:
+    """The report of what ``collector`` has kept and totalled so far."""
+    failed_step, error = failure if failure else (None, None)
+    return Report(
+        success=failure is None, failed_step=failed_step, error=error,
+        warmup_steps=options.warmup_steps, steps=list(collector.steps), totals=collector.totals,
+        steps_not_kept=collector.not_kept, channels=collector.channels,
+        sampling=collector.stats.summary(sampler), sensors=[s.describe() for s in probe.sensors],
+        device=device, unavailable=unavailable(options, probe, collector, failure, no_profiler),
+        batch_size=options.batch_size, model=model,
+    )

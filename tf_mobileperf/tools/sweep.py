@@ -39,6 +39,7 @@ from typing import Iterable
 from tqdm import tqdm
 
 from tf_mobileperf.output.files import StepProgress, local_dir
+from tf_mobileperf.session.options import check_int, resolve_sensors
 from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, PROGRESS_FILE
 from tf_mobileperf_tensorboard.reader import read_steps
 from tf_mobileperf.tools.search import search_largest
@@ -64,18 +65,18 @@ class SweepConfig:
 
     def __post_init__(self) -> None:
         self.out = local_dir(self.out)
-        _check_int("steps", self.steps, 1)
-        _check_int("warmup_steps", self.warmup_steps, 0)
+        check_int("steps", self.steps, 1)
+        check_int("warmup_steps", self.warmup_steps, 0)
         if self.warmup_steps >= self.steps:
             raise ValueError(f"steps ({self.steps}) must be more than warmup_steps ({self.warmup_steps}): "
                              "no step would be measured")
         if self.input_size is not None:
-            _check_int("input_size", self.input_size, 1)
+            check_int("input_size", self.input_size, 1)
         if self.memory_limit is not None:
-            _check_int("memory_limit", self.memory_limit, 1)
+            check_int("memory_limit", self.memory_limit, 1)
         if not (isinstance(self.timeout_s, (int, float)) and math.isfinite(self.timeout_s) and self.timeout_s > 0):
             raise ValueError(f"timeout_s must be a finite number > 0, got {self.timeout_s!r}")
-        check_sensors(self.sensors)
+        open_sensors_once(self.sensors)
 
     def key(self) -> dict:
         """What a result depends on besides its model and batch size."""
@@ -83,17 +84,10 @@ class SweepConfig:
                 "memory_limit": self.memory_limit, "sensors": self.sensors}
 
 
-def _check_int(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
-def check_sensors(spec: str) -> None:
+def open_sensors_once(spec: str) -> None:
     """ValueError now for a sensors argument the children would fail on (a missing replay log, a bad speed)."""
     if spec == "auto":  # probing the machine is the child's work
         return
-    from tf_mobileperf.session.monitor import resolve_sensors
-
     try:
         for sensor in resolve_sensors(spec).sensors:
             sensor.close()
@@ -233,9 +227,9 @@ def sweep(models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig
     """
     pairs = list(dict.fromkeys((m, b) for m in models for b in batch_sizes))
     with Results(config.out) as results:
-        todo = [p for p in pairs if results.done(*p, config) is None]
+        todo = [p for p in pairs if results.done(*p, config.key()) is None]
         ran = {p: results.add(run_one(*p, config)) for p in tqdm(todo, desc="sweep", unit="config")}
-        return [ran.get(p) or results.done(*p, config) for p in pairs]
+        return [ran.get(p) or results.done(*p, config.key()) for p in pairs]
 
 
 def find_max_batch(model: str, config: SweepConfig, start: int = 1, ceiling: int = 4096) -> tuple[int | None, list[dict]]:
@@ -247,7 +241,7 @@ def find_max_batch(model: str, config: SweepConfig, start: int = 1, ceiling: int
     with Results(config.out) as results:
 
         def fits(batch_size: int) -> bool:
-            row = results.done(model, batch_size, config) or results.add(run_one(model, batch_size, config))
+            row = results.done(model, batch_size, config.key()) or results.add(run_one(model, batch_size, config))
             if row.get("retry"):
                 raise SweepError(f"{model} batch {batch_size} did not run: {row['cause']}")
             return bool(row["success"])

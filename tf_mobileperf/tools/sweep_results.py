@@ -16,12 +16,8 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from tf_mobileperf.output.files import write_json
-
-if TYPE_CHECKING:
-    from tf_mobileperf.tools.sweep import SweepConfig
 
 log = logging.getLogger(__name__)
 
@@ -81,9 +77,8 @@ class Results:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def done(self, model: str, batch_size: int, config: SweepConfig) -> dict | None:
-        """The recorded row of this configuration, if any."""
-        key = config.key()
+    def done(self, model: str, batch_size: int, key: dict) -> dict | None:
+        """The recorded row of this configuration (``key``: the rest of its configuration), if any."""
         return next((r for r in self.rows
                      if r["model"] == model and r["batch_size"] == batch_size and r.get("config") == key), None)
 

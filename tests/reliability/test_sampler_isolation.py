@@ -226,7 +226,9 @@ def test_blocked_sensor_never_delays_the_fast_rail(mode, busy_cores):
     slow, fast = rows.values[:, 0], rows.values[:, 1]
     rail_t = rows.t[fast == 3.0]
     assert np.isfinite(fast).all() and rail_t[-1] - rail_t[0] > 3.5
-    assert np.diff(rail_t).max() < 0.1  # it was 1.5 s: one blocked read held up every channel
+    # It was 1.5 s: one blocked read held up every channel. The bound leaves room for the scheduler of an
+    # overloaded machine (a 0.36 s hole was seen with every core busy three times over), not for the block.
+    assert np.diff(rail_t).max() < 0.6
     assert np.median(np.diff(rail_t)) == pytest.approx(0.005, abs=0.001)
     errors = sampler.errors()  # the blocked read, and maybe a hand-off that missed its deadline under load
     assert errors["synthetic"] == 0 and 1 <= errors["slow"] <= 5

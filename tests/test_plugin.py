@@ -106,6 +106,44 @@ def test_min_max_keeps_a_one_sample_spike():
     assert len(out["t"]) == 500 and max(out["max"]) == 50.0 and min(out["min"]) == 1.0
 
 
+def test_min_max_draws_failed_reads_over_and_breaks_only_in_a_long_gap():
+    """Synthetic 20 Hz readings in 200 Hz rows: one failed read is jitter, a 0.5 s hole is a gap."""
+    t = np.arange(2000) / 200.0
+    v = np.full_like(t, np.nan)
+    v[::10] = 3.0
+    v[500] = np.nan  # one failed read: 0.1 s between readings, under the allowed 0.15 s
+    v[1000:1100] = np.nan  # 0.55 s without a reading
+    v[1300] = 9.0  # a one-reading peak
+    gap = 3 * 0.05
+    raw = min_max(t, v, 4000, gap)
+    assert raw["max"].count(None) == 1 and len(raw["t"]) == 200 - 1 - 10 + 1
+    marker = raw["t"][raw["max"].index(None)]
+    assert 4.95 < marker < 5.5 and max(raw["max"], key=lambda x: x or 0) == 9.0
+    small = min_max(t, v, 20, gap)
+    assert small["max"].count(None) == 1 and 4.95 < small["t"][small["max"].index(None)] < 5.5
+    assert 9.0 in small["max"] and set(small["min"]) == {3.0, None}
+
+
+def test_series_of_a_slow_channel_is_its_own_readings_at_its_own_rate(tmp_path):
+    """Synthetic power read every row (5 ms), synthetic memory every 50 ms: NaN in the rows between."""
+    fast = SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0}, groups={"VDD_IN": "total"})
+    slow = SyntheticSensor(memory_b={"ram_used": lambda t: 2e9}, roles={"ram_used": {"device": "board"}}, min_period_s=0.05)
+    cb = MobilePerfCallback(tmp_path / "slow", sensors=[fast, slow], batch_size=8)
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32), keras.layers.Dense(1)], name="mlp")
+    model.compile("sgd", "mse")
+    x = np.ones((8 * 40, 8), "float32")
+    model.fit(x, x[:, :1], batch_size=8, epochs=1, callbacks=[cb], verbose=0)
+    client, _ = client_for(tmp_path)
+    status, memory = get(client, "series", run="slow/train", channel="ram_used", max_points=20000)
+    rows = np.fromfile(tmp_path / "slow/train/plugins/mobileperf/samples.bin", "<f8").reshape(-1, 3)
+    readings = int(np.isfinite(rows[:, 2]).sum())
+    assert status == 200 and memory["samples"] == len(rows) and readings < len(rows) / 3
+    assert set(memory["max"]) == {2e9} and len(memory["t"]) == readings  # one line, no break between readings
+    assert 15 < memory["rate_hz"] < 25 and memory["max_gap_s"] == pytest.approx(3 * memory["period_s"])  # join.allowed_gap_s
+    _, power = get(client, "series", run="slow/train", channel="VDD_IN", max_points=20000)
+    assert 150 < power["rate_hz"] < 250 and len(power["t"]) == len(rows)
+
+
 @pytest.mark.parametrize("route,params,status", [
     ("steps", {}, 400),
     ("steps", {"run": "nope"}, 404),

@@ -1,34 +1,72 @@
-"""Peak-keeping downsampling of a sample series for charts.
+"""A channel's line for charts: its own readings, its real gaps, its peaks.
 
-Each bucket of consecutive samples becomes its min and its max, so a spike
-of one sample survives any zoom level. Vectorized with ``reduceat``.
+Rows of ``samples.bin`` come at the sampler's rate, but a slow channel has a
+reading only in some of them (NaN in the others: no reading, or a failed
+one). A chart draws a channel from its finite readings only, so a 50 ms
+channel is one continuous line between 5 ms rows; the line breaks only where
+two readings are further apart than the channel's allowed gap
+(``join.allowed_gap_s``, the same rule that marks a step's energy
+incomplete), with a ``None`` marker between them. Long series are cut to
+each bucket's min and max, so a spike of one sample survives any zoom level;
+buckets never straddle a gap. Vectorized with ``reduceat``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
 
+from tf_mobileperf.steps.join import allowed_gap_s
 
-def min_max(t: np.ndarray, v: np.ndarray, max_points: int) -> dict[str, list]:
-    """Returns {"t", "min", "max"}: raw samples if they fit, else per-bucket extremes.
 
-    ``max_points`` counts output points; each bucket contributes two values
-    (min and max) at its first timestamp, so there are ``max_points // 2``
-    buckets.
+@dataclasses.dataclass
+class ChannelRate:
+    """How often a channel has a reading, and the longest stretch without one that is still jitter."""
+
+    period_s: float | None
+    max_gap_s: float
+
+    @classmethod
+    def of(cls, t: np.ndarray, v: np.ndarray) -> "ChannelRate":
+        """From the rows' times and the channel's column, as the join estimates it."""
+        valid_t = t[np.isfinite(v)]
+        rows_period = float(np.median(np.diff(t))) if len(t) > 2 else 0.0
+        own = float(np.median(np.diff(valid_t))) if len(valid_t) > 2 else None
+        return cls(own, allowed_gap_s(max(rows_period, own or 0.0)))
+
+    def to_dict(self) -> dict:
+        rate = 1.0 / self.period_s if self.period_s else None
+        return {"period_s": self.period_s, "rate_hz": rate, "max_gap_s": self.max_gap_s}
+
+
+def min_max(t: np.ndarray, v: np.ndarray, max_points: int, max_gap_s: float = math.inf) -> dict[str, list]:
+    """Returns {"t", "min", "max"} of the finite readings, with a None marker in every gap.
+
+    Raw readings if they fit in ``max_points``, else per-bucket extremes at
+    each bucket's first timestamp (``max_points // 2`` buckets, each
+    contributing two values, plus one bucket per gap). A gap is two
+    consecutive readings more than ``max_gap_s`` apart; its marker sits
+    halfway between them.
     """
-    n = len(t)
-    if n <= max_points:
-        return {"t": _list(t), "min": _list(v), "max": _list(v)}
-    buckets = max(1, max_points // 2)
-    edges = np.linspace(0, n, buckets + 1).astype(np.intp)[:-1]
-    edges = np.unique(edges)
-    lo = np.fmin.reduceat(v, edges)
-    hi = np.fmax.reduceat(v, edges)
-    return {"t": _list(t[edges]), "min": _list(lo), "max": _list(hi)}
+    keep = np.isfinite(v)
+    t, v = np.asarray(t, dtype=np.float64)[keep], np.asarray(v, dtype=np.float64)[keep]
+    if not len(t):
+        return {"t": [], "min": [], "max": []}
+    after_gap = np.flatnonzero(np.diff(t) > max_gap_s) + 1
+    if len(t) <= max_points:
+        edges = np.arange(len(t))
+    else:
+        edges = np.unique(np.concatenate([np.linspace(0, len(t), max(1, max_points // 2) + 1).astype(np.intp)[:-1],
+                                          after_gap]))
+    lo, hi, bt = np.fmin.reduceat(v, edges), np.fmax.reduceat(v, edges), t[edges]
+    at = np.searchsorted(edges, after_gap)
+    marks = (t[after_gap - 1] + t[after_gap]) / 2
+    return {"t": np.insert(bt, at, marks).tolist(), "min": _list(np.insert(lo, at, np.nan)),
+            "max": _list(np.insert(hi, at, np.nan))}
 
 
 def _list(v: np.ndarray) -> list:
-    """JSON-safe list: NaN and infinities (a failed read, a corrupt file) become None, a gap, not a zero."""
+    """JSON-safe list: NaN (a gap marker) becomes None, a break in the line, not a zero."""
     return [x if math.isfinite(x) else None for x in v.tolist()]

@@ -31,8 +31,8 @@ from tensorboard.backend import http_util
 from tensorboard.data import provider
 from tensorboard.plugins import base_plugin
 
-from . import metadata, reader
-from .downsample import min_max
+from . import metadata, missing_bundle, reader
+from .downsample import ChannelRate, min_max
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +120,7 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
 
     @wrappers.Request.application
     def _serve_js(self, request):
-        bundle = STATIC / "index.js"
-        if not bundle.exists():
-            return http_util.Respond(request, "frontend bundle not built: run `make`", "text/plain", code=404)
-        return http_util.Respond(request, bundle.read_bytes(), "application/javascript")
+        return http_util.Respond(request, missing_bundle.frontend_module(STATIC / "index.js"), "application/javascript")
 
     # -- data --------------------------------------------------------------
     def _summaries(self, request) -> dict[str, dict]:
@@ -207,6 +204,7 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
 
     @_route
     def _serve_series(self, request):
+        """A channel's readings in [start, end] as a line: its rate, None only in its real gaps (``downsample``)."""
         run, path = self._run_dir(request)
         channel = request.args.get("channel")
         if not channel:
@@ -222,6 +220,8 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
         if end < start:
             raise errors.InvalidArgumentError("end must be >= start")
         t = np.asarray(rows[:, 0])
+        column = np.asarray(rows[:, header["columns"].index(channel)])
+        rate = ChannelRate.of(t, column)  # over the whole run, so a zoomed window keeps the run's rate
         lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "right")
-        values = np.asarray(rows[lo:hi, header["columns"].index(channel)])
-        return {"run": run, "channel": channel, "samples": int(hi - lo), **min_max(t[lo:hi], values, max_points)}
+        return {"run": run, "channel": channel, "samples": int(hi - lo), **rate.to_dict(),
+                **min_max(t[lo:hi], column[lo:hi], max_points, rate.max_gap_s)}

@@ -1,43 +1,48 @@
-// uPlot charts of one run: power per rail, memory, CPU per cluster, GPU, energy per step.
+// uPlot time charts (one per chartlist spec, lines of one or several runs on
+// one x axis) and a run's energy-per-step bars.
+//
+// Each line is its channel's own readings (the series route drops the rows
+// where the channel has none), joined with the other lines on the union of
+// their times. uPlot draws straight over a join's alignment artifacts
+// (undefined) and breaks only at a null, so with spanGaps off a line breaks
+// exactly at the route's gap markers: where the sensor really had no reading.
 import uPlot from "uplot";
+import { lineLabel } from "./chartlist.js";
 import { el, NOT_MEASURED } from "./format.js";
 import { getSeries } from "./api.js";
 
 const COLORS = ["#1976d2", "#e65100", "#2e7d32", "#6a1b9a", "#c62828", "#00838f", "#f9a825", "#4e342e"];
+const DASHES = [[], [8, 4], [2, 3], [12, 3, 2, 3]];
 const MAX_POINTS = 2000;
-const GIB = 2 ** 30;
 
-// Draws the steps behind a time chart: warm-up shaded grey, the failed (OOM)
-// step red, traced steps blue, a thin line at every step start.
-function stepBands(steps, t0) {
-  return {
-    hooks: {
-      drawClear: [
-        (u) => {
-          const { ctx } = u;
-          const { top, height } = u.bbox;
-          ctx.save();
-          for (const s of steps) {
-            const x0 = u.valToPos(s.start_s - t0, "x", true);
-            const x1 = u.valToPos(s.end_s - t0, "x", true);
-            const fill = s.failed ? "rgba(198,40,40,0.30)" : s.traced ? "rgba(25,118,210,0.18)"
-              : s.warmup ? "rgba(128,128,128,0.22)" : null;
-            if (fill) {
-              ctx.fillStyle = fill;
-              ctx.fillRect(x0, top, Math.max(1, x1 - x0), height);
-            }
-            ctx.fillStyle = "rgba(128,128,128,0.35)";
-            ctx.fillRect(x0, top, 1, height);
-          }
-          ctx.restore();
-        },
-      ],
-    },
+// Draws the steps behind a time chart, of every run at its own offset: warm-up
+// grey, the failed (OOM) step red, traced steps blue, a thin line at every step start.
+function stepBands(runs) {
+  const draw = (u) => {
+    const { ctx } = u;
+    const { top, height } = u.bbox;
+    ctx.save();
+    for (const r of runs) {
+      for (const s of r.steps) {
+        const x0 = u.valToPos(s.start_s - r.t0, "x", true);
+        const x1 = u.valToPos(s.end_s - r.t0, "x", true);
+        const fill = s.failed ? "rgba(198,40,40,0.30)" : s.traced ? "rgba(25,118,210,0.18)"
+          : s.warmup ? "rgba(128,128,128,0.22)" : null;
+        if (fill) {
+          ctx.fillStyle = fill;
+          ctx.fillRect(x0, top, Math.max(1, x1 - x0), height);
+        }
+        ctx.fillStyle = "rgba(128,128,128,0.35)";
+        ctx.fillRect(x0, top, 1, height);
+      }
+    }
+    ctx.restore();
   };
+  return { hooks: { drawClear: [draw] } };
 }
 
-// Keeps the x scale of every time chart of a run in step: zoom one, zoom all.
-function zoomGroup() {
+// Keeps the x scale of every time chart in step: zoom one, zoom all.
+export function zoomGroup() {
   const charts = [];
   let syncing = false;
   return {
@@ -52,48 +57,75 @@ function zoomGroup() {
   };
 }
 
-function notMeasured(title, why) {
+export function notMeasured(title, why) {
   return el("div", { class: "chart empty" }, el("h4", { text: title }), el("p", { text: `${NOT_MEASURED}${why ? ": " + why : ""}` }));
 }
 
-async function timeChart(ctx, title, channels, { scale = 1, unit = "", limit = null } = {}) {
-  if (!channels.length) return notMeasured(title, ctx.unavailable);
-  const tables = await Promise.all(
-    channels.map(async (c) => {
-      const s = await getSeries(ctx.run, c.name, MAX_POINTS);
-      return [s.t.map((t) => t - ctx.t0), s.max.map((v) => (v === null ? null : v / scale))];
-    }),
-  );
-  const data = uPlot.join(tables);
-  const series = [{ label: "time (s)" }, ...channels.map((c, i) => ({
-    label: c.cluster ? `${c.name} (${c.cluster})` : c.name, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false,
-  }))];
-  if (limit !== null) {
-    data.push(data[0].map(() => limit));
-    series.push({ label: "device limit", stroke: "#c62828", dash: [6, 4], width: 1 });
+function rateText(hz) {
+  if (!hz) return "one reading";
+  return hz >= 10 ? `${Math.round(hz)} Hz` : `${hz.toPrecision(2)} Hz`;
+}
+
+// A line's table for uPlot.join: times from its run's first measured step, values in the chart's unit.
+async function lineTable(view, spec, line) {
+  const r = view.runs.get(line.run);
+  const s = await getSeries(line.run, line.channel.name, MAX_POINTS);
+  const prefix = view.multi ? `${line.run}: ` : "";
+  return {
+    table: [s.t.map((t) => t - r.t0), s.max.map((v) => (v === null ? null : v / spec.scale))],
+    label: `${prefix}${lineLabel(line.channel)} (${[spec.unit, rateText(s.rate_hz)].filter(Boolean).join(", ")})`,
+    dash: DASHES[r.index % DASHES.length],
+  };
+}
+
+function lineSeries(lines) {
+  return lines.map((l, i) => ({ label: l.label, stroke: COLORS[i % COLORS.length], dash: l.dash, width: 1.5, spanGaps: false }));
+}
+
+// Every run's first and last row, as a table of x values only: all charts
+// share the x range of the runs, whatever span one channel has.
+function extentTable(view) {
+  const xs = [...view.runs.values()].flatMap((r) => [r.first - r.t0, r.last - r.t0]).filter(Number.isFinite);
+  return [[...new Set(xs)].sort((a, b) => a - b)];
+}
+
+function limitNote(spec) {
+  return el("p", { class: "note", text: `device RAM: ${spec.limit.toPrecision(3)} GiB, the limit of the system RAM line `
+    + "(click \"device RAM\" in the legend to draw it)" });
+}
+
+export async function timeChart(view, spec) {
+  if (spec.empty !== undefined) return notMeasured(spec.title, spec.empty);
+  const lines = await Promise.all(spec.lines.map((line) => lineTable(view, spec, line)));
+  const data = uPlot.join([extentTable(view), ...lines.map((l) => l.table)]);
+  const series = [{ label: "time (s)" }, ...lineSeries(lines)];
+  const box = el("div", { class: "chart time-chart", "data-chart": spec.key }, el("h4", { text: spec.unit ? `${spec.title} (${spec.unit})` : spec.title }));
+  if (spec.limit !== null) {
+    data.push(data[0].map(() => spec.limit));
+    series.push({ label: "device RAM", stroke: "#c62828", dash: [6, 4], width: 1, show: false });
+    box.append(limitNote(spec));
   }
-  const box = el("div", { class: "chart" }, el("h4", { text: title }));
   const chart = new uPlot({
-    width: ctx.width, height: 220, series,
+    width: view.width, height: 220, series,
     scales: { x: { time: false } },
-    axes: [{ label: "seconds since the first sample", stroke: "currentColor" }, { label: unit, stroke: "currentColor" }],
-    cursor: { sync: { key: `mobileperf-${ctx.run}` } },
-    plugins: [stepBands(ctx.steps, ctx.t0)],
-    hooks: { setScale: [ctx.zoom.hook] },
+    axes: [{ label: "seconds since the first measured step", stroke: "currentColor" }, { label: spec.unit, stroke: "currentColor" }],
+    cursor: { sync: { key: view.syncKey } },
+    plugins: [stepBands([...view.runs.values()])],
+    hooks: { setScale: [view.zoom.hook] },
   }, data, box);
-  ctx.zoom.charts.push(chart);
+  view.zoom.charts.push(chart);
   return box;
 }
 
-function energyBars(ctx) {
-  const steps = ctx.steps.filter((s) => s.energy_j && s.energy_j.total !== undefined);
-  if (!steps.length) return notMeasured("Energy per step", ctx.unavailable);
+export function energyBars(steps, width, unavailable) {
+  steps = steps.filter((s) => s.energy_j && s.energy_j.total !== undefined);
+  if (!steps.length) return notMeasured("Energy per step", unavailable);
   const box = el("div", { class: "chart" }, el("h4", { text: "Energy per step (J, total rail; warm-up grey, failed red)" }));
   const x = steps.map((s) => s.step);
   const measured = steps.map((s) => (s.warmup || s.failed ? null : s.energy_j.total));
   const other = steps.map((s) => (s.warmup || s.failed ? s.energy_j.total : null));
   new uPlot({
-    width: ctx.width, height: 180,
+    width, height: 180,
     series: [{ label: "step" },
       { label: "measured step", fill: "rgba(25,118,210,0.6)", stroke: "#1976d2", paths: uPlot.paths.bars({ size: [0.8] }), points: { show: false } },
       { label: "warm-up / failed", fill: "rgba(128,128,128,0.5)", stroke: "#888", paths: uPlot.paths.bars({ size: [0.8] }), points: { show: false } }],
@@ -101,29 +133,4 @@ function energyBars(ctx) {
     axes: [{ label: "step", stroke: "currentColor" }, { label: "J", stroke: "currentColor" }],
   }, [x, measured, other], box);
   return box;
-}
-
-export async function runCharts(run, header, steps, summary, width) {
-  const channels = header.channels;
-  const ctx = { run, t0: header.t0, steps, width, zoom: zoomGroup(), unavailable: (summary.unavailable || {}).power };
-  const power = channels.filter((c) => c.kind === "power");
-  const memory = channels.filter((c) => c.kind === "memory");
-  // Channels are chosen by their roles (kind, device, core), as the report chooses them; never by name.
-  const gpu = channels.filter((c) => c.kind === "util" && c.device === "gpu");
-  const cores = channels.filter((c) => c.kind === "util" && c.device === "cpu" && c.core != null);
-  const clusters = [...new Set(cores.map((c) => c.cluster || "cores"))];
-  const ramTotal = (summary.device || {}).ram_total_bytes;
-  const parts = [
-    timeChart(ctx, "Power per rail (W)", power, { unit: "W" }),
-    timeChart({ ...ctx, unavailable: (summary.unavailable || {}).mem_peak_gb }, "Memory (GiB)", memory,
-      { scale: GIB, unit: "GiB", limit: ramTotal ? ramTotal / GIB : null }),
-    ...(clusters.length
-      ? clusters.map((k) => timeChart(ctx, `CPU utilization, ${k} (%)`, cores.filter((c) => (c.cluster || "cores") === k), { unit: "%" }))
-      : [Promise.resolve(notMeasured("CPU utilization per core", (summary.unavailable || {}).cpu_util))]),
-    gpu.length ? timeChart(ctx, "GPU utilization (%)", gpu, { unit: "%" })
-      : Promise.resolve(notMeasured("GPU utilization", (summary.unavailable || {}).gpu_util)),
-  ];
-  const boxes = await Promise.all(parts);
-  boxes.push(energyBars(ctx));
-  return boxes;
 }

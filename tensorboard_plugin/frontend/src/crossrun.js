@@ -1,29 +1,128 @@
-// Across runs: energy per step and peak memory against batch size (the seed's sweep).
+// Across runs: one quantity against batch size, the seed's sweep. One series per
+// model (or per run folder), x on a log2 axis labelled 1, 2, 4, ..., y picked from
+// every per-run quantity the reports carry; a configuration that failed is a red
+// cross at its batch size (on its series' value where it has one, else on the
+// x axis) with its cause on hover, and listed under the chart.
 import uPlot from "uplot";
-import { el } from "./format.js";
+import { el, fmt } from "./format.js";
+import { channelsOf, processPeak } from "./header.js";
+import { energyPerStep, naturalCompare } from "./runs.js";
+
+const PALETTE = ["#1976d2", "#e65100", "#2e7d32", "#6a1b9a", "#00838f", "#ad1457", "#5d4037", "#455a64"];
+const finite = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
+
+// The run's folder above its configuration: "tx2/cnn-bs4/train" -> "tx2".
+const folderOf = (run) => run.split("/").slice(0, -2).join("/") || "(logdir)";
+const GROUPINGS = [
+  ["model", (r) => r.summary.model ?? "(no model)"],
+  ["run folder", (r) => folderOf(r.run)],
+];
+
+// Mean power of a rail group: the total is the report's own (the input rail, or
+// the sum of the rails); another group sums its rails' means.
+function groupPower(s, group) {
+  if (group === "total") return s.power_avg;
+  const rails = channelsOf(s).filter((c) => c.kind === "power" && (c.group || c.name) === group);
+  const watts = rails.map((c) => finite((s.power_avg_w || {})[c.name]));
+  return watts.length && !watts.includes(null) ? watts.reduce((a, b) => a + b, 0) : null;
+}
+
+// Every quantity the runs carry: {label, unit, get(summary)}.
+function quantities(runs) {
+  const all = (f) => [...new Set(runs.flatMap((r) => f(r.summary)))].sort(naturalCompare);
+  const powerGroups = all((s) => channelsOf(s).filter((c) => c.kind === "power").map((c) => c.group || c.name));
+  const clusters = all((s) => Object.keys(s.cpu_util_per_cluster || {}));
+  return [
+    { label: "energy per step", unit: "J", get: energyPerStep },
+    { label: "energy per sample", unit: "J", get: (s) => s.energy_per_sample_j },
+    { label: "samples per second", unit: "samples/s", get: (s) => s.samples_per_s },
+    { label: "step time (mean)", unit: "ms", get: (s) => (s.step_time_s && s.step_time_s.mean != null ? s.step_time_s.mean * 1e3 : null) },
+    ...powerGroups.map((g) => ({ label: `mean power: ${g} rail group`, unit: "W", get: (s) => groupPower(s, g) })),
+    { label: "GPU utilization", unit: "%", get: (s) => s.gpu_util_avg },
+    { label: "CPU utilization (all cores)", unit: "%", get: (s) => s.cpu_util_avg },
+    ...clusters.map((c) => ({ label: `CPU utilization: ${c} cluster`, unit: "%", get: (s) => (s.cpu_util_per_cluster || {})[c] })),
+    { label: "peak memory: process (peak RSS)", unit: "GiB", get: (s) => (processPeak(s) || {}).gib },
+    { label: "peak memory: system RAM in use", unit: "GiB", get: (s) => s.mem_peak_gb },
+  ];
+}
+
+// The chart's data: x = log2(batch size) of every run, a series per group
+// (the mean of its successful runs at each batch size), and the failed runs.
+function chartData(points, groupKey, get) {
+  const sizes = [...new Set(points.map((r) => r.summary.batch_size))].sort((a, b) => a - b);
+  const groups = [...new Set(points.map(groupKey))].sort(naturalCompare);
+  const series = groups.map((g) => sizes.map((bs) => {
+    const values = points.filter((r) => groupKey(r) === g && r.summary.batch_size === bs && r.summary.success !== false)
+      .map((r) => finite(get(r.summary))).filter((v) => v !== null);
+    return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
+  }));
+  const failed = points.filter((r) => r.summary.success === false).map((r) => ({
+    x: Math.log2(r.summary.batch_size), y: finite(get(r.summary)), group: groupKey(r),
+    text: `${r.run}: batch size ${r.summary.batch_size} failed at step ${r.summary.failed_step ?? "?"}: ${(r.summary.error || "no error recorded").split("\n")[0]}`,
+  }));
+  return { x: sizes.map(Math.log2), groups, series, failed };
+}
+
+// Red crosses over the plot, positioned on each redraw; the cause is their title.
+function drawFailures(failed) {
+  return (u) => {
+    for (const old of u.over.querySelectorAll(".failed-mark")) old.remove();
+    for (const f of failed) {
+      const top = f.y === null ? u.over.clientHeight : u.valToPos(f.y, "y");
+      u.over.append(el("span", { class: "failed-mark", title: f.text, "data-group": f.group,
+        style: `position:absolute;left:${u.valToPos(f.x, "x") - 7}px;top:${top - 10}px;color:#c62828;font:bold 16px sans-serif;pointer-events:auto;cursor:help` }, "✕"));
+    }
+  };
+}
+
+function drawChart(box, data, q, width) {
+  const values = [...data.series.flat(), ...data.failed.map((f) => f.y)].filter((v) => v !== null);
+  if (!values.length) {
+    box.append(el("p", { class: "note", text: `no run measured ${q.label} (not measured on this device)` }));
+    return;
+  }
+  const [lo, hi] = [Math.min(...data.x), Math.max(...data.x)];
+  const ticks = [];
+  for (let v = Math.ceil(lo); v <= Math.floor(hi); v++) ticks.push(v);
+  box.setAttribute("data-x-ticks", ticks.map((v) => 2 ** v).join(","));
+  new uPlot({
+    width, height: 260,
+    series: [{ label: "batch size", value: (u, v) => (v == null ? "–" : String(Math.round(2 ** v))) },
+      ...data.groups.map((g, i) => ({ label: g, stroke: PALETTE[i % PALETTE.length], width: 2, spanGaps: true,
+        points: { show: true, size: 8 }, value: (u, v) => (v == null ? "–" : fmt(v, q.unit)) }))],
+    scales: { x: { time: false, range: () => [lo - 0.5, hi + 0.5] },
+      y: { range: () => uPlot.rangeNum(Math.min(0, ...values), Math.max(...values), 0.1, true) } },
+    axes: [{ label: "batch size", stroke: "currentColor", splits: () => ticks, values: (u, splits) => splits.map((v) => String(2 ** v)) },
+      { label: q.unit, stroke: "currentColor" }], // the select above names the quantity
+    hooks: { draw: [drawFailures(data.failed)] },
+  }, [data.x, ...data.series], box);
+  if (data.failed.length) {
+    box.append(el("ul", { class: "failed" }, ...data.failed.map((f) => el("li", { text: `✕ ${f.text}` }))));
+  }
+}
 
 export function batchSizeChart(runs, width) {
-  const points = runs.filter((r) => r.summary.batch_size).sort((a, b) => a.summary.batch_size - b.summary.batch_size);
-  const box = el("div", { class: "chart" }, el("h4", { text: "Energy per step and peak memory against batch size" }));
+  const points = runs.filter((r) => r.summary.batch_size > 0 && !r.summary.combined);
+  const box = el("div", { class: "chart crossrun" }, el("h4", { text: "Across runs, against batch size" }));
   if (!points.length) {
     box.append(el("p", { text: "no run reports its batch size (pass batch_size= to the callback)" }));
     return box;
   }
-  const x = points.map((r) => r.summary.batch_size);
-  const energy = points.map((r) => energyPerStep(r.summary));
-  const mem = points.map((r) => r.summary.mem_peak_gb ?? null);
-  new uPlot({
-    width, height: 220,
-    series: [{ label: "batch size" },
-      { label: "energy per step (J)", stroke: "#1976d2", scale: "J", points: { size: 8 }, width: 1 },
-      { label: "peak memory (GiB)", stroke: "#e65100", scale: "GiB", points: { size: 8 }, width: 1 }],
-    scales: { x: { time: false, distr: 2 } },
-    axes: [{ label: "batch size", stroke: "currentColor" }, { scale: "J", label: "J per step", stroke: "currentColor" },
-      { scale: "GiB", side: 1, label: "GiB", stroke: "currentColor", grid: { show: false } }],
-  }, [x, energy, mem], box);
+  const qs = quantities(points);
+  const measured = qs.map((q) => points.some((r) => finite(q.get(r.summary)) !== null));
+  const quantity = el("select", { class: "quantity" }, ...qs.map((q, i) => el("option", { value: String(i),
+    text: `${q.label} (${q.unit})${measured[i] ? "" : ": not measured"}` })));
+  quantity.value = String(Math.max(0, measured.indexOf(true)));
+  const grouping = el("select", { class: "grouping" }, ...GROUPINGS.map(([label], i) => el("option", { value: String(i), text: label })));
+  const chart = el("div");
+  const draw = () => {
+    const q = qs[Number(quantity.value)];
+    chart.replaceChildren();
+    drawChart(chart, chartData(points, GROUPINGS[Number(grouping.value)][1], q.get), q, width);
+  };
+  quantity.addEventListener("change", draw);
+  grouping.addEventListener("change", draw);
+  box.append(el("div", {}, el("label", {}, "y: ", quantity), " one line per ", el("label", {}, grouping)), chart);
+  draw();
   return box;
-}
-
-export function energyPerStep(summary) {
-  return summary.energy_total != null && summary.steps_measured ? summary.energy_total / summary.steps_measured : null;
 }

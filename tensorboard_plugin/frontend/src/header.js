@@ -1,24 +1,72 @@
-// A run's header (the seed's numbers and the sampling quality), and a multi-worker run's combined view.
+// A run's header (the seed's numbers and the sampling quality), and a multi-worker
+// run's combined view. Every number says on hover (its title) what it is, over
+// which steps, and from which sensor channel, or why it was not measured.
 import { el, fmt, NOT_MEASURED } from "./format.js";
 
-export function runHeader(run, s, profile) {
+const GIB = 2 ** 30;
+
+// Every channel of the run's sensors, with its sensor's name.
+export const channelsOf = (s) => (s.sensors || []).flatMap((sensor) => (sensor.channels || []).map((c) => ({ ...c, sensor: sensor.name })));
+const from = (cs) => (cs.length ? `; from ${cs.map((c) => `${c.name} (${c.sensor}: ${c.source})`).join(", ")}` : "");
+const why = (s, key) => `not measured: ${(s.unavailable || {})[key] || "no value in the report"}`;
+
+// The process's own peak memory: the highest peak of its memory channels (VmHWM, VmRSS).
+export function processPeak(s) {
+  const channels = channelsOf(s).filter((c) => c.kind === "memory" && c.device === "process");
+  const peaks = channels.map((c) => ((s.channels || {})[c.name] || {}).peak).filter((v) => v != null);
+  return peaks.length ? { gib: Math.max(...peaks) / GIB, channels } : null;
+}
+
+// What each header number is: name -> [value, hover text].
+function explained(s) {
+  const cs = channelsOf(s);
+  const n = s.steps_measured ?? 0;
+  const overSteps = `over the ${n} measured steps (the ${s.warmup_steps ?? 0} warm-up steps left out)`;
+  const done = s.energy_steps_complete || {};
+  const energySteps = `over the ${done.complete ?? n} measured steps with complete energy` +
+    (done.complete != null && done.complete < n ? ` (of ${n}; the others had a hole in their samples)` : "");
+  const rails = cs.filter((c) => c.kind === "power");
+  const totals = rails.filter((c) => c.group === "total");
+  const rail = totals.length ? `total rail ${totals.map((c) => c.name).join(", ")}` : `the sum of the rails ${rails.map((c) => c.name).join(", ")}`;
+  const util = (device) => cs.filter((c) => c.kind === "util" && c.device === device && c.core == null);
+  const proc = processPeak(s);
+  const clusters = Object.entries(s.cpu_util_per_cluster || {});
+  const steps = s.step_time_s || {};
   const sampling = s.sampling || {};
-  const clusters = Object.entries(s.cpu_util_per_cluster || {}).map(([k, v]) => `${k} ${fmt(v, "%")}`).join(", ");
-  const items = [
-    ["status", s.status === "running" ? "running" : s.success ? "trained" : `failed at step ${s.failed_step}`],
-    ["steps measured", `${s.steps_measured ?? "?"} (after ${s.warmup_steps ?? "?"} warm-up)`],
-    ["energy total", fmt(s.energy_total, "J")], ["mean power", fmt(s.power_avg, "W")],
-    ["J/sample", fmt(s.energy_per_sample_j, "J")], ["samples/s", fmt(s.samples_per_s)],
-    ["peak memory", fmt(s.mem_peak_gb, "GiB")], ["GPU util", fmt(s.gpu_util_avg, "%")],
-    ["CPU util", fmt(s.cpu_util_avg, "%")], ["CPU clusters", clusters || NOT_MEASURED],
-    ["between steps (input, callbacks)", s.between_steps_fraction == null ? NOT_MEASURED : fmt(s.between_steps_fraction * 100, "% of the time")],
-    ["step time", s.step_time_s && s.step_time_s.mean != null ? `${fmt(s.step_time_s.mean * 1e3, "ms")} mean, ${fmt(s.step_time_s.p99 * 1e3, "ms")} p99` : NOT_MEASURED],
-    ["sampling", sampling.achieved_hz ? `${fmt(sampling.achieved_hz, "Hz")} of ${fmt(sampling.requested_hz, "Hz")}, p99 interval error ${fmt(sampling.interval_error_p99_ms, "ms")}, ${sampling.gaps} gaps` : NOT_MEASURED],
+  const measured = (value, key, text) => (value == null ? why(s, key) : text);
+  return [
+    ["status", s.status === "running" ? "running" : s.success ? "trained" : `failed at step ${s.failed_step}`,
+      s.success ? "every step ran" : `training stopped at step ${s.failed_step}: ${(s.error || "").split("\n")[0]}`],
+    ["steps measured", `${s.steps_measured ?? "?"} (after ${s.warmup_steps ?? "?"} warm-up)`,
+      "steps in every average and total below; the warm-up steps are recorded and left out"],
+    ["energy total", fmt(s.energy_total, "J"), measured(s.energy_total, "energy", `energy total: ${rail}, the integral of its power over each step's window, summed ${energySteps}${from(totals.length ? totals : rails)}`)],
+    ["mean power", fmt(s.power_avg, "W"), measured(s.power_avg, "power", `mean power: ${rail} ${energySteps} (their energy over their time)${from(totals.length ? totals : rails)}`)],
+    ["J/sample", fmt(s.energy_per_sample_j, "J"), measured(s.energy_per_sample_j, "energy_per_sample_j", `energy per sample: the energy total over the samples (batch size ${s.batch_size} × batches) of the steps with complete energy, ${rail}`)],
+    ["samples/s", fmt(s.samples_per_s), measured(s.samples_per_s, "samples_per_s", `samples per second: batch size ${s.batch_size} × the batches of the ${n} measured steps, over their summed step time`)],
+    ["peak memory (system)", fmt(s.mem_peak_gb, "GiB"), measured(s.mem_peak_gb, "mem_peak_gb", `highest system RAM in use (MemTotal - MemAvailable; on a Jetson, CPU and GPU memory together) ${overSteps}${from(cs.filter((c) => c.kind === "memory" && c.device === "board"))}`)],
+    ["peak memory (process)", proc ? fmt(proc.gib, "GiB") : NOT_MEASURED, proc ? `highest resident memory of the training process (its peak RSS) ${overSteps}${from(proc.channels)}` : "not measured: no memory channel of the process"],
+    ["GPU util", fmt(s.gpu_util_avg, "%"), measured(s.gpu_util_avg, "gpu_util", `mean GPU utilization ${overSteps}${from(util("gpu"))}`)],
+    ["CPU util", fmt(s.cpu_util_avg, "%"), measured(s.cpu_util_avg, "cpu_util", `mean CPU utilization of all cores ${overSteps}${from(util("cpu"))}`)],
+    ["CPU clusters", clusters.map(([k, v]) => `${k} ${fmt(v, "%")}`).join(", ") || NOT_MEASURED,
+      clusters.length ? `mean utilization of each cluster's cores (the mean of its cores' means) ${overSteps}${from(cs.filter((c) => c.kind === "util" && c.core != null))}` : why(s, "cpu_util")],
+    ["between steps (input, callbacks)", s.between_steps_fraction == null ? NOT_MEASURED : fmt(s.between_steps_fraction * 100, "% of the time"),
+      `time between one step's end and the next one's begin (input pipeline, callbacks, Python) as a share of that time plus the steps' own, ${overSteps}`],
+    ["step time", steps.mean != null ? `${fmt(steps.mean * 1e3, "ms")} mean, ${fmt(steps.p99 * 1e3, "ms")} p99` : NOT_MEASURED,
+      steps.mean != null ? `each step's window, on_train_batch_begin to on_train_batch_end on time.monotonic: mean and 99th percentile ${overSteps}; median ${fmt(steps.p50 * 1e3, "ms")}` : why(s, "step_time_s")],
+    ["sampling", sampling.achieved_hz ? `${fmt(sampling.achieved_hz, "Hz")} of ${fmt(sampling.requested_hz, "Hz")}, p99 interval error ${fmt(sampling.interval_error_p99_ms, "ms")}, ${sampling.gaps} gaps` : NOT_MEASURED,
+      `the sampler (${sampling.mode || "?"}${sampling.realtime ? ", real-time priority" : ""}) over the whole run: rows per second achieved of requested, 99th percentile of |interval - period|, intervals longer than 2 periods; ${sampling.samples ?? "?"} samples, ${sampling.dropped ?? "?"} dropped`],
   ];
-  const box = el("div", {}, el("h3", { text: `${run}${s.model ? " — " + s.model : ""}${s.batch_size ? ", batch " + s.batch_size : ""}` }));
+}
+
+function headerLine(items) {
   const line = el("div", { class: "header" });
-  for (const [k, v] of items) line.append(el("span", {}, el("b", { text: `${k}: ` }), v));
-  box.append(line);
+  for (const [k, v, title] of items) line.append(el("span", { title }, el("b", { text: `${k}: ` }), v));
+  return line;
+}
+
+export function runHeader(run, s, profile) {
+  const box = el("div", {}, el("h3", { text: `${run}${s.model ? " — " + s.model : ""}${s.batch_size ? ", batch " + s.batch_size : ""}` }));
+  box.append(headerLine(explained(s)));
   if (s.error) box.append(el("div", { class: "failed", text: s.error.split("\n")[0] }));
   for (const p of profile || []) {
     box.append(el("div", {}, "TF profiler trace of the traced steps (blue): ",
@@ -30,13 +78,15 @@ export function runHeader(run, s, profile) {
 export function combinedView(run, s) {
   const hosts = Object.entries(s.hosts || {});
   const box = el("div", {}, el("h3", { text: `${run}: ${hosts.length} hosts combined by global step` }));
-  const line = el("div", { class: "header" });
-  for (const [k, v] of [
-    ["status", s.success ? "trained" : s.missing_hosts && s.missing_hosts.length ? `missing: ${s.missing_hosts.join(", ")}` : "failed"],
-    ["steps measured", String(s.steps_measured)], ["energy total (all hosts)", fmt(s.energy_total, "J")],
-    ["mean power (all hosts)", fmt(s.power_avg, "W")],
-    ["step time (slowest host)", s.step_time_s && s.step_time_s.mean != null ? fmt(s.step_time_s.mean * 1e3, "ms") : NOT_MEASURED],
-  ]) line.append(el("span", {}, el("b", { text: `${k}: ` }), v));
+  const line = headerLine([
+    ["status", s.success ? "trained" : s.missing_hosts && s.missing_hosts.length ? `missing: ${s.missing_hosts.join(", ")}` : "failed",
+      "trained: every host's report was found and every host trained"],
+    ["steps measured", String(s.steps_measured), "global steps measured on every host (aligned by step index)"],
+    ["energy total (all hosts)", fmt(s.energy_total, "J"), "energy of every host's total rail, summed over the hosts and the measured global steps; none if any step lacks a host's energy"],
+    ["mean power (all hosts)", fmt(s.power_avg, "W"), "the fleet's energy total over the summed step times of the slowest host"],
+    ["step time (slowest host)", s.step_time_s && s.step_time_s.mean != null ? fmt(s.step_time_s.mean * 1e3, "ms") : NOT_MEASURED,
+      "mean over the global steps of the slowest host's step time (each on its own clock)"],
+  ]);
   const table = el("table", { class: "hosts" }, el("tr", {}, ...["host", "hostname", "status", "energy (J)", "peak memory (GiB)", "slowest in steps"].map((t) => el("th", { text: t }))));
   for (const [task, h] of hosts) {
     const status = h.missing ? `missing (died at step ${h.failed_step ?? "?"}; ${h.steps_on_disk} steps on disk)` : h.success ? "ok" : `failed at step ${h.failed_step}`;

@@ -1,6 +1,7 @@
 // The MobilePerf tab: TensorBoard imports this module in the plugin's iframe
-// and calls render(). Per selected run: a header with the seed's numbers and
-// the sampling quality, then time charts sharing one zoom, then energy bars.
+// and calls render(). The selected runs' time charts share one view (overlaid
+// on one axis, or stacked) with one zoom; per selected run: a header with the
+// seed's numbers and the sampling quality, energy bars, the step table.
 // Across runs: a sortable table and energy/memory against batch size.
 // A multi-worker run's "combined" run: its totals and its hosts side by side.
 // Traced steps: energy per op type and per layer, and the Perfetto trace.
@@ -8,13 +9,14 @@
 // starts is dropped (it draws into a detached box and stops at its next await).
 import uPlotCss from "uplot/dist/uPlot.min.css";
 import { getChannels, getSteps, listRuns } from "./api.js";
-import { runCharts } from "./charts.js";
+import { energyBars } from "./charts.js";
 import { batchSizeChart } from "./crossrun.js";
 import { el } from "./format.js";
 import { combinedView, runHeader } from "./header.js";
 import { opEnergyView } from "./ops.js";
-import { runTable } from "./runs.js";
+import { naturalCompare, runTable } from "./runs.js";
 import { stepTable } from "./steps.js";
+import { timeView } from "./timeview.js";
 
 const STYLE = `
 body { font-family: Roboto, "Helvetica Neue", sans-serif; font-size: 13px; margin: 16px; color: #212121; background: #fff; }
@@ -27,26 +29,28 @@ th { cursor: pointer; background: #f5f5f5; user-select: none; } td:first-child, 
 .chart { margin: 8px 0 16px; } .empty p { color: #757575; font-style: italic; } .note { color: #757575; }
 .error { color: #c62828; } .scroll { overflow-x: auto; max-height: 420px; } .step-table td, .step-table th { white-space: nowrap; }
 .step-table tr.failed td { color: #c62828; } .step-table tr.warm-up td { color: #757575; }
+.header span[title] b { text-decoration: underline dotted; cursor: help; } a.csv { display: inline-block; margin: 4px 0; } .crossrun select { margin: 0 4px; }
 `;
 
-// Fills the run's section; stops as soon as isStale() says a newer redraw began.
+// Fills the run's section and returns what the time view needs of the run
+// (null for a combined or broken run); stops as soon as isStale() says a newer redraw began.
 async function showRun(section, r, width, isStale) {
   if (r.summary.combined) {
     section.append(combinedView(r.run, r.summary));
-    return;
+    return null;
   }
   try {
     const [steps, header] = await Promise.all([getSteps(r.run), getChannels(r.run)]);
-    if (isStale()) return;
+    if (isStale()) return null;
     section.append(runHeader(r.run, r.summary, steps.profile));
     if (steps.message) section.append(el("p", { class: "note", text: steps.message }));
-    const charts = await runCharts(r.run, header, steps.steps, r.summary, width);
-    if (isStale()) return;
-    section.append(...charts);
-    if (steps.steps.length) section.append(stepTable(steps.steps, header));
+    section.append(energyBars(steps.steps, width, (r.summary.unavailable || {}).power));
+    if (steps.steps.length) section.append(stepTable(steps.steps, header, r.run));
     if (steps.op_energy) section.append(opEnergyView(steps.op_energy, steps.trace_url));
+    return header.samples ? { run: r.run, header, steps: steps.steps, summary: r.summary } : null;
   } catch (err) {
     if (!isStale()) section.append(el("h3", { text: r.run }), el("p", { class: "error", text: String(err.message || err) }));
+    return null;
   }
 }
 
@@ -57,7 +61,7 @@ export async function render() {
   const width = Math.max(480, Math.min(1200, document.body.clientWidth - 40));
   let runs;
   try {
-    runs = await listRuns();
+    runs = (await listRuns()).sort((a, b) => naturalCompare(a.run, b.run));
   } catch (err) {
     root.append(el("p", { class: "error", text: String(err.message || err) }));
     return;
@@ -71,6 +75,7 @@ export async function render() {
   const details = el("div", { id: "run-details" });
   const selected = new Set([runs[0].run]);
   let generation = 0;
+  let view = null;
   // Each selected run gets its section at once, in table order, and loads on
   // its own: a slow or broken run never holds back the others.
   const redraw = async () => {
@@ -79,10 +84,19 @@ export async function render() {
     root.setAttribute("data-ready", "false");
     const box = el("div");
     details.replaceChildren(box);
+    if (view) view.destroy();
+    view = null;
     const shown = runs.filter((r) => selected.has(r.run));
     const sections = shown.map((r) => el("section", { class: "run", "data-run": r.run }));
-    box.append(...sections);
-    await Promise.all(shown.map((r, i) => showRun(sections[i], r, width, isStale)));
+    const timeSlot = el("div");
+    box.append(timeSlot, ...sections);
+    const loaded = (await Promise.all(shown.map((r, i) => showRun(sections[i], r, width, isStale)))).filter(Boolean);
+    if (isStale()) return;
+    if (loaded.length) {
+      view = timeView(loaded, width);
+      timeSlot.append(view.box);
+      await view.drawn;
+    }
     if (!isStale()) root.setAttribute("data-ready", "true");
   };
   for (const r of runs) {

@@ -1,43 +1,79 @@
-// The table of all runs: one row per run, sortable by any column.
-import { energyPerStep } from "./crossrun.js";
+// The table of all runs (one row per run, in natural order of their names:
+// bs4 before bs16), and the sortable table it and the step and op tables are
+// drawn with: click a header to sort by it, again to reverse; missing values last.
 import { el, fmt, NOT_MEASURED } from "./format.js";
 
-const COLUMNS = [
-  ["run", "run", (s, r) => r.run],
-  ["model", "model", (s) => s.model ?? ""],
-  ["batch size", "batch", (s) => s.batch_size ?? null],
-  ["success", "success", (s) => (s.status === "running" ? "running" : s.success ? "yes" : `no (step ${s.failed_step})`)],
-  ["energy/step (J)", "eps", (s) => energyPerStep(s)],
-  ["J/sample", "jps", (s) => s.energy_per_sample_j ?? null],
-  ["samples/s", "sps", (s) => s.samples_per_s ?? null],
-  ["mean power (W)", "pw", (s) => s.power_avg ?? null],
-  ["peak memory (GiB)", "mem", (s) => s.mem_peak_gb ?? null],
-  ["GPU util (%)", "gpu", (s) => s.gpu_util_avg ?? null],
-];
+const COLLATOR = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
 
-export function runTable(runs) {
-  let sortKey = 0;
+/** Compares two names by their text with the numbers in them as numbers ("bs4" < "bs16"). */
+export const naturalCompare = (a, b) => COLLATOR.compare(String(a), String(b));
+
+function compareValues(a, b) {
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  return naturalCompare(a, b);
+}
+
+function cellText(v) {
+  if (typeof v === "number") return Number.isInteger(v) ? String(v) : fmt(v);
+  return v === null || v === undefined ? NOT_MEASURED : String(v);
+}
+
+// columns: [{title, get(row) -> value, text?(value) -> string}]; rows shown in
+// their order until a header is clicked; `limit` rows first, with a "show all".
+export function sortableTable(columns, rows, { attrs = {}, sortKey = null, limit = Infinity, rowClass = () => "" } = {}) {
+  let key = sortKey;
   let ascending = true;
-  const table = el("table", { id: "runs-table" });
-  const draw = () => {
-    const rows = [...runs].sort((a, b) => {
-      const va = COLUMNS[sortKey][2](a.summary, a);
-      const vb = COLUMNS[sortKey][2](b.summary, b);
-      const order = va === vb ? 0 : va === null ? 1 : vb === null ? -1 : va < vb ? -1 : 1;
-      return ascending ? order : -order;
+  let showAll = false;
+  const table = el("table", attrs);
+  const sorted = () => {
+    if (key === null) return rows;
+    const get = columns[key].get;
+    return [...rows].sort((ra, rb) => {
+      const a = get(ra);
+      const b = get(rb);
+      const missingA = a === null || a === undefined;
+      const missingB = b === null || b === undefined;
+      if (missingA || missingB) return missingA - missingB; // missing values last, either way
+      return ascending ? compareValues(a, b) : compareValues(b, a);
     });
+  };
+  const draw = () => {
+    const all = sorted();
+    const shown = showAll ? all : all.slice(0, limit);
     table.replaceChildren(
-      el("tr", {}, ...COLUMNS.map(([title], i) => el("th", {
-        text: title + (i === sortKey ? (ascending ? " ▲" : " ▼") : ""),
-        onclick: () => { ascending = i === sortKey ? !ascending : true; sortKey = i; draw(); },
+      el("tr", {}, ...columns.map((c, i) => el("th", {
+        text: c.title + (i === key ? (ascending ? " ▲" : " ▼") : ""),
+        onclick: () => { ascending = i === key ? !ascending : true; key = i; draw(); },
       }))),
-      ...rows.map((r) => el("tr", {}, ...COLUMNS.map(([, , get]) => {
-        const v = get(r.summary, r);
-        const text = typeof v === "number" ? (Number.isInteger(v) ? String(v) : fmt(v)) : v === null ? NOT_MEASURED : String(v);
-        return el("td", { text });
-      }))),
+      ...shown.map((row) => el("tr", { class: rowClass(row) },
+        ...columns.map((c) => el("td", { text: (c.text || cellText)(c.get(row)) })))),
     );
+    if (shown.length < all.length) {
+      table.append(el("tr", { class: "more" }, el("td", { colspan: String(columns.length) },
+        el("button", { text: `show all ${all.length}`, onclick: () => { showAll = true; draw(); } }))));
+    }
   };
   draw();
   return table;
+}
+
+export function energyPerStep(summary) {
+  return summary.energy_total != null && summary.steps_measured ? summary.energy_total / summary.steps_measured : null;
+}
+
+const COLUMNS = [
+  ["run", (r) => r.run],
+  ["model", (r) => r.summary.model ?? ""],
+  ["batch size", (r) => r.summary.batch_size ?? null],
+  ["success", ({ summary: s }) => (s.status === "running" ? "running" : s.success ? "yes" : `no (step ${s.failed_step})`)],
+  ["energy/step (J)", (r) => energyPerStep(r.summary)],
+  ["J/sample", (r) => r.summary.energy_per_sample_j ?? null],
+  ["samples/s", (r) => r.summary.samples_per_s ?? null],
+  ["mean power (W)", (r) => r.summary.power_avg ?? null],
+  ["peak memory (GiB)", (r) => r.summary.mem_peak_gb ?? null],
+  ["GPU util (%)", (r) => r.summary.gpu_util_avg ?? null],
+].map(([title, get]) => ({ title, get }));
+
+export function runTable(runs) {
+  return sortableTable(COLUMNS, runs, { attrs: { id: "runs-table" }, sortKey: 0 });
 }

@@ -1,0 +1,233 @@
+"""The MobilePerf tab's time view in a real browser (headless Debian Chromium,
+a real `tensorboard` process): runs trained by the real callback, one with
+the procfs CPU and memory sensors only (real readings, CPU every 50 ms and
+memory every 20 ms between 5 ms rows), one with procfs CPU utilization and
+a sysfs tree of core clocks, two with the synthetic power sensor at 5 ms. What a chart draws is measured on its canvas: the columns of the
+plot area where a pixel of a line's colour is. Screenshots under
+tests/_output/timeview-*.png."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from helpers.training import data, small_model
+from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser, free_port  # noqa: F401,F811 (the shared Chromium fixture)
+from tf_mobileperf import MobilePerfCallback
+from tf_mobileperf.sensors import CpuSensor, MemorySensor, SyntheticSensor
+
+pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
+
+CPU_RUN, POWER_RUNS, CLOCK_RUN = "cpu-only/train", ("power-bs8/train", "power-bs16/train"), "clocks/train"
+
+
+def train(logdir: Path, sensors: list, batch_size: int) -> None:
+    x, y = data(640)
+    cb = MobilePerfCallback(logdir, sensors=sensors, batch_size=batch_size)
+    small_model().fit(x, y, batch_size=batch_size, epochs=1, callbacks=[cb], verbose=0)
+
+
+def power_sensor() -> SyntheticSensor:
+    """Synthetic at the sampler's 5 ms: two rails and the board's RAM."""
+    return SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0 + (t * 7) % 1.0, "VDD_SYS_GPU": lambda t: 2.0},
+                           memory_b={"ram_used": lambda t: 2e9 + 1e8 * ((t * 3) % 1.0)},
+                           groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"},
+                           roles={"ram_used": {"device": "board"}, "VDD_SYS_GPU": {"device": "gpu"}})
+
+
+def cpu_with_clocks(root: Path) -> CpuSensor:
+    """procfs CPU utilization of this machine (its real /proc) and a sysfs tree of core clocks at 1.42 GHz."""
+    root.mkdir()
+    (root / "proc").symlink_to("/proc")
+    cpus = root / "sys/devices/system/cpu"
+    cpus.mkdir(parents=True)
+    count = os.cpu_count()
+    (cpus / "present").write_text(f"0-{count - 1}\n")
+    for core in range(count):
+        (cpus / f"cpu{core}/cpufreq").mkdir(parents=True)
+        (cpus / f"cpu{core}/cpufreq/scaling_cur_freq").write_text("1420000\n")  # kHz
+    return CpuSensor(root)
+
+
+@contextlib.contextmanager
+def serving(logdir: Path):
+    """A real `tensorboard` on a free localhost port, once it lists the MobilePerf tab as enabled."""
+    port = free_port()
+    proc = subprocess.Popen([str(Path(sys.executable).parent / "tensorboard"), "--logdir", str(logdir),
+                             "--host", "127.0.0.1", "--port", str(port), "--load_fast", "false"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 90
+    try:
+        while True:
+            with contextlib.suppress(OSError):
+                listing = urllib.request.urlopen(f"{url}/data/plugins_listing", timeout=2).read().decode()
+                if '"mobileperf"' in listing and '"enabled": true' in listing.split('"mobileperf"')[1][:200]:
+                    break
+            if time.monotonic() > deadline or proc.poll() is not None:
+                pytest.fail(f"tensorboard did not come up: {proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ''}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def tensorboard(tmp_path_factory):
+    logdir = tmp_path_factory.mktemp("tb")
+    train(logdir / "cpu-only", [CpuSensor(), MemorySensor()], batch_size=8)
+    train(logdir / "clocks", [cpu_with_clocks(tmp_path_factory.mktemp("sysfs") / "root")], batch_size=8)
+    for run in POWER_RUNS:
+        batch = int(run.split("-bs")[1].split("/")[0])
+        train(logdir / run.split("/")[0], [power_sensor()], batch_size=batch)
+    with serving(logdir) as url:
+        yield url
+
+
+def show(browser, url: str, runs: tuple[str, ...]) -> None:
+    """Opens the tab, ticks exactly ``runs`` and waits until the time view is drawn."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser.get(f"{url}/#mobileperf")
+    wait = WebDriverWait(browser, 120)
+    browser.switch_to.frame(wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "iframe"))))
+    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#mobileperf[data-ready='true']")))
+    browser.execute_script("""
+        for (const box of document.querySelectorAll('.runs input'))
+            if (box.checked !== arguments[0].includes(box.parentElement.textContent)) box.click();
+    """, list(runs))
+    wait.until(lambda d: d.execute_script("""
+        const ticked = [...document.querySelectorAll('#run-details section')].map((s) => s.dataset.run);
+        return document.getElementById('mobileperf').dataset.ready === 'true'
+            && ticked.length === arguments[0].length && arguments[0].every((r) => ticked.includes(r));
+    """, list(runs)))
+
+
+#: Per time chart of the runs' details (energy bars are per step, not over time): its title, its
+#: legend, the share of the plot area's columns where a pixel is within reach of a shown line's colour,
+#: and how far down the plot area the highest such pixel is (0 top, 1 bottom).
+COVERAGE = """
+const near = (a, b) => Math.abs(a[0] - b[0]) + Math.abs(a[1] - b[1]) + Math.abs(a[2] - b[2]) < 90;
+return [...document.querySelectorAll('#run-details .chart')].filter((c) => c.querySelector('canvas')
+    && !c.querySelector('h4').textContent.startsWith('Energy per step')).map((chart) => {
+  const canvas = chart.querySelector('canvas'), over = chart.querySelector('.u-over');
+  const cr = canvas.getBoundingClientRect(), or = over.getBoundingClientRect(), k = canvas.width / cr.width;
+  const [x0, y0, w, h] = [or.left - cr.left, or.top - cr.top, or.width, or.height].map((v) => Math.round(v * k));
+  const colours = [...chart.querySelectorAll('.u-series:not(.u-off) .u-marker')]
+      .map((m) => getComputedStyle(m).borderLeftColor.match(/\\d+/g).slice(0, 3).map(Number));
+  const px = canvas.getContext('2d').getImageData(x0, y0, w, h).data;
+  let covered = 0, top = h;
+  for (let x = 0; x < w; x++) {
+    for (let y = 0; y < h; y++) {
+      const i = (y * w + x) * 4;
+      if (px[i + 3] > 200 && colours.some((c) => near(c, [px[i], px[i + 1], px[i + 2]]))) {
+        covered++;
+        top = Math.min(top, y);
+        break;
+      }
+    }
+  }
+  return [chart.querySelector('h4').textContent, chart.querySelector('.u-legend').textContent, covered / w, top / h];
+});
+"""
+
+
+def rate(legend: str, line: str, unit: str) -> int:
+    """The rate a legend gives ``line``: "ram_used, system RAM (GiB, 50 Hz)" -> 50."""
+    return int(re.search(re.escape(line) + r".*?\(" + re.escape(unit) + r", (\d+) Hz\)", legend).group(1))
+
+
+def screenshot(browser, name: str) -> None:
+    browser.switch_to.default_content()
+    OUTPUT.mkdir(exist_ok=True)
+    browser.save_screenshot(str(OUTPUT / f"timeview-{name}.png"))
+
+
+def test_every_time_chart_of_a_cpu_only_run_draws_lines_over_its_x_range(tensorboard, browser):
+    show(browser, tensorboard, (CPU_RUN,))
+    charts = browser.execute_script(COVERAGE)
+    titles = [title for title, *_ in charts]
+    assert any("Memory" in t for t in titles) and any("CPU" in t for t in titles), titles
+    for title, legend, covered, _ in charts:
+        assert covered >= 0.9, (title, legend, covered)
+    per_cluster = [t for t in titles if t.startswith("Utilization, CPU ") and t != "Utilization, CPU (%)"]
+    assert "Utilization, CPU (%)" in titles and per_cluster, titles  # all cores, then one chart per cluster
+    memory = next(legend for title, legend, *_ in charts if title.startswith("Memory"))
+    for line in ("ram_used, system RAM", "proc_rss, process", "proc_peak, process"):  # read every 20 ms
+        assert 40 <= rate(memory, line, "GiB") <= 55, memory
+    cpu = " ".join(legend for title, legend, *_ in charts if title.startswith("Utilization, CPU"))
+    assert 16 <= rate(cpu, "cpu0_util (", "%") <= 22, cpu  # read every 50 ms
+    screenshot(browser, "cpu-only")
+
+
+def test_every_time_chart_of_a_5ms_synthetic_power_run_draws_lines_over_its_x_range(tensorboard, browser):
+    show(browser, tensorboard, (POWER_RUNS[0],))
+    charts = browser.execute_script(COVERAGE)
+    assert [t for t, *_ in charts][:2] == ["Power per rail (W)", "Memory (GiB)"]
+    for title, legend, covered, _ in charts:
+        assert covered >= 0.9, (title, legend, covered)
+    power = charts[0][1]
+    assert 180 <= rate(power, "VDD_IN", "W") <= 220 and 180 <= rate(power, "VDD_SYS_GPU", "W") <= 220, power  # 5 ms
+    screenshot(browser, "synthetic-power")
+
+
+def test_memory_chart_offers_the_device_ram_limit_hidden_so_the_scale_fits_the_lines(tensorboard, browser):
+    from selenium.webdriver.common.by import By
+
+    show(browser, tensorboard, (CPU_RUN,))
+    memory = browser.find_element(By.CSS_SELECTOR, "#time-view .time-chart[data-chart='memory']")
+    limit = next(s for s in memory.find_elements(By.CSS_SELECTOR, ".u-series") if "device RAM" in s.text)
+    assert "u-off" in limit.get_attribute("class")  # not drawn, so not in the y range
+    assert "device RAM:" in memory.find_element(By.CSS_SELECTOR, "p.note").text
+    top = next(top for title, _, _, top in browser.execute_script(COVERAGE) if title.startswith("Memory"))
+    assert top < 0.5, top  # the lines set the y scale: a 23.5 GiB limit would press them into the bottom tenth
+    screenshot(browser, "memory")
+
+
+def test_overlaid_runs_share_one_axis_and_stack_on_request(tensorboard, browser):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    show(browser, tensorboard, POWER_RUNS)
+    view = browser.find_element(By.ID, "time-view")
+    assert view.get_attribute("data-layout") == "overlaid"
+    power = view.find_elements(By.CSS_SELECTOR, ".time-chart[data-chart='power']")
+    assert len(power) == 1  # one chart, the lines of both runs on its one x axis
+    legend = power[0].find_element(By.CSS_SELECTOR, ".u-legend").text
+    for run in POWER_RUNS:
+        assert 180 <= rate(legend, f"{run}: VDD_IN", "W") <= 220 and f"{run}: VDD_SYS_GPU (W, " in legend
+    for title, legend, covered, _ in browser.execute_script(COVERAGE):
+        assert covered >= 0.9, (title, legend, covered)
+    screenshot(browser, "overlaid")
+    browser.switch_to.frame(browser.find_element(By.CSS_SELECTOR, "iframe"))
+    browser.find_element(By.ID, "stack-runs").click()
+    WebDriverWait(browser, 60).until(lambda d: d.find_element(By.ID, "time-view").get_attribute("data-layout") == "stacked"
+                                     and d.find_element(By.ID, "time-view").get_attribute("data-drawn") == "true")
+    stacked = browser.find_elements(By.CSS_SELECTOR, "#time-view .stacked-run")
+    assert sorted(s.get_attribute("data-run") for s in stacked) == sorted(POWER_RUNS)
+    for group in stacked:
+        assert len(group.find_elements(By.CSS_SELECTOR, ".time-chart[data-chart='power']")) == 1
+    screenshot(browser, "stacked")
+    errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []
+
+
+def test_clocks_get_a_chart_of_their_own_per_device_in_mhz(tensorboard, browser):
+    show(browser, tensorboard, (CLOCK_RUN,))
+    charts = browser.execute_script(COVERAGE)
+    clocks = [(title, legend, covered) for title, legend, covered, _ in charts if title.startswith("Clocks")]
+    assert [title for title, _, _ in clocks] == ["Clocks, CPU (MHz)"], [title for title, *_ in charts]
+    title, legend, covered = clocks[0]
+    assert 16 <= rate(legend, "cpu0_freq", "MHz") <= 22 and covered >= 0.9, (legend, covered)
+    assert not any("freq" in legend for title, legend, *_ in charts if not title.startswith("Clocks"))
+    screenshot(browser, "clocks")

@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from tf_mobileperf import PerfMonitor
-from tf_mobileperf.steps.op_energy import ClockPair, layer_of, read_ops, split_energy
 from tf_mobileperf.sensors import SyntheticSensor
+from tf_mobileperf.sensors.base import Channel
+from tf_mobileperf.steps.op_energy import ClockPair, Ops, layer_of, op_energy, read_ops, split_energy
 
 
 def test_split_shares_overlapping_ops_and_keeps_the_rest_as_no_op():
@@ -76,9 +77,41 @@ def test_ops_of_steps_run_on_different_threads_come_in_time_order(tmp_path):
     np.testing.assert_allclose(ops.end_s - ops.start_s, [0.03, 0.1, 0.1], atol=1e-6)
 
 
-def test_layer_scope():
-    assert layer_of("StatefulPartitionedCall/sequential_1/dense_1/Relu") == "dense_1"
+def test_layer_scope_without_uniquifying_suffixes():
+    # In a traced train step Keras layer "dense" is scope "dense_1", "dense_1" is "dense_1_2".
+    assert layer_of("StatefulPartitionedCall/sequential_1/dense_1/Relu") == "dense"
+    assert layer_of("StatefulPartitionedCall/gradient_tape/sequential_1/dense_1_2/MatMul/MatMul_1") == "dense_1"
+    assert layer_of("StatefulPartitionedCall/model_1/Add_10/ReadVariableOp") == "Add"
     assert layer_of("StatefulPartitionedCall/adam/Cast") == "(no layer)"
+
+
+def _ops(rows: list[tuple[str, float, float]]) -> Ops:
+    """Ops from (scope/name:OpType, start, end) on the host, as read_ops makes them."""
+    names = [name for name, _, _ in rows]
+    return Ops(np.array(names, dtype=object), np.array([n.split(":")[1] for n in names], dtype=object),
+               np.array([layer_of(n.split(":")[0]) for n in names], dtype=object),
+               np.array(["cpu"] * len(rows), dtype=object), np.array(["tf_Compute"] * len(rows), dtype=object),
+               np.array([s for _, s, _ in rows]), np.array([e for _, _, e in rows]))
+
+
+def test_without_power_the_tables_rank_by_time_keep_every_row_and_one_no_layer_group():
+    # Written ops, no power rail (a CPU utilization channel only): 20 op types, the
+    # alphabetically first the shortest; optimizer ops in many uniquified scopes.
+    rows = [(f"StatefulPartitionedCall/m_1/layer{chr(97 + k)}_1/Op{chr(65 + k)}:Op{chr(65 + k)}", k * 0.01, k * 0.01 + 0.0001 * (k + 1))
+            for k in range(20)]
+    rows += [(f"StatefulPartitionedCall/Add_{k}:AddV2", 0.2 + k * 0.001, 0.2 + k * 0.001 + 0.0005) for k in range(12)]
+    channels = [Channel("cpu_util", "util", "test", group="cpu", device="cpu")]
+    t = np.linspace(-0.1, 0.4, 101)
+    result = op_energy(_ops(rows), t, np.full((len(t), 1), 50.0), channels, [(3, 0.0, 0.3)], ClockPair(0.0, 0.0, 0.0))
+    assert result["rank_rail"] == ""
+    by_type = [r["op_type"] for r in result["by_op_type"]]
+    assert len(by_type) == 21 and by_type[0] == "AddV2" and by_type[1:4] == ["OpT", "OpS", "OpR"]
+    times = [r["time_s"] for r in result["by_op_type"]]
+    assert times == sorted(times, reverse=True) and times[0] == pytest.approx(12 * 0.0005)
+    layers = [r["layer"] for r in result["by_layer"]]
+    assert layers.count("(no layer)") == 1 and len(layers) == 21 and layers[1] == "layert"
+    assert next(r for r in result["by_layer"] if r["layer"] == "(no layer)")["count"] == 12
+    assert result["top_ops"][0]["op_type"] == "OpT" and result["top_ops"][0]["energy_j"] == {}
 
 
 def test_the_op_that_draws_the_power_gets_the_energy(tmp_path):
@@ -135,3 +168,29 @@ def test_the_op_that_draws_the_power_gets_the_energy(tmp_path):
     download = client.get("/data/plugin/mobileperf/" + steps["trace_url"].removeprefix("./"))
     assert download.status_code == 200 and "attachment" in download.headers["Content-Disposition"]
     assert json.loads(download.get_data())["traceEvents"]
+
+
+def test_traced_steps_of_a_fit_carry_the_profilers_step_markers(tmp_path):
+    """A real fit (synthetic power) traced over steps 4-5: its XSpace has a "train"
+    event with step_num per traced step, so the Profile tab's overview knows the step times."""
+    import keras
+    from xprof.convert.raw_to_tool_data import xspace_to_tool_data
+    from xprof.profile_data import ProfileData
+
+    from tf_mobileperf import MobilePerfCallback
+
+    sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0}, groups={"VDD_IN": "total"})
+    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dense(1)])
+    model.compile("sgd", "mse")
+    x = np.ones((8 * 10, 8), "float32")
+    cb = MobilePerfCallback(tmp_path, sensors=[sensor], batch_size=8, profile_steps=(4, 5))
+    model.fit(x, x[:, :1], batch_size=8, epochs=1, callbacks=[cb], verbose=0)
+    xplane = [str(p) for p in (tmp_path / "train/plugins/profile").glob("*/*.xplane.pb")]
+    assert len(xplane) == 1
+    markers = []
+    for plane in ProfileData.from_file(xplane[0]).planes:
+        if plane.name.startswith("/host"):
+            markers += [dict(e.stats).get("step_num") for line in plane.lines for e in line.events if e.name == "train"]
+    assert sorted(int(m) for m in markers) == [4, 5]
+    overview, _ = xspace_to_tool_data(xplane, "overview_page", {})
+    assert b"No step marker observed" not in overview

@@ -2,8 +2,11 @@
 
 The trace goes to ``<run>/plugins/profile/`` for TensorBoard's Profile tab;
 at the end, its ops are joined to the power rails sampled over the traced
-steps (``op_energy.json`` and a Chrome trace with the rails). TensorFlow is
-imported only when a trace starts: other backends get a reason instead.
+steps (``op_energy.json`` and a Chrome trace with the rails). Each traced
+step is wrapped in the profiler's step marker, as TF's own TensorBoard
+callback does (a ``Trace("train", step_num=i, _r=1)`` event on the host), so
+the Profile tab's overview shows the steps' times. TensorFlow is imported
+only when a trace starts: other backends get a reason instead.
 """
 
 from __future__ import annotations
@@ -36,10 +39,27 @@ class Profiler:
         self._guard = guard
         self._clocks: ClockPair | None = None
         self._traced: list[StepRecord] = []
+        self._marker = None  # the open step marker of the traced step running now
 
     def step_begins(self, index: int, run_dir: Path) -> None:
+        """Starts the trace at the first traced step, and opens each traced step's marker."""
         if self.steps and index == self.steps[0]:
             self._start(run_dir)
+        self._close_marker()  # a step that failed or was discarded left its marker open
+        if self.tracing:
+            self._guard("open the profiler's step marker", self._open_marker, index)
+
+    def _open_marker(self, index: int) -> None:
+        import tensorflow as tf
+
+        marker = tf.profiler.experimental.Trace("train", step_num=index, _r=1)
+        marker.__enter__()
+        self._marker = marker
+
+    def _close_marker(self) -> None:
+        marker, self._marker = self._marker, None
+        if marker is not None:
+            self._guard("close the profiler's step marker", marker.__exit__, None, None, None)
 
     def keep(self, step: StepRecord) -> None:
         """Keeps a closed step for op energy if it was traced and ran."""
@@ -47,6 +67,8 @@ class Profiler:
             self._traced.append(step)
 
     def step_ended(self, index: int) -> None:
+        """Closes the step's marker; the trace stops after the last traced step."""
+        self._close_marker()
         if self.steps and index == self.steps[1]:
             self.stop()
 
@@ -63,6 +85,7 @@ class Profiler:
             log.warning("could not start the TF profiler for steps %s: %s", self.steps, exc)
 
     def stop(self) -> None:
+        self._close_marker()
         if self.tracing:
             self.tracing = False
             import tensorflow as tf

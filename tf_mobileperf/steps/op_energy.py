@@ -45,6 +45,9 @@ _WRAPPERS = {"StatefulPartitionedCall", "PartitionedCall", "gradient_tape"}
 #: tf.data's wait for the next batch; counted as an op "IteratorGetNext" (layer "(input)").
 _INPUT_EVENT = "IteratorGetNextOp::DoCompute"
 INPUT_OP = "IteratorGetNext"
+NO_LAYER = "(no layer)"
+#: The suffix TF adds to make a name scope unique ("dense_1" -> "dense_1_2").
+_UNIQUE = re.compile(r"_\d+$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,16 +97,17 @@ class Ops:
 def layer_of(scope: str) -> str:
     """The layer's name scope of an op, forward or gradient: the part after the model's.
 
-    These are TF's name scopes, which TF makes unique with a suffix: in a
-    traced train step, Keras layer "dense" often shows as "dense_1" and
-    "dense_1" as "dense_1_2". Ops outside any layer (optimizer, input) are
-    "(no layer)".
+    TF makes name scopes unique with a suffix: in a traced train step, Keras
+    layer "dense" shows as "dense_1" and "dense_1" as "dense_1_2", and repeated
+    scopes as "Add", "Add_1", ... So one trailing ``_<digits>`` is taken off
+    each part, which gives back Keras's layer names and groups the repeats.
+    Ops outside any layer (optimizer, input) are "(no layer)".
 
     >>> layer_of("StatefulPartitionedCall/gradient_tape/sequential_1/dense_1_2/MatMul")
-    'dense_1_2'
+    'dense_1'
     """
-    parts = [p for p in scope.split("/") if p not in _WRAPPERS]
-    return parts[1] if len(parts) > 2 else "(no layer)"
+    parts = [_UNIQUE.sub("", p) for p in scope.split("/") if p not in _WRAPPERS]
+    return parts[1] if len(parts) > 2 else NO_LAYER
 
 
 def read_ops(xplane: str | Path, clocks: ClockPair) -> Ops:
@@ -171,21 +175,31 @@ def _rail_ops(channel: Channel, ops: Ops) -> np.ndarray:
     return np.ones(len(ops), dtype=bool)
 
 
-def _table(keys: np.ndarray, energy: dict[str, np.ndarray], duration: np.ndarray, rank_rail: str,
-           label: str, limit: int) -> list[dict]:
+def _ranking(energy: dict[str, np.ndarray], duration: np.ndarray, rank_rail: str) -> np.ndarray:
+    """What ops are ranked by: their energy on ``rank_rail`` where one is measured, else their time."""
+    return np.nan_to_num(energy[rank_rail]) if rank_rail else duration
+
+
+def _table(keys: np.ndarray, energy: dict[str, np.ndarray], duration: np.ndarray, rank: np.ndarray,
+           label: str) -> list[dict]:
+    """One row per distinct key, the largest total of ``rank`` first."""
     names, index = np.unique(keys.astype(str), return_inverse=True)
+    order = np.argsort(-np.bincount(index, rank, minlength=len(names)), kind="stable")
     rows = []
-    for i, name in enumerate(names):
+    for i in order:
         mine = index == i
-        rows.append({label: name, "count": int(mine.sum()), "time_s": float(duration[mine].sum()),
+        rows.append({label: str(names[i]), "count": int(mine.sum()), "time_s": float(duration[mine].sum()),
                      "energy_j": {rail: float(e[mine].sum()) for rail, e in energy.items()}})
-    rows.sort(key=lambda r: -r["energy_j"].get(rank_rail, 0.0))
-    return rows[:limit]
+    return rows
 
 
 def op_energy(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channel], steps: list[tuple[int, float, float]],
               clocks: ClockPair, limit: int = 20) -> dict:
-    """The energy-per-op report of the traced ``steps`` ((index, start, end) on the monotonic clock)."""
+    """The energy-per-op report of the traced ``steps`` ((index, start, end) on the monotonic clock).
+
+    Every op type and layer is a row, and ``limit`` ops are the top ones; all
+    are ranked by energy on the total rail where power is measured, else by time.
+    """
     rails = [(i, c) for i, c in enumerate(channels) if c.kind == "power"]
     windows = np.array([[s, e] for _, s, e in steps], dtype=float).reshape(-1, 2)
     rank_rail = next((c.name for _, c in rails if c.group == "total"), rails[0][1].name if rails else "")
@@ -205,15 +219,16 @@ def op_energy(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channe
             row["no_op_energy_j"][channel.name] = _finite(e_idle)
             row["no_op_share"][channel.name] = _finite(e_idle / e_total) if e_total > 0 else None
     duration = ops.end_s - ops.start_s
-    top = sorted(range(len(ops)), key=lambda k: -energy[rank_rail][k] if rank_rail else 0)[:limit]
+    rank = _ranking(energy, duration, rank_rail)
+    top = np.argsort(-rank, kind="stable")[:limit]
     return {
         "clock_alignment": {"method": "monotonic/wall pair read when the trace started",
                             "alignment_uncertainty_us": clocks.uncertainty_s * 1e6},
         "rank_rail": rank_rail,
         "ops": int(len(ops)),
         "steps": per_step,
-        "by_op_type": _table(ops.op_type, energy, duration, rank_rail, "op_type", limit),
-        "by_layer": _table(ops.layer, energy, duration, rank_rail, "layer", limit),
+        "by_op_type": _table(ops.op_type, energy, duration, rank, "op_type"),
+        "by_layer": _table(ops.layer, energy, duration, rank, "layer"),
         "top_ops": [{"name": ops.name[k], "op_type": ops.op_type[k], "layer": ops.layer[k], "device": ops.device[k],
                      "time_s": float(duration[k]), "energy_j": {r: float(e[k]) for r, e in energy.items()}}
                     for k in top],

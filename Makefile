@@ -8,12 +8,12 @@ FRONTEND := tensorboard_plugin/frontend
 BUNDLE := tensorboard_plugin/tf_mobileperf_tensorboard/static/index.js
 PORT ?= 6006
 
-.PHONY: demo test bench browser clean
+.PHONY: demo test bench browser clean wheel
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
-$(STAMP): $(BIN)/python setup.cfg pyproject.toml
+$(STAMP): $(BIN)/python setup.py setup.cfg pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[all]"
 	touch $(STAMP)
@@ -22,8 +22,15 @@ $(FRONTEND)/node_modules/.package-lock.json: $(FRONTEND)/package.json $(FRONTEND
 	@command -v npm >/dev/null || (apt-get update -q && apt-get install -y -q nodejs npm)
 	cd $(FRONTEND) && npm ci --no-audit --no-fund
 
+# The bundle is committed (pip installs from git or a wheel need no node); it is
+# rebuilt here when a source is newer, and tests/test_packaging.py checks it is current.
 $(BUNDLE): $(FRONTEND)/node_modules/.package-lock.json $(wildcard $(FRONTEND)/src/*.js)
 	cd $(FRONTEND) && npm run build
+
+# A wheel and an sdist under dist/, both carrying the bundle.
+wheel: $(STAMP) $(BUNDLE)
+	$(BIN)/python -m pip wheel --quiet --no-deps --no-build-isolation -w dist .
+	$(BIN)/python -c "from setuptools import build_meta; build_meta.build_sdist('dist')"
 
 # Debian's Chromium and ChromeDriver for the browser test (root on these machines).
 browser:
@@ -47,4 +54,4 @@ bench: $(STAMP)
 	cd benchmarks && for b in sampling overhead join accuracy dashboard soak predict; do ../$(BIN)/python $$b.py || exit 1; done
 
 clean:
-	rm -rf $(VENV) runs build *.egg-info $(FRONTEND)/node_modules $(BUNDLE)
+	rm -rf $(VENV) runs build dist *.egg-info $(FRONTEND)/node_modules

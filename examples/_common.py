@@ -17,6 +17,23 @@ def parser(description: str, batch_size: int, steps: int, logdir: str) -> argpar
     return p
 
 
+def every(steps: int) -> int:
+    """How often to print progress: about ten lines per run."""
+    return max(1, steps // 10)
+
+
+def progress(steps: int):
+    """A Keras callback printing the step and its loss about ten times a run (and at the last step)."""
+    import keras
+
+    class Progress(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if (batch + 1) % every(steps) == 0 or batch + 1 == steps:
+                print(f"step {batch + 1}/{steps}  loss {(logs or {}).get('loss', float('nan')):.4f}", flush=True)
+
+    return Progress()
+
+
 def setup_logging() -> None:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
 

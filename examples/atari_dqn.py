@@ -18,7 +18,7 @@ import ale_py
 import numpy as np
 import tensorflow as tf
 
-from _common import finish, parser, setup_logging
+from _common import every, finish, parser, setup_logging
 from tf_mobileperf import PerfMonitor
 from tf_mobileperf.tools.zoo.rl import build_dqn
 
@@ -80,7 +80,7 @@ def main() -> None:
         return loss
 
     state = frames.reset()
-    updates, env_steps = 0, 0
+    updates, env_steps, episode_reward, last_episode = 0, 0, 0.0, None
     with PerfMonitor(args.logdir, sensors=args.sensors, batch_size=args.batch_size) as perf:
         perf.model_name = "dqn"
         while updates < args.steps:
@@ -91,6 +91,9 @@ def main() -> None:
                 action = int(np.argmax(online(state[None].astype(np.float32))[0]))
             next_state, reward, done = frames.step(action)
             buffer.append((state, action, reward, next_state, float(done)))
+            episode_reward += reward
+            if done:
+                last_episode, episode_reward = episode_reward, 0.0
             state = frames.reset() if done else next_state
             env_steps += 1
             if env_steps < args.learn_start:
@@ -98,8 +101,13 @@ def main() -> None:
             batch = [buffer[i] for i in rng.integers(len(buffer), size=args.batch_size)]
             s, a, r, s2, d = (np.array(x) for x in zip(*batch))
             with perf.step():
-                train_step(s.astype(np.float32), a.astype(np.int32), r.astype(np.float32), s2.astype(np.float32), d.astype(np.float32))
+                loss = train_step(s.astype(np.float32), a.astype(np.int32), r.astype(np.float32), s2.astype(np.float32),
+                                  d.astype(np.float32))
             updates += 1
+            if updates % every(args.steps) == 0 or updates == args.steps:
+                episode = "none finished yet" if last_episode is None else f"{last_episode:+.0f}"
+                print(f"update {updates}/{args.steps}  loss {float(loss):.4f}  epsilon {epsilon:.3f}  "
+                      f"last episode reward {episode}  (this one so far {episode_reward:+.0f})", flush=True)
             if updates % args.target_every == 0:
                 target.set_weights(online.get_weights())
     finish(perf.report, perf.logdir)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from _common import finish, parser, setup_logging, traced_steps, with_prefetch
+from _common import finish, parser, progress, setup_logging, traced_steps, with_prefetch
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.tools.zoo import get
 
@@ -35,7 +35,7 @@ def main() -> None:
     data = with_prefetch(data, not args.no_prefetch)
     cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size,
                             profile_steps=traced_steps(args.steps))
-    spec.build(32).fit(data, epochs=1, callbacks=[cb], verbose=2)
+    spec.build(32).fit(data, epochs=1, callbacks=[cb, progress(args.steps)], verbose=0)
     finish(cb.report, cb.monitor.logdir)
 
 

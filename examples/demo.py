@@ -15,6 +15,7 @@ import logging
 import keras
 import numpy as np
 
+from _common import progress
 from tf_mobileperf import MobilePerfCallback
 
 
@@ -48,7 +49,8 @@ def main() -> None:
     y = rng.integers(0, 10, n)
     cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size, profile_steps=(5, 6))
     tensorboard = keras.callbacks.TensorBoard(log_dir=args.logdir)
-    build_cnn().fit(x, y, batch_size=args.batch_size, epochs=1, callbacks=[tensorboard, cb], verbose=2)
+    build_cnn().fit(x, y, batch_size=args.batch_size, epochs=1, callbacks=[tensorboard, cb, progress(args.steps)],
+                      verbose=0)
 
     s = cb.report.summary()
     sampling = s["sampling"]

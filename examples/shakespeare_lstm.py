@@ -12,7 +12,7 @@ import numpy as np
 import tensorflow as tf
 import keras
 
-from _common import finish, parser, setup_logging, traced_steps, with_prefetch
+from _common import finish, parser, progress, setup_logging, traced_steps, with_prefetch
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.tools.zoo.sequence import build_char_lstm
 
@@ -46,7 +46,7 @@ def main() -> None:
     model = build_char_lstm(args.seq_len, vocab=vocab)
     cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size,
                             profile_steps=traced_steps(args.steps))
-    model.fit(data, steps_per_epoch=args.steps, epochs=1, callbacks=[cb], verbose=2)
+    model.fit(data, steps_per_epoch=args.steps, epochs=1, callbacks=[cb, progress(args.steps)], verbose=0)
     finish(cb.report, cb.monitor.logdir)
 
 

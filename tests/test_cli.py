@@ -1,13 +1,18 @@
-"""``mobileperf sensors`` on this machine and on a fake TX2 tree; what the command line imports."""
+"""``mobileperf sensors`` on this machine and on a fake TX2 tree; what the command line imports; its help;
+the one line a run without a power sensor prints (probe of an empty sysfs tree)."""
 
 from __future__ import annotations
 
+import argparse
+import logging
 import subprocess
 import sys
 
 import pytest
 
-from tf_mobileperf.tools.cli import main
+from tf_mobileperf.sensors import probe
+from tf_mobileperf.session.reporting import log_absent_power
+from tf_mobileperf.tools.cli import build_parser, main
 
 
 def test_sensors_on_this_machine_says_no_power(capsys):
@@ -48,3 +53,31 @@ def test_zoo_names_without_keras_are_the_zoo():
     from tf_mobileperf.tools import zoo
 
     assert zoo.NAMES == tuple(zoo.MODELS)
+
+
+def test_help_gives_each_command_a_description_and_shows_every_default(capsys):
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    listed = {choice.dest: choice.help for choice in sub._choices_actions}
+    assert set(listed) == set(sub.choices) and all(listed.values())
+    for name, command in sub.choices.items():
+        text = command.format_help()
+        assert command.description and "\n" not in command.description, name
+        for action in command._actions:
+            if action.required or action.default in (None, False, argparse.SUPPRESS):
+                continue
+            assert f"(default: {action.default})" in " ".join(text.split()), (name, action.dest)
+    with pytest.raises(SystemExit):
+        main(["sweep", "--help"])
+    assert "(default: 1,2,4,8,16,32,64)" in " ".join(capsys.readouterr().out.split())
+
+
+def test_a_run_without_power_sensor_says_so_in_one_line_naming_mobileperf_sensors(tmp_path, caplog):
+    found = probe(tmp_path)  # an empty sysfs/procfs tree: no sensor of any kind
+    with caplog.at_level(logging.INFO, logger="tf_mobileperf.session.reporting"):
+        log_absent_power(found)
+    shown = [r for r in caplog.records if r.levelno >= logging.INFO]
+    assert len(shown) == 1 and "\n" not in shown[0].getMessage()
+    assert shown[0].levelno == logging.WARNING  # shown without any logging set up
+    assert "no power sensor" in shown[0].getMessage() and "`mobileperf sensors`" in shown[0].getMessage()
+    assert all(label not in shown[0].getMessage() for label in found.absent)  # the reasons are for `sensors`

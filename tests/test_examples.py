@@ -25,6 +25,8 @@ def test_example_runs_and_says_where_its_logdir_is(tmp_path, script, extra):
                            "--logdir", str(logdir), *extra], capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert ("update 6/6" if script == "atari_dqn.py" else "step 6/6") in proc.stdout and "loss" in proc.stdout
+    assert script != "atari_dqn.py" or "epsilon" in proc.stdout  # the DQN's progress: its exploration too
     assert f"tensorboard --logdir {logdir}" in proc.stdout
     report = json.loads((logdir / "report.json").read_text())
     assert report["success"] is True and report["steps_measured"] == 3 and report["batch_size"] == 8

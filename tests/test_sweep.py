@@ -1,5 +1,5 @@
 """The sweep: real child processes per configuration, a real OOM under an
-emulated memory limit, resume, plots; find-max-batch's search on a stub."""
+emulated memory limit, resume, plots (the memory limit in its own quantity); find-max-batch's search on a stub."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 
 from tf_mobileperf.tools import sweep as sweep_mod
 from tf_mobileperf.tools.cli import main
+from tf_mobileperf.tools.figure_specs import figures
 from tf_mobileperf.tools.sizes import parse_size
 
 
@@ -42,8 +43,19 @@ def test_tiny_sweep_with_a_real_oom(tmp_path, capsys):
     assert (limited / "results.json").read_text() == before
 
     assert main(["plot", str(limited)]) == 0
-    for name in ("energy_gpu_power.png", "peak_memory.png", "cpu_clusters.png"):
-        assert (limited / name).stat().st_size > 1000
+    for name in ("step_time", "throughput", "gpu_util", "cpu_util", "power", "energy", "memory"):
+        assert (limited / f"{name}.png").stat().st_size > 5000, name
+    assert (limited / "report.html").stat().st_size > 50000  # the figures are in it
+    # The limit is drawn in its own quantity (the child's address space under RLIMIT_AS), batch 64 marked
+    # out of memory on it; the process's peak RSS and address space of batch 1 lie under it.
+    process = figures(json.loads((limited / "results.json").read_text()))[-1].panels[0]
+    (limit,) = process.limits
+    assert "RLIMIT_AS" in limit.label and limit.points[0][0] == 1
+    assert [(f.oom, f.other) for f in process.failures] == [([64], [])]
+    assert process.failures[0].at == max(v for _, v in limit.points)
+    rss, address_space = process.series
+    assert rss.points == [(1, small["proc_peak_gb"])] and address_space.points == [(1, small["limited_peak_gb"])]
+    assert small["proc_peak_gb"] < small["limited_peak_gb"] <= small["limited_cap_gb"] == limit.points[0][1]
 
 
 def test_find_max_batch_doubles_then_bisects(tmp_path, monkeypatch):

@@ -22,7 +22,7 @@ import pytest
 from conftest import DATA
 from tf_mobileperf.tools import sweep as sweep_mod
 from tf_mobileperf.tools.cli import main
-from tf_mobileperf.tools.plot import _by_model, failures
+from tf_mobileperf.tools.figure_specs import failures, lines
 from tf_mobileperf_tensorboard.metadata import CLAIM_FILE
 
 REPLAY = f"replay:{DATA / 'tx2_tegrastats.log'}"
@@ -229,14 +229,14 @@ def test_plot_marks_out_of_memory_only_for_out_of_memory(tmp_path, capsys):
              "cause": "killed by SIGKILL (the kernel's OOM killer, most likely)"},
             {"model": "vgg19", "batch_size": 64, "success": False,
              "cause": "killed by SIGSEGV under the emulated memory limit (an allocation failure, most likely)"}]
-    assert failures(_by_model(rows)) == {"cnn": ([4, 16], [2, 8]), "vgg19": ([64], [])}
+    assert {f.label: (f.oom, f.other) for f in failures(lines(rows))} == {"cnn": ([4, 16], [2, 8]), "vgg19": ([64], [])}
     (tmp_path / "results.json").write_text(json.dumps(rows))
     assert main(["plot", str(tmp_path)]) == 0
-    assert (tmp_path / "peak_memory.png").stat().st_size > 1000
+    assert (tmp_path / "memory.png").stat().st_size > 1000
 
 
 def test_plot_draws_a_line_per_configuration_of_a_model():
     rows = [{"model": "cnn", "batch_size": b, "success": True, "config": {"steps": s, "sensors": "none"}}
             for s in (4, 5) for b in (1, 2)]
-    assert {label: [r["batch_size"] for r in group] for label, group in _by_model(rows).items()} == \
+    assert {label: [r["batch_size"] for r in group] for label, group in lines(rows).items()} == \
         {"cnn (steps 4)": [1, 2], "cnn (steps 5)": [1, 2]}

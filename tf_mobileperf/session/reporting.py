@@ -34,10 +34,12 @@ def device_metadata(sensors: list[Sensor], guard: Guard) -> dict:
 
 
 def log_absent_power(probe: Probe) -> None:
-    """Says once, at the start, why power and energy will be null."""
+    """Says once, at the start, in one line, that power and energy will be null; the reason of each absent
+    power sensor is a debug message (``mobileperf sensors`` lists them all)."""
     if not probe.has_kind("power") and not probe.has_kind("energy"):
-        log.info("no power sensor on this machine; power and energy are reported as null (%s)",
-                 "; ".join(f"{k}: {v}" for k, v in probe.absent.items()))
+        log.warning("no power sensor on this machine: power and energy are reported as null, not 0 "
+                    "(`mobileperf sensors` says why each sensor is absent)")
+        log.debug("absent power sensors: %s", probe.why_absent("power"))
 
 
 def missing_sensors(channels: list[Channel], probe: Probe) -> dict[str, str]:

@@ -27,8 +27,21 @@ from tf_mobileperf.tools.sizes import parse_size
 from tf_mobileperf.tools.sweep_results import SweepError
 
 
+class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows every default an option has (not those of required options, flags or unset ones)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.required or action.default in (None, False):
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse whose errors are one line (the usage is a ``--help`` away)."""
+    """argparse whose errors are one line (the usage is a ``--help`` away) and whose help shows every default."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _DefaultsHelp)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
@@ -89,27 +102,33 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     """The options of a sweep configuration, shared by sweep and predict."""
     p.add_argument("--steps", type=_int_at_least(1), default=10,
                    help="training steps per configuration (warm-up included)")
-    p.add_argument("--warmup-steps", type=_int_at_least(0), default=3)
+    p.add_argument("--warmup-steps", type=_int_at_least(0), default=3,
+                   help="first steps recorded but left out of averages and totals")
     p.add_argument("--input-size", type=_int_at_least(1), default=None,
                    help="image side (32 CIFAR-10, 224 ImageNet) or sequence length")
     p.add_argument("--sensors", default="auto", help="auto, none or replay:PATH[@SPEED] (a tegrastats log)")
-    p.add_argument("--out", required=True, type=_out_dir)
+    p.add_argument("--out", required=True, type=_out_dir,
+                   help="sweep directory: results.json/.csv, a TensorBoard run per configuration")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="mobileperf", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="mobileperf", description="What a training step costs on this device: its sensors, "
+                     "sweeps of models x batch sizes, predictions and figures.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("sensors", help="list the sensors on this machine and test the sampling rate")
-    p.add_argument("--root", default="/", help="root of the sysfs/procfs tree (default /)")
+    p = sub.add_parser("sensors", help="list the sensors on this machine and test the sampling rate",
+                       description="List the sensors on this machine, why the others are absent, and test the "
+                                   "sampling rate.")
+    p.add_argument("--root", default="/", help="root of the sysfs/procfs tree")
     p.add_argument("--period-ms", type=_period_ms, default=5.0, help="sampling period for the test")
     p.add_argument("--seconds", type=lambda text: _finite(text, 0.0), default=2.0,
                    help="length of the sampling test (0 skips it)")
     p.set_defaults(func=cmd_sensors)
 
-    p = sub.add_parser("sweep", help="models x batch sizes, each in its own process, OOM recorded as a result")
+    p = sub.add_parser("sweep", help="models x batch sizes, each in its own process, OOM recorded as a result",
+                       description="Train models x batch sizes, each in its own process; an OOM is a result.")
     p.add_argument("--models", type=_names, required=True, help="comma-separated zoo names: " + ", ".join(zoo_names()))
-    p.add_argument("--batch-sizes", type=_ints, default=[1, 2, 4, 8, 16, 32, 64])
+    p.add_argument("--batch-sizes", type=_ints, default="1,2,4,8,16,32,64", help="comma-separated")
     _add_run_options(p)
     p.add_argument("--memory-limit", type=_size, default=None, help="emulate a smaller device, e.g. 8GiB")
     p.add_argument("--find-max-batch", action="store_true", help="largest batch that fits, by doubling then bisection")
@@ -117,23 +136,28 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --find-max-batch: measure batch sizes 1,4,16 first and start the search at the predicted limit")
     p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("predict", help="measure a few batch sizes, predict memory, time and energy at others")
-    p.add_argument("--model", required=True, type=lambda text: _names(text)[0])
-    p.add_argument("--measure", type=_ints, default=list(MEASURE_DEFAULT),
-                   help="batch sizes to run (default 1,4,16: sizes as close as 1,2,4 give noisy slopes)")
-    p.add_argument("--target", type=_ints, default=[8, 16, 32, 64])
+    p = sub.add_parser("predict", help="measure a few batch sizes, predict memory, time and energy at others",
+                       description="Measure a few batch sizes; predict memory, time and energy at others.")
+    p.add_argument("--model", required=True, type=lambda text: _names(text)[0],
+                   help="a zoo name: " + ", ".join(zoo_names()))
+    p.add_argument("--measure", type=_ints, default=",".join(map(str, MEASURE_DEFAULT)),
+                   help="batch sizes to run (sizes as close as 1,2,4 give noisy slopes)")
+    p.add_argument("--target", type=_ints, default="8,16,32,64", help="batch sizes to predict")
     _add_run_options(p)
     p.add_argument("--memory-limit", type=_size, default=None, help="say which targets would run out of it")
     p.set_defaults(func=cmd_predict)
 
-    p = sub.add_parser("plot", help="PNG figures of a sweep directory")
-    p.add_argument("directory", type=_existing_dir)
+    p = sub.add_parser("plot", help="figures of a sweep (one PNG each) and its report.html",
+                       description="Figures of a sweep against batch size, one PNG each, and a one-page report.html.")
+    p.add_argument("directory", type=_existing_dir, help="a sweep's --out directory (holds results.json)")
     p.set_defaults(func=cmd_plot)
 
-    p = sub.add_parser("combine", help="combine the workers' runs of a multi-worker logdir (the chief does it at its end)")
-    p.add_argument("logdir", type=_existing_dir)
+    p = sub.add_parser("combine",
+                       help="combine the workers' runs of a multi-worker logdir (the chief does it at its end)",
+                       description="Combine the workers' runs of a multi-worker logdir into one report.")
+    p.add_argument("logdir", type=_existing_dir, help="the logdir holding chief-N/worker-N folders")
     p.add_argument("--tasks", type=lambda text: tuple(t for t in text.split(",") if t), default=None,
-                   help="comma-separated task names (default: every chief-N/worker-N folder in logdir)")
+                   help="comma-separated task names (none: every chief-N/worker-N folder in logdir)")
     p.set_defaults(func=cmd_combine)
     return parser
 

@@ -99,10 +99,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                   f"the search from batch 1 takes {baseline} runs)")
         return 0
     rows = sweep(args.models, args.batch_sizes, config)
-    print(f"{'model':<10} {'batch':>5} {'ok':>3} {'J/step':>10} {'J/sample':>10} {'peak GiB':>9}  cause")
+    print(f"{'model':<10} {'batch':>5} {'ok':>3} {'step ms':>9} {'samples/s':>10} {'J/step':>10} {'J/sample':>10} "
+          f"{'proc GiB':>9} {'RAM GiB':>9}  cause")
     for r in rows:
-        print(f"{r['model']:<10} {r['batch_size']:>5} {'yes' if r['success'] else 'no':>3} "
-              f"{_cell(r.get('energy_per_step_j'))} {_cell(r.get('energy_per_sample_j'))} {_cell(r.get('mem_peak_gb'), 9)}  {r.get('cause') or ''}")
+        step_ms = None if r.get("step_time_s_mean") is None else r["step_time_s_mean"] * 1e3
+        print(f"{r['model']:<10} {r['batch_size']:>5} {'yes' if r['success'] else 'no':>3} {_cell(step_ms, 9)} "
+              f"{_cell(r.get('samples_per_s'))} {_cell(r.get('energy_per_step_j'))} "
+              f"{_cell(r.get('energy_per_sample_j'))} "
+              f"{_cell(r.get('proc_peak_gb'), 9)} {_cell(r.get('mem_peak_gb'), 9)}  {r.get('cause') or ''}")
+    print("proc GiB: peak RSS of the training process; RAM GiB: system RAM in use (every process)")
     print(f"results: {args.out / 'results.csv'}   dashboard: tensorboard --logdir {args.out / 'runs'}")
     not_run = sum(1 for r in rows if r.get("retry"))
     if not_run:

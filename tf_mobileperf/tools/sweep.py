@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Iterable
 
 from tqdm import tqdm
+from tqdm.contrib.logging import logging_redirect_tqdm
 
 from tf_mobileperf.output.files import StepProgress, local_dir
 from tf_mobileperf.session.options import check_int, resolve_sensors
@@ -228,7 +229,13 @@ def sweep(models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig
     pairs = list(dict.fromkeys((m, b) for m in models for b in batch_sizes))
     with Results(config.out) as results:
         todo = [p for p in pairs if results.done(*p, config.key()) is None]
-        ran = {p: results.add(run_one(*p, config)) for p in tqdm(todo, desc="sweep", unit="config")}
+        ran = {}
+        # One bar per sweep, none when nothing is left to run; log lines go above it instead of breaking it.
+        with logging_redirect_tqdm(), tqdm(total=len(todo), desc="sweep", unit="config", disable=not todo) as bar:
+            for model, batch_size in todo:
+                bar.set_postfix_str(f"{model} batch {batch_size}")
+                ran[model, batch_size] = results.add(run_one(model, batch_size, config))
+                bar.update()
         return [ran.get(p) or results.done(*p, config.key()) for p in pairs]
 
 

@@ -32,17 +32,41 @@ SETUP_FAILED = 3
 
 
 def _emulate_memory_limit(limit: int) -> dict:
+    """Sets the limit; returns the summary fields saying how, and in which quantity it caps (``limited_*``)."""
     import tensorflow as tf
 
     gpus = tf.config.list_physical_devices("GPU")
     if gpus:
         tf.config.set_logical_device_configuration(gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=limit // 2**20)])
-        return {"memory_limit_bytes": limit, "memory_limit_emulated_by": "tf logical GPU device memory_limit"}
-    with open("/proc/self/status") as f:
-        vm = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize"))
+        return {"memory_limit_bytes": limit, "memory_limit_emulated_by": "tf logical GPU device memory_limit",
+                "limited_quantity": "GPU memory (TF allocator)", "limited_how": "logical device memory_limit",
+                "limited_cap_gb": limit / 2**30}
+    vm = _status_bytes("VmSize")
     resource.setrlimit(resource.RLIMIT_AS, (vm + limit, vm + limit))
     return {"memory_limit_bytes": limit, "memory_limit_emulated_by": f"RLIMIT_AS = address space at start ({vm} B) + "
-            f"limit; oneDNN {'off' if os.environ.get('TF_ENABLE_ONEDNN_OPTS') == '0' else 'on'}"}
+            f"limit; oneDNN {'off' if os.environ.get('TF_ENABLE_ONEDNN_OPTS') == '0' else 'on'}",
+            "limited_quantity": "address space", "limited_cap_gb": (vm + limit) / 2**30,
+            "limited_how": f"RLIMIT_AS = address space at start + {limit / 2**30:g} GiB"}
+
+
+def _status_bytes(field: str) -> int:
+    """A memory field of /proc/self/status (VmSize, VmPeak, ...), in bytes."""
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
+
+
+def _limited_peak(limit: dict) -> dict:
+    """The child's peak of the quantity its memory limit caps: address space (VmPeak) or the GPU allocator's."""
+    if not limit:
+        return {}
+    if limit["limited_quantity"] == "address space":
+        return {"limited_peak_gb": _status_bytes("VmPeak") / 2**30}
+    import tensorflow as tf
+
+    try:
+        return {"limited_peak_gb": tf.config.experimental.get_memory_info("GPU:0")["peak"] / 2**30}
+    except (ValueError, RuntimeError):  # no allocator statistics on this device: the peak stays unknown
+        return {}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     except (tf.errors.ResourceExhaustedError, MemoryError) as exc:  # before the first step: building, data
         summary = cb.monitor.end().summary() if cb.report is None else cb.report.summary()
         summary.update(success=False, failed_step=None, error=f"{type(exc).__name__} before training: {str(exc)[:500]}")
-    summary.update(limit)
+    summary.update(limit | _limited_peak(limit))
     # The child's own peak RSS, and its RSS before the model existed: what the batch size adds is the difference.
     summary.update(proc_peak_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30,
                    rss_at_start_gb=rss_at_start)

@@ -1,0 +1,168 @@
+"""`mobileperf plot` on real sweeps (real child processes): one on this machine's own sensors (CPU and
+memory from /proc; no power sensor here) and one on a tegrastats replay of a TX2 (power per rail, GPU,
+per-core CPU). The figures are checked as data (their lines equal the results) and as pixels, and
+report.html is opened in headless Chromium. Copies of a figure and of the page go to tests/_output/."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import shutil
+from pathlib import Path
+
+import matplotlib.image
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (the fixture)
+from tf_mobileperf.tools.cli import main
+from tf_mobileperf.tools.figure_specs import figures
+from tf_mobileperf.tools.figures import batch_ticks, draw_panel
+from tf_mobileperf.tools.plot import plot
+
+TX2_LOG = Path(__file__).parent / "data" / "tx2_tegrastats.log"
+FIGURES = ("step_time", "throughput", "gpu_util", "cpu_util", "power", "energy", "memory")
+
+
+def run_cli(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(argv)
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture(scope="module")
+def cpu_sweep(tmp_path_factory):
+    """cnn and lstm at batch 1 and 4 with this machine's sensors ("auto": /proc CPU and memory here)."""
+    out = tmp_path_factory.mktemp("cpu") / "sweep"
+    code, stdout, stderr = run_cli(["sweep", "--models", "cnn,lstm", "--batch-sizes", "1,4", "--steps", "5",
+                                    "--out", str(out)])
+    assert code == 0, stderr[-3000:]
+    return out, stdout, stderr
+
+
+@pytest.fixture(scope="module")
+def replay_sweep(tmp_path_factory):
+    """cnn at batch 1 and 2 on a replayed TX2 at 20x. The recorded log holds 4 samples (0.2 s at 20x, over
+    before the first step), so it is replayed repeated 150 times (30 s at 20x)."""
+    tmp = tmp_path_factory.mktemp("replay")
+    log = tmp / "tx2_long.log"
+    log.write_text(TX2_LOG.read_text() * 150)
+    out = tmp / "sweep"
+    code, _, stderr = run_cli(["sweep", "--models", "cnn", "--batch-sizes", "1,2", "--steps", "5",
+                               "--sensors", f"replay:{log}@20", "--out", str(out)])
+    assert code == 0, stderr[-3000:]
+    return out
+
+
+def rows_of(out: Path) -> list[dict]:
+    return json.loads((out / "results.json").read_text())
+
+
+def line_pixels(png: Path) -> int:
+    """How many pixels of ``png`` are coloured (lines, markers, their legend): not white, grey or black."""
+    image = matplotlib.image.imread(png)[..., :3]
+    return int((image.max(axis=-1) - image.min(axis=-1) > 0.25).sum())
+
+
+def spec(rows: list[dict], name: str):
+    return next(s for s in figures(rows) if s.name == name)
+
+
+def test_sweep_console_shows_step_time_and_samples_per_s_and_one_progress_bar(cpu_sweep):
+    out, stdout, stderr = cpu_sweep
+    header = stdout.splitlines()[0].split()
+    assert header[:5] == ["model", "batch", "ok", "step", "ms"] and "samples/s" in header
+    for row, line in zip(rows_of(out), stdout.splitlines()[1:5]):
+        cells = line.split()
+        assert cells[:3] == [row["model"], str(row["batch_size"]), "yes"]
+        assert float(cells[3]) == pytest.approx(row["step_time_s_mean"] * 1e3, rel=1e-3)
+        assert float(cells[4]) == pytest.approx(row["samples_per_s"], rel=1e-3)
+        assert float(cells[7]) == pytest.approx(row["proc_peak_gb"], rel=1e-3)
+    bars = [line for line in stderr.split("\n") if "sweep:" in line]
+    assert len(bars) == 1 and "4/4 [" in bars[0]  # one bar, redrawn in place, ended full
+    code, _, again = run_cli(["sweep", "--models", "cnn,lstm", "--batch-sizes", "1,4", "--steps", "5",
+                              "--out", str(out)])
+    assert code == 0 and "sweep:" not in again  # nothing left to run: no bar
+
+
+def test_plot_of_a_cpu_only_sweep_draws_step_time_throughput_cpu_and_memory(cpu_sweep):
+    out = cpu_sweep[0]
+    assert main(["plot", str(out)]) == 0
+    rows = rows_of(out)
+    for name in FIGURES:
+        assert (out / f"{name}.png").stat().st_size > 5000, name
+    for name in ("step_time", "throughput", "cpu_util", "memory"):
+        assert line_pixels(out / f"{name}.png") > 500, name  # lines drawn, not a blank frame
+        assert spec(rows, name).panels[0].series, name
+    by_key = {(r["model"], r["batch_size"]): r for r in rows}
+    step_time = spec(rows, "step_time").panels[0]
+    assert {s.label for s in step_time.series} == {"cnn", "lstm"}
+    for series in step_time.series:
+        assert [b for b, _ in series.points] == [1, 4]
+        for batch, ms in series.points:
+            assert ms == pytest.approx(by_key[series.label, batch]["step_time_s_mean"] * 1e3)
+    process, system = spec(rows, "memory").panels
+    for series in process.series:
+        assert all(gib == by_key[series.label, b]["proc_peak_gb"] > 0.1 for b, gib in series.points)
+    assert "every process" in system.title and not system.limits and not process.limits  # no limit set
+    gpu = spec(rows, "gpu_util").panels[0]
+    if not gpu.series:  # no GPU here: the panel says why, in the report's words
+        assert gpu.why_empty == rows[0]["unavailable"]["gpu_util"]
+        assert line_pixels(out / "gpu_util.png") == 0
+    shutil.copy(out / "memory.png", OUTPUT / "plot-memory-cpu-sweep.png")
+
+
+def test_plot_of_a_replay_sweep_draws_power_per_rail_group_gpu_and_energy(replay_sweep):
+    assert main(["plot", str(replay_sweep)]) == 0
+    rows = rows_of(replay_sweep)
+    assert all(r["success"] for r in rows)
+    power = spec(rows, "power")
+    titles = [p.title for p in power.panels]
+    assert titles[:5] == ["mean power, total rails (VDD_IN)", "mean power, cpu rails (VDD_SYS_CPU)",
+                          "mean power, gpu rails (VDD_SYS_GPU)", "mean power, mem rails (VDD_SYS_DDR)",
+                          "mean power, soc rails (VDD_SYS_SOC)"]
+    total = power.panels[0].series[0].points
+    assert [b for b, _ in total] == [1, 2]
+    assert all(2.3 <= w <= 11.9 for _, w in total)  # between the log's lowest and highest VDD_IN
+    assert [w for _, w in total] == [r["power_avg_w"]["VDD_IN"] for r in rows]
+    per_step, per_sample = spec(rows, "energy").panels
+    assert [j for _, j in per_step.series[0].points] == [r["energy_per_step_j"] for r in rows]
+    assert [j for _, j in per_sample.series[0].points] == [r["energy_per_sample_j"] for r in rows]
+    gpu = spec(rows, "gpu_util").panels[0].series[0].points
+    assert all(0 <= u <= 100 for _, u in gpu)
+    cpu = spec(rows, "cpu_util").panels[0]  # the replay's cores have no cluster: their mean
+    assert [u for _, u in cpu.series[0].points] == [np.mean(list(r["cpu_util_per_core"].values())) for r in rows]
+    for name in ("power", "energy", "gpu_util", "cpu_util", "step_time", "throughput"):
+        assert line_pixels(replay_sweep / f"{name}.png") > 500, name
+    shutil.copy(replay_sweep / "power.png", OUTPUT / "plot-power-replay-sweep.png")
+
+
+def test_batch_size_axis_reads_1_2_4_to_64():
+    assert batch_ticks([1, 64]) == [1, 2, 4, 8, 16, 32, 64]
+    assert batch_ticks([3, 12]) == [2, 4, 8, 16]
+    rows = [{"model": "cnn", "batch_size": b, "success": True, "step_time_s_mean": 0.01 * b} for b in (1, 8, 64)]
+    fig, ax = plt.subplots()
+    draw_panel(ax, spec(rows, "step_time").panels[0], [1, 8, 64])
+    fig.canvas.draw()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4", "8", "16", "32", "64"]
+    assert ax.get_title() and ax.get_ylabel() == "step time (ms)"
+    plt.close(fig)
+
+
+@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed")
+def test_report_html_opens_in_chromium_with_every_figure(replay_sweep, browser):  # noqa: F811
+    page = plot(replay_sweep)[-1]
+    assert page.name == "report.html"
+    browser.get_log("browser")  # what earlier pages left
+    browser.get(page.as_uri())
+    images = browser.execute_script(
+        "return [...document.images].map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight])")
+    assert [alt for alt, *_ in images] == [s.title for s in figures(rows_of(replay_sweep))]
+    assert all(complete and width > 300 and height > 200 for _, complete, width, height in images), images
+    cells = browser.execute_script("return [...document.querySelectorAll('tbody tr')].map(r => r.cells[1].innerText)")
+    assert cells == ["1", "2"]
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    browser.save_screenshot(str(OUTPUT / "plot-report.png"))

@@ -1,0 +1,206 @@
+"""What each of ``mobileperf plot``'s figures shows, computed from a sweep's rows (no drawing here).
+
+It exists apart from the drawing (``figures``) so that what a figure holds
+(its lines per model, the batch sizes that failed, the limit line, the
+reason a panel is empty) is plain data that tests read as values. A line is
+drawn per model (or per configuration of a model, labelled with what
+differs) through its successful batch sizes; a quantity that no row has
+gets no line and the reason from the rows' ``unavailable``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Callable
+
+from tf_mobileperf.tools.sweep import is_oom
+
+Row = dict
+Getter = Callable[[Row], "float | None"]
+#: Rail groups in the order their panels appear; any other group follows, "" is "other".
+GROUP_ORDER = ("total", "cpu", "gpu", "mem", "soc")
+
+
+@dataclasses.dataclass
+class Series:
+    """One line: (batch size, value) of the successful configurations of a model."""
+
+    label: str
+    points: list[tuple[int, float]]
+    dashed: bool = False
+
+
+@dataclasses.dataclass
+class Failures:
+    """The batch sizes of a line that failed: out of memory, or otherwise (a timeout, a signal); ``at``: the
+    height to mark them at (the line's limit), None where no limit is known."""
+
+    label: str
+    oom: list[int]
+    other: list[int]
+    at: float | None = None
+
+
+@dataclasses.dataclass
+class Panel:
+    """One axes: its lines, or the reason it has none; its limit lines (a value per batch size) and failure marks."""
+
+    title: str
+    ylabel: str
+    series: list[Series]
+    why_empty: str | None = None
+    limits: list[Series] = dataclasses.field(default_factory=list)
+    failures: list[Failures] = dataclasses.field(default_factory=list)
+
+
+@dataclasses.dataclass
+class FigureSpec:
+    """One PNG: its file stem, its title, its panels and the sweep's batch sizes (every panel's x axis)."""
+
+    name: str
+    title: str
+    panels: list[Panel]
+    batch_sizes: list[int] = dataclasses.field(default_factory=list)
+
+
+def lines(rows: list[Row]) -> dict[str, list[Row]]:
+    """Rows by line, sorted by batch size: a line per model, or per configuration of a model with several,
+    labelled with the settings that differ."""
+    def setting(row: Row, key: str):
+        return (row.get("config") or {}).get(key)
+
+    keys = sorted({k for r in rows for k in (r.get("config") or {})})
+    varying = {model: [k for k in keys if len({json.dumps(setting(r, k)) for r in rows if r["model"] == model}) > 1]
+               for model in {r["model"] for r in rows}}
+    out: dict[str, list[Row]] = {}
+    for row in sorted(rows, key=lambda r: (r["model"], r["batch_size"])):
+        differs = ", ".join(f"{k} {setting(row, k)}" for k in varying[row["model"]])
+        out.setdefault(f"{row['model']} ({differs})" if differs else row["model"], []).append(row)
+    return out
+
+
+def why_missing(rows: list[Row], *keys: str) -> str:
+    """The first reason the rows give (``unavailable``) for any of ``keys``, else a generic one."""
+    for key in keys:
+        for row in rows:
+            reason = (row.get("unavailable") or {}).get(key)
+            if reason:
+                return reason
+    if not any(r.get("success") for r in rows):
+        return "no configuration trained successfully"
+    return "not in this sweep's results"
+
+
+def panel(groups: dict[str, list[Row]], title: str, ylabel: str, get: Getter, *reason_keys: str) -> Panel:
+    """A panel of ``get`` against batch size, a line per group; empty with the rows' reason if no row has it."""
+    series = []
+    for label, rows in groups.items():
+        points = [(r["batch_size"], float(v)) for r in rows if r.get("success") and (v := get(r)) is not None]
+        if points:
+            series.append(Series(label, points))
+    every = [r for rows in groups.values() for r in rows]
+    return Panel(title, ylabel, series, None if series else why_missing(every, *reason_keys))
+
+
+def failures(groups: dict[str, list[Row]]) -> list[Failures]:
+    """Per line with failed configurations, the batch sizes that ran out of memory and those that failed otherwise."""
+    out = []
+    for label, rows in groups.items():
+        failed = [r for r in rows if not r.get("success")]
+        if failed:
+            out.append(Failures(label, [r["batch_size"] for r in failed if is_oom(r)],
+                                [r["batch_size"] for r in failed if not is_oom(r)]))
+    return out
+
+
+def rail_groups(rows: list[Row]) -> dict[str, list[str]]:
+    """Rail group -> the rails (channel names of ``power_avg_w``) in it, from the sensors' declared roles."""
+    out: dict[str, list[str]] = {}
+    for row in rows:
+        rails = set(row.get("power_avg_w") or {})
+        for sensor in row.get("sensors") or []:
+            for channel in sensor.get("channels") or []:
+                if channel["name"] in rails and channel["name"] not in out.get(channel.get("group") or "other", []):
+                    out.setdefault(channel.get("group") or "other", []).append(channel["name"])
+    order = {g: i for i, g in enumerate(GROUP_ORDER)}
+    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+
+
+def _group_power(rails: list[str]) -> Getter:
+    def get(row: Row) -> float | None:
+        values = [(row.get("power_avg_w") or {}).get(r) for r in rails]
+        return None if any(v is None for v in values) else sum(values)
+
+    return get
+
+
+def cpu_util_all_cores(row: Row) -> float | None:
+    """The CPU's utilization where its cores have no cluster: the overall channel's, else the cores' mean."""
+    if row.get("cpu_util_avg") is not None:
+        return row["cpu_util_avg"]
+    cores = [v for v in (row.get("cpu_util_per_core") or {}).values() if v is not None]
+    return sum(cores) / len(cores) if cores else None
+
+
+def _scaled(key: str, factor: float) -> Getter:
+    return lambda row: None if row.get(key) is None else row[key] * factor
+
+
+def figures(rows: list[Row]) -> list[FigureSpec]:
+    """Every figure of ``rows``: step time and samples/s, GPU, CPU per cluster, power per rail group, energy,
+    memory."""
+    groups = lines(rows)
+    clusters = sorted({c for r in rows for c in (r.get("cpu_util_per_cluster") or {})})
+    cpu = ([panel(groups, f"CPU utilization, {c}", "utilization (%)",
+                  lambda r, c=c: (r.get("cpu_util_per_cluster") or {}).get(c), "cpu_util") for c in clusters]
+           or [panel(groups, "CPU utilization, all cores", "utilization (%)", cpu_util_all_cores, "cpu_util")])
+    power = [panel(groups, f"mean power, {group} rails ({', '.join(rails)})", "power (W)", _group_power(rails), "power")
+             for group, rails in rail_groups(rows).items()]
+    specs = [
+        FigureSpec("step_time", "Step time", [
+            panel(groups, "mean step time (measured steps)", "step time (ms)", _scaled("step_time_s_mean", 1e3),
+                  "step_time_s")]),
+        FigureSpec("throughput", "Throughput", [
+            panel(groups, "samples per second (measured steps)", "samples/s", lambda r: r.get("samples_per_s"),
+                  "samples_per_s")]),
+        FigureSpec("gpu_util", "GPU utilization", [
+            panel(groups, "mean GPU utilization", "utilization (%)", lambda r: r.get("gpu_util_avg"), "gpu_util")]),
+        FigureSpec("cpu_util", "CPU utilization per cluster", cpu),
+        FigureSpec("power", "Mean power per rail group", power or [
+            Panel("mean power", "power (W)", [], why_missing(rows, "power"))]),
+        FigureSpec("energy", "Energy", [
+            panel(groups, "energy per step", "energy (J)", lambda r: r.get("energy_per_step_j"), "energy"),
+            panel(groups, "energy per sample", "energy (J)", lambda r: r.get("energy_per_sample_j"),
+                  "energy_per_sample_j", "energy")]),
+        memory_figure(groups),
+    ]
+    sizes = sorted({r["batch_size"] for r in rows})
+    return [dataclasses.replace(spec, batch_sizes=sizes) for spec in specs]
+
+
+def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
+    """The process's peak memory with the limit in the same quantity and the failed batch sizes marked; the
+    system's RAM in use (every process on the machine) apart, without a limit line."""
+    process = panel(groups, "peak memory of the training process (RSS)", "memory (GiB)",
+                    lambda r: r.get("proc_peak_gb"), "proc_peak_gb")
+    process.failures = failures(groups)
+    for label, rows in groups.items():
+        capped = [r for r in rows if r.get("limited_cap_gb") is not None]
+        if not capped:
+            continue
+        quantity = capped[0]["limited_quantity"]
+        peaks = [(r["batch_size"], r["limited_peak_gb"]) for r in capped
+                 if r.get("success") and r.get("limited_peak_gb") is not None]
+        if peaks:
+            process.series.append(Series(f"{label}: peak {quantity}", peaks, dashed=True))
+        process.limits.append(Series(f"{label}: limit of {quantity}, {capped[0]['limited_how']}",
+                                     [(r["batch_size"], r["limited_cap_gb"]) for r in capped]))
+        for failed in process.failures:
+            if failed.label == label:
+                failed.at = max(r["limited_cap_gb"] for r in capped)
+    if process.series:
+        process.why_empty = None
+    system = panel(groups, "RAM in use on the board (every process)", "memory (GiB)", lambda r: r.get("mem_peak_gb"),
+                   "mem_peak_gb")
+    return FigureSpec("memory", "Peak memory", [process, system])

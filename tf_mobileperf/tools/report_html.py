@@ -1,0 +1,69 @@
+"""``report.html`` of a sweep: one self-contained page with the results table and every figure.
+
+It exists so that a sweep can be read (or mailed, or archived) without
+Python, TensorBoard or a network: the figures are embedded as ``data:``
+PNGs, there is no script and no external style sheet, and every value from
+the results is HTML-escaped. A value not measured reads "n/a", never 0.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Callable
+
+from tf_mobileperf.tools.figure_specs import Row, cpu_util_all_cores, lines
+
+#: Table columns: heading and how a row's cell is written.
+COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
+    ("model", lambda r: str(r["model"])),
+    ("batch", lambda r: str(r["batch_size"])),
+    ("trained", lambda r: "yes" if r.get("success") else "no"),
+    ("step time (ms)", lambda r: _num(r.get("step_time_s_mean"), 1e3)),
+    ("samples/s", lambda r: _num(r.get("samples_per_s"))),
+    ("energy/step (J)", lambda r: _num(r.get("energy_per_step_j"))),
+    ("energy/sample (J)", lambda r: _num(r.get("energy_per_sample_j"))),
+    ("mean power (W)", lambda r: _num(r.get("power_avg"))),
+    ("GPU util (%)", lambda r: _num(r.get("gpu_util_avg"))),
+    ("CPU util (%)", lambda r: _num(cpu_util_all_cores(r))),
+    ("process peak (GiB)", lambda r: _num(r.get("proc_peak_gb"))),
+    ("board RAM peak (GiB)", lambda r: _num(r.get("mem_peak_gb"))),
+    ("cause of failure", lambda r: str(r.get("cause") or "")),
+]
+
+STYLE = ("body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;font-size:13px}"
+         "th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}td:first-child,td:last-child{text-align:left}"
+         "tr.failed{background:#fde8e8}img{max-width:100%;border:1px solid #eee;margin:.5em 0}")
+
+
+def _num(value: float | None, factor: float = 1.0) -> str:
+    return "n/a" if value is None else f"{value * factor:.4g}"
+
+
+def _table(rows: list[Row]) -> str:
+    head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in COLUMNS)
+    body = "".join(
+        f"<tr{'' if r.get('success') else ' class=failed'}>"
+        + "".join(f"<td>{html.escape(cell(r))}</td>" for _, cell in COLUMNS) + "</tr>"
+        for group in lines(rows).values() for r in group)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _figure(path: Path, title: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode()
+    return (f"<h2>{html.escape(title)}</h2><img alt=\"{html.escape(title)}\" "
+            f"src=\"data:image/png;base64,{data}\">")
+
+
+def write_report(directory: Path, rows: list[Row], figures: list[tuple[Path, str]]) -> Path:
+    """Writes ``directory/report.html`` from the rows and the (PNG, title) figures; returns its path."""
+    models = ", ".join(sorted({str(r["model"]) for r in rows}))
+    page = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Sweep {html.escape(directory.name)}"
+            f"</title><style>{STYLE}</style></head><body><h1>Sweep {html.escape(str(directory))}</h1>"
+            f"<p>{len(rows)} configurations of {html.escape(models)}. Averages cover the measured steps "
+            "(warm-up excluded); n/a: not measured on this device (the figures say why).</p>"
+            + _table(rows) + "".join(_figure(path, title) for path, title in figures) + "</body></html>")
+    out = directory / "report.html"
+    out.write_text(page, encoding="utf-8")
+    return out

@@ -120,16 +120,20 @@ export async function timeChart(view, spec) {
 export function energyBars(steps, width, unavailable) {
   steps = steps.filter((s) => s.energy_j && s.energy_j.total !== undefined);
   if (!steps.length) return notMeasured("Energy per step", unavailable);
-  const box = el("div", { class: "chart" }, el("h4", { text: "Energy per step (J, total rail; warm-up grey, failed red)" }));
   const x = steps.map((s) => s.step);
   const measured = steps.map((s) => (s.warmup || s.failed ? null : s.energy_j.total));
   const other = steps.map((s) => (s.warmup || s.failed ? s.energy_j.total : null));
+  // The scale fits the measured steps: a warm-up step (graph tracing, often 100x a step) is cut at the top.
+  const top = Math.max(...measured.filter((v) => v !== null), 0) * 1.15 || null;
+  const clipped = top !== null && other.some((v) => v !== null && v > top);
+  const box = el("div", { class: "chart" }, el("h4", {
+    text: `Energy per step (J, total rail; warm-up grey, failed red${clipped ? "; warm-up bars cut at the top" : ""})` }));
   new uPlot({
     width, height: 180,
     series: [{ label: "step" },
       { label: "measured step", fill: "rgba(25,118,210,0.6)", stroke: "#1976d2", paths: uPlot.paths.bars({ size: [0.8] }), points: { show: false } },
       { label: "warm-up / failed", fill: "rgba(128,128,128,0.5)", stroke: "#888", paths: uPlot.paths.bars({ size: [0.8] }), points: { show: false } }],
-    scales: { x: { time: false } },
+    scales: { x: { time: false }, y: top === null ? {} : { range: () => [0, top] } },
     axes: [{ label: "step", stroke: "currentColor" }, { label: "J", stroke: "currentColor" }],
   }, [x, measured, other], box);
   return box;

@@ -8,7 +8,7 @@ FRONTEND := tensorboard_plugin/frontend
 BUNDLE := tensorboard_plugin/tf_mobileperf_tensorboard/static/index.js
 PORT ?= 6006
 
-.PHONY: demo test bench browser clean wheel
+.PHONY: demo test bench browser clean docs-images wheel
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -49,6 +49,11 @@ test: $(STAMP) $(BUNDLE) browser
 
 # Every benchmark, one after another (about 30 minutes here; soak.py alone is 10).
 # CodeCarbon is installed only here: overhead.py measures it beside ours.
+# The README's pictures: the browser and plot tests save screenshots, docs/images.py makes them small.
+docs-images: $(STAMP) $(BUNDLE) browser
+	$(BIN)/python -m pytest -q tests/test_dashboard_timeview.py tests/test_plot.py -k "overlaid or cpu_only"
+	$(BIN)/python docs/images.py
+
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e ".[bench]"
 	cd benchmarks && for b in sampling overhead join accuracy dashboard soak predict; do ../$(BIN)/python $$b.py || exit 1; done

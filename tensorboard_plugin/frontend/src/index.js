@@ -8,6 +8,7 @@
 // Ticking runs redraws the details; a redraw still loading when the next
 // starts is dropped (it draws into a detached box and stops at its next await).
 import uPlotCss from "uplot/dist/uPlot.min.css";
+import { STYLE } from "./style.js";
 import { getChannels, getSteps, listRuns } from "./api.js";
 import { energyBars } from "./charts.js";
 import { batchSizeChart } from "./crossrun.js";
@@ -17,20 +18,6 @@ import { opEnergyView } from "./ops.js";
 import { naturalCompare, runTable } from "./runs.js";
 import { stepTable } from "./steps.js";
 import { timeView } from "./timeview.js";
-
-const STYLE = `
-body { font-family: Roboto, "Helvetica Neue", sans-serif; font-size: 13px; margin: 16px; color: #212121; background: #fff; }
-@media (prefers-color-scheme: dark) { body { color: #e0e0e0; background: #303030; } th { background: #424242 !important; } }
-h2 { font-size: 18px; font-weight: 500; } h3 { font-size: 15px; font-weight: 500; margin: 24px 0 8px; } h4 { font-size: 13px; font-weight: 500; margin: 8px 0; }
-table { border-collapse: collapse; margin: 8px 0; } th, td { padding: 4px 10px; border-bottom: 1px solid rgba(128,128,128,0.3); text-align: right; }
-th { cursor: pointer; background: #f5f5f5; user-select: none; } td:first-child, th:first-child, td:nth-child(2) { text-align: left; }
-.runs label { margin-right: 16px; } .header { display: flex; flex-wrap: wrap; gap: 4px 24px; margin: 6px 0; }
-.header span b { font-weight: 500; } .failed { color: #c62828; } .ok { color: #2e7d32; }
-.chart { margin: 8px 0 16px; } .empty p { color: #757575; font-style: italic; } .note { color: #757575; }
-.error { color: #c62828; } .scroll { overflow-x: auto; max-height: 420px; } .step-table td, .step-table th { white-space: nowrap; }
-.step-table tr.failed td { color: #c62828; } .step-table tr.warm-up td { color: #757575; }
-.header span[title] b { text-decoration: underline dotted; cursor: help; } a.csv { display: inline-block; margin: 4px 0; } .crossrun select { margin: 0 4px; }
-`;
 
 // Fills the run's section and returns what the time view needs of the run
 // (null for a combined or broken run); stops as soon as isStale() says a newer redraw began.

@@ -160,6 +160,9 @@ def test_dashboard_non_finite_and_huge_ranges(tmp_path):
     rows.tofile(samples)
     client, _ = client_for(root)
     status, body = get(client, "series", run="run/train", channel="VDD_IN", start="-1e308", end="1e308")
-    assert status == 200 and body["min"][3] is None and body["min"][4] is None and body["samples"] == len(rows)
+    # NaN and inf are failed reads: left out of the line, which is not broken for two readings (only a gap longer
+    # than the channel's allowed gap is); the answer is valid JSON of finite numbers.
+    assert status == 200 and body["samples"] == len(rows) and len(body["t"]) == len(rows) - 2
+    assert all(v is not None and np.isfinite(v) for v in body["min"] + body["max"])
     for method in ("post", "put", "delete"):  # no route writes
         assert getattr(client, method)("/data/plugin/mobileperf/runs").status_code in (400, 405)

@@ -93,16 +93,20 @@ class Probe:
         check_role(kind, device)
         return any(c.kind == kind and device in (None, c.device) for s in self.sensors for c in s.channels)
 
-    def why_absent(self, kind: str, device: str | None = None) -> str:
-        """The reasons ("label: reason; ...") of the absent sensors that would give ``kind`` of ``device``.
+    def absent_for(self, kind: str, device: str | None = None) -> dict[str, str]:
+        """Label -> reason of the absent sensors that would give ``kind`` of ``device``.
 
         Raises:
             ValueError: an unknown kind or device.
         """
         check_role(kind, device)
         kinds = _SAME_QUANTITY.get(kind, (kind,))
-        reasons = [f"{label}: {reason}" for label, reason in self.absent.items()
-                   if label not in _BY_LABEL or any(k in kinds and device in (None, d) for k, d in _BY_LABEL[label].provides)]
+        return {label: reason for label, reason in self.absent.items()
+                if label not in _BY_LABEL or any(k in kinds and device in (None, d) for k, d in _BY_LABEL[label].provides)}
+
+    def why_absent(self, kind: str, device: str | None = None) -> str:
+        """The reasons ("label: reason; ...") of the absent sensors that would give ``kind`` of ``device``."""
+        reasons = [f"{label}: {reason}" for label, reason in self.absent_for(kind, device).items()]
         return "; ".join(reasons) or "no such sensor among those given"
 
 

@@ -37,8 +37,9 @@ def log_absent_power(probe: Probe) -> None:
     """Says once, at the start, in one line, that power and energy will be null; the reason of each absent
     power sensor is a debug message (``mobileperf sensors`` lists them all)."""
     if not probe.has_kind("power") and not probe.has_kind("energy"):
-        log.warning("no power sensor on this machine: power and energy are reported as null, not 0 "
-                    "(`mobileperf sensors` says why each sensor is absent)")
+        looked_for = ", ".join(probe.absent_for("power")) or "none was given"
+        log.warning("mobileperf: no power sensor on this machine (looked for: %s): power and energy are reported "
+                    "as null, not 0; `mobileperf sensors` says why each is absent", looked_for)
         log.debug("absent power sensors: %s", probe.why_absent("power"))
 
 

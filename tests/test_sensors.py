@@ -139,3 +139,9 @@ def test_rail_groups_of_known_boards():
     assert rail_group("VDD_CPU_GPU_CV") == "cpu+gpu+cv"
     assert rail_group("VDDQ_VDD2_1V8AO") == "mem"
     assert rail_group("VDD_4V0_WIFI") == ""
+
+
+def test_system_5v_rails_of_orin_and_xavier_have_group_sys_and_thor_vin_is_total():
+    assert rail_group("VIN_SYS_5V0") == "sys" and rail_group("SYS5V") == "sys"
+    assert rail_group("VIN") == "total"
+    assert rail_group("VDD_SYS_GPU") == "gpu" and rail_group("VDD_SYS_DDR") == "mem"  # TX2's SYS rails stay theirs

@@ -7,7 +7,11 @@ sysfs files themselves allow. Two kernel drivers exist:
   ``in_powerN_input`` in mW.
 * JetPack 5/6 (Xavier/Orin): hwmon driver ``ina3221``, ``inK_label``,
   ``inK_input`` (mV) and ``currK_input`` (mA). The hwmon number changes
-  between boots, so every path is globbed.
+  between boots, so every path is globbed. On AGX Thor (JetPack 7) the
+  board input VIN is on an INA238 (``ina238.py``), read with these rails.
+
+AGX Orin and AGX Xavier have no rail on the module's input; ``metadata()``
+says so and names the rails a total sums (``rail_budget``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from pathlib import Path
 from typing import Mapping
 
 from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, SysfsValue, under_root
+from tf_mobileperf.sensors.ina238 import HWMON_GLOB as INA238_GLOB
+from tf_mobileperf.sensors.ina238 import ina238_rails
 
 IIO_GLOB = "sys/bus/i2c/drivers/ina3221x/*/iio:device*"
 HWMON_GLOB = "sys/bus/i2c/drivers/ina3221/*/hwmon/hwmon*"
@@ -24,7 +30,8 @@ HWMON_GLOB = "sys/bus/i2c/drivers/ina3221/*/hwmon/hwmon*"
 # Rail-name keywords -> the seed's groups. Checked in order; a rail that
 # feeds several blocks (Orin Nano's VDD_CPU_GPU_CV) gets all of them.
 _GROUP_PATTERNS = [
-    ("total", re.compile(r"(^|_)(IN|5V_IN)$")),
+    ("total", re.compile(r"(^|_)(IN|5V_IN)$|^VIN$")),
+    ("sys", re.compile(r"SYS_?5V")),  # the carrier's 5 V system supply (VIN_SYS_5V0, SYS5V)
     ("cpu", re.compile(r"CPU")),
     ("gpu", re.compile(r"GPU")),
     ("mem", re.compile(r"DDR|VDDQ|VDDRQ|VDD2")),
@@ -36,8 +43,8 @@ _GROUP_PATTERNS = [
 def rail_group(rail: str) -> str:
     """The seed's group of a rail name: "cpu", "gpu", "mem", "total", ...
 
-    >>> rail_group("VDD_SYS_DDR"), rail_group("VDD_IN"), rail_group("VDD_CPU_GPU_CV")
-    ('mem', 'total', 'cpu+gpu+cv')
+    >>> rail_group("VDD_SYS_DDR"), rail_group("VDD_IN"), rail_group("VDD_CPU_GPU_CV"), rail_group("SYS5V")
+    ('mem', 'total', 'cpu+gpu+cv', 'sys')
     """
     name = rail.upper()
     found = [group for group, pattern in _GROUP_PATTERNS if pattern.search(name)]
@@ -68,6 +75,22 @@ def rail_channel(name: str, source: str, label: str | None = None) -> Channel:
     return Channel(name, "power", source, group=group, device=rail_device(group), rail=name)
 
 
+def rail_budget(channels: list[Channel]) -> dict:
+    """Which rail is the board's input, and which rails a total sums (as the report adds them).
+
+    The input is the rail of group "total" (VDD_IN, POM_5V_IN, Thor's VIN);
+    without one (AGX Orin, AGX Xavier) the total is the sum of every rail but
+    sub-zones, and ``input_rail_reason`` says what that sum leaves out.
+    """
+    rails = [c.name for c in channels if c.kind == "power"]
+    inputs = [c.name for c in channels if c.kind == "power" and c.group == "total"]
+    if inputs:
+        return {"input_rail": inputs[0], "total_sums": inputs}
+    return {"input_rail": None, "total_sums": [c.name for c in channels if c.kind == "power" and c.group != "subzone"],
+            "input_rail_reason": f"no rail among {rails} measures the board's input (AGX Orin and AGX Xavier have none): "
+                                 "the total is the sum of total_sums, without the carrier board and what no rail measures"}
+
+
 def _unique(name: str, taken: set[str]) -> str:
     candidate, n = name, 2
     while candidate in taken:
@@ -91,6 +114,9 @@ class _RailSensor(Sensor):
         source = " * ".join(str(v.path) for v in values)
         self.channels.append(rail_channel(name, source, label))
         self._rails.append((name, values))
+
+    def metadata(self) -> dict:
+        return rail_budget(self.channels)
 
     def read(self) -> Mapping[str, float]:
         out = {}
@@ -140,10 +166,10 @@ class Ina3221IioSensor(_RailSensor):
 
 
 class Ina3221HwmonSensor(_RailSensor):
-    """JetPack 5/6 ``ina3221`` hwmon rails (Xavier, Orin), in W = mV * mA / 1e6.
+    """JetPack 5-7 ``ina3221`` hwmon rails (Xavier, Orin, Thor), in W = mV * mA / 1e6.
 
     Labels containing "NC" (not connected) and the sum-of-shunts channel are
-    skipped.
+    skipped. Thor's INA238 input rail (``ina238.py``) is read here too.
 
     Args:
         root: Root of the file system tree to read.
@@ -167,5 +193,8 @@ class Ina3221HwmonSensor(_RailSensor):
                 if index == "7" or "sum" in label.lower() or not (volt.exists() and curr.exists()):
                     continue
                 self._add_rail(label, [SysfsValue(volt, 1e-3), SysfsValue(curr, 1e-3)], taken)
+        for label, values in ina238_rails(root):
+            self._add_rail(label, values, taken)
         if not self.channels:
-            raise SensorUnavailable(f"no ina3221 hwmon rails under {under_root(root, HWMON_GLOB)}")
+            raise SensorUnavailable(f"no ina3221 or ina238 hwmon rails under {under_root(root, HWMON_GLOB)} "
+                                    f"or {under_root(root, INA238_GLOB)}")

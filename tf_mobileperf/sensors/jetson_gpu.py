@@ -2,7 +2,9 @@
 
 The load file holds per-mille busy time (0..1000) averaged by the driver over
 its own short window; it has moved between L4T releases, so known locations
-are tried in order.
+are tried in order. AGX Thor's GPU is driven by OpenRM, which has no nvgpu
+``load`` file: there the sensor is absent with that reason, and NVML gives
+the GPU's utilization, clocks and memory.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ LOAD_GLOBS = [
 ]
 DEVFREQ_GLOB = "sys/class/devfreq/*"
 GPU_DEVFREQ_NAMES = ("gpu", "gp10b", "gv11b", "ga10b", "gb10b", "gm20b")
+#: The OpenRM driver's version file: present where the GPU is not nvgpu's (Thor, desktop GPUs).
+OPENRM_VERSION = "proc/driver/nvidia/version"
 
 
 def _first(root: Path, patterns: list[str]) -> Path | None:
@@ -33,6 +37,15 @@ def _first(root: Path, patterns: list[str]) -> Path | None:
         if found:
             return found[0]
     return None
+
+
+def _no_load_reason(root: Path) -> str:
+    """Why there is no load file: no nvgpu GPU at all, or one driven by OpenRM (AGX Thor)."""
+    reason = f"no Jetson GPU load file under {root / 'sys/devices'} (tried gpu.0, *.ga10b, *.gv11b, ...)"
+    if (root / OPENRM_VERSION).exists():
+        reason += (f": the GPU is driven by OpenRM ({root / OPENRM_VERSION}; AGX Thor, JetPack 7), "
+                   "which has no nvgpu load file; NVML gives its utilization, clocks and memory")
+    return reason
 
 
 class JetsonGpuSensor(Sensor):
@@ -50,7 +63,7 @@ class JetsonGpuSensor(Sensor):
         root = Path(root)
         load = _first(root, LOAD_GLOBS)
         if load is None:
-            raise SensorUnavailable(f"no Jetson GPU load file under {root / 'sys/devices'} (tried gpu.0, *.ga10b, *.gv11b, ...)")
+            raise SensorUnavailable(_no_load_reason(root))
         self._values = {"gpu_util": SysfsValue(load, 0.1)}
         self.channels = [Channel("gpu_util", "util", str(load), group="gpu", device="gpu")]
         for devfreq in sorted(root.glob(DEVFREQ_GLOB)):

@@ -3,7 +3,10 @@
 Utilization is the share of non-idle jiffies between two reads of
 ``/proc/stat``; jiffies tick at 100 Hz, so this sensor is read every 50 ms
 rather than at the power rate. Cores are grouped into clusters by their core
-type in ``/proc/cpuinfo`` (TX2: NVIDIA Denver2 and ARM Cortex-A57).
+type in ``/proc/cpuinfo`` (TX2: NVIDIA Denver2 and ARM Cortex-A57). An
+offline core is absent from ``/proc/cpuinfo`` (TX2's Denver2 pair in its
+default power mode), so its type is read from its device-tree node's
+``compatible`` (``/sys/devices/system/cpu/cpuN/of_node``).
 """
 
 from __future__ import annotations
@@ -26,6 +29,37 @@ ARM_CORES = {
     ("0x41", "0xd83"): "Neoverse-V3AE",
     ("0x4e", "0x000"): "Denver", ("0x4e", "0x003"): "Denver2", ("0x4e", "0x004"): "Carmel",
 }
+
+
+# Device-tree "compatible" of a core -> the name /proc/cpuinfo's part number gives it
+# (the one Jetson with Denver cores is the TX2, whose cores are Denver2).
+DT_CORES = {"nvidia,denver": "Denver2", "nvidia,tegra186-denver": "Denver2", "nvidia,tegra194-carmel": "Carmel",
+            "nvidia,carmel": "Carmel"}
+
+
+def dt_core_type(compatible: str) -> str | None:
+    """Core type from a device-tree ``compatible`` ("arm,cortex-a57\\0arm,armv8" -> "Cortex-A57"); None if unknown."""
+    for entry in compatible.split("\0"):
+        vendor, _, model = entry.strip().partition(",")
+        if entry in DT_CORES:
+            return DT_CORES[entry]
+        if vendor == "arm" and model.startswith(("cortex-", "neoverse-")):
+            family, _, part = model.partition("-")
+            return f"{family.capitalize()}-{part.upper()}"
+    return None
+
+
+def dt_core_types(cpu_dir: Path, cores: list[int]) -> dict[int, str]:
+    """Core index -> type, from each core's device-tree node (present even while the core is offline)."""
+    types = {}
+    for core in cores:
+        try:
+            name = dt_core_type((cpu_dir / f"cpu{core}/of_node/compatible").read_bytes().decode(errors="replace"))
+        except OSError:
+            continue
+        if name:
+            types[core] = name
+    return types
 
 
 def parse_cpu_list(text: str) -> list[int]:
@@ -105,6 +139,7 @@ class CpuSensor(Sensor):
         except OSError:
             types = {}
         self.cores = present
+        types = dt_core_types(cpu_dir, present) | types
         self.clusters = {core: types.get(core, "unknown") for core in present}
         self.offline = [core for core in present if f"cpu{core}" not in first]
         source = str(self._stat.path)

@@ -110,7 +110,8 @@ class Probe:
         return "; ".join(reasons) or "no such sensor among those given"
 
 
-def probe(root: str | Path = "/", pid: int | None = None, use_jtop: bool = True) -> Probe:
+def probe(root: str | Path = "/", pid: int | None = None, use_jtop: bool = True,
+          real_machine: bool | None = None) -> Probe:
     """Tries every known sensor; returns those present and reasons for the rest.
 
     Args:
@@ -118,8 +119,13 @@ def probe(root: str | Path = "/", pid: int | None = None, use_jtop: bool = True)
         pid: The training process, for its memory (default: this process).
         use_jtop: Try jtop as a fallback when no INA3221 rails are readable.
             Only at ``root="/"``: jtop reads the real machine.
+        real_machine: Whether the tree at ``root`` is this machine, so that
+            sensors read through a library (NVML, jtop) are tried too; by
+            default only at ``root="/"``. On AGX Thor, where the GPU has no
+            nvgpu load file, NVML is then what gives GPU utilization.
     """
-    real_machine = str(root) == "/"
+    if real_machine is None:
+        real_machine = str(root) == "/"
     sensors: list[Sensor] = []
     absent: dict[str, str] = {}
     for spec in REGISTRY:

@@ -7,7 +7,11 @@ L4T releases:
   and average, no unit), ``GR3D_FREQ 0%@114``.
 * JetPack 5/6 (Orin): ``VDD_IN 5139mW/5139mW``, ``GR3D_FREQ 0%@[305,305]``,
   an optional leading ``MM-DD-YYYY HH:MM:SS`` timestamp.
-* JetPack 7: three values per rail (current/average/peak).
+* JetPack 7 (Thor): two (7.1) or three (7.2) values per rail, and
+  ``GR3D_FREQ @[f,f,f]`` with clocks but no percentage.
+* L4T 28.1 (TX1): ``cpu [17%,13%]@408 EMC 1%@408 GR3D 3%@76``: lower-case
+  ``cpu`` with one clock after the list (Thor's ``CPU [..]@f`` too), and
+  ``EMC``/``GR3D`` without ``_FREQ``.
 
 ``parse_line`` returns only what a line says: a field the line lacks is None,
 never a default.
@@ -25,17 +29,19 @@ from pathlib import Path
 from typing import Mapping
 
 from tf_mobileperf.sensors.base import NAN, Channel, Sensor
-from tf_mobileperf.sensors.ina3221 import RAIL_PROVIDES, rail_channel
+from tf_mobileperf.sensors.ina3221 import RAIL_PROVIDES, rail_budget, rail_channel
 
 log = logging.getLogger(__name__)
 
 _TIMESTAMP = re.compile(r"^\s*(\d{2}-\d{2}-\d{4} \d{2}:\d{2}:\d{2})\s+")
 _RAM = re.compile(r"(?<![A-Z])RAM (\d+)/(\d+)([kMG])B")
-_CPU = re.compile(r"\bCPU \[([^\]]*)\]")
+_CPU = re.compile(r"\b(?:CPU|cpu) +\[([^\]]*)\](?:@(\d+))?")
 _CORE = re.compile(r"^(\d+)%(?:@(\d+))?$")
-_EMC = re.compile(r"\bEMC_FREQ (\d+)%(?:@(\d+))?")
-_GR3D = re.compile(r"\bGR3D_FREQ (\d+)%(?:@(\d+|\[[\d,]*\]))?")
-_RAIL = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*) (\d+)(?:mW)?/(\d+)(?:mW)?(?:/(\d+)(?:mW)?)?(?=\s|$)")
+# "N%", "@F", "N%@F" (and for the GPU "@[F,F]"): each part optional, one required.
+# Fields are separated by one space, or several where JetPack 6 pads its columns.
+_EMC = re.compile(r"\bEMC(?:_FREQ)? +(?=\d+%|@)(?:(\d+)%)?(?:@(\d+))?")
+_GR3D = re.compile(r"\bGR3D(?:_FREQ)? +(?=\d+%|@)(?:(\d+)%)?(?:@(\d+|\[[^\]]*\]))?")
+_RAIL = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*) +(\d+)(?:mW)?/(\d+)(?:mW)?(?:/(\d+)(?:mW)?)?(?=\s|$)")
 _NOT_RAILS = {"RAM", "SWAP", "IRAM", "LFB"}
 _MB = {"k": 1 / 1024, "M": 1.0, "G": 1024.0}
 
@@ -62,7 +68,7 @@ def parse_line(line: str) -> TegrastatsRecord:
 
     Raises:
         ValueError: if the line has none of tegrastats' fields (RAM, CPU,
-            GR3D_FREQ, EMC_FREQ or a power rail).
+            GR3D(_FREQ), EMC(_FREQ) or a power rail).
 
     >>> r = parse_line("RAM 2410/7854MB CPU [2%@345,off] GR3D_FREQ 0%@114 VDD_IN 2356/2356")
     >>> r.power_w, r.cpu_util, r.gpu_util
@@ -80,27 +86,16 @@ def parse_line(line: str) -> TegrastatsRecord:
         record.ram_used_mb, record.ram_total_mb = float(m.group(1)) * scale, float(m.group(2)) * scale
         found = True
     if m := _CPU.search(line):
-        utils: list[float | None] = []
-        freqs: list[float | None] = []
-        for entry in m.group(1).split(","):
-            entry = entry.strip()
-            core = _CORE.match(entry)
-            if entry == "off" or core is None:
-                utils.append(None)
-                freqs.append(None)
-            else:
-                utils.append(float(core.group(1)))
-                freqs.append(float(core.group(2)) if core.group(2) else None)
-        record.cpu_util, record.cpu_freq_mhz = utils, freqs
+        record.cpu_util, record.cpu_freq_mhz = _cores(m.group(1), m.group(2))
         found = True
     if m := _EMC.search(line):
-        record.emc_util = float(m.group(1))
-        record.emc_freq_mhz = float(m.group(2)) if m.group(2) else None
+        record.emc_util = _number(m.group(1))
+        record.emc_freq_mhz = _number(m.group(2))
         found = True
     if m := _GR3D.search(line):
-        record.gpu_util = float(m.group(1))
+        record.gpu_util = _number(m.group(1))
         if m.group(2):
-            record.gpu_freq_mhz = [float(f) for f in m.group(2).strip("[]").split(",") if f]
+            record.gpu_freq_mhz = [f for f in map(_number, m.group(2).strip("[]").split(",")) if f is not None]
         found = True
     for m in _RAIL.finditer(line):
         name = m.group(1)
@@ -112,6 +107,29 @@ def parse_line(line: str) -> TegrastatsRecord:
     if not found:
         raise ValueError(f"not a tegrastats line: {line[:80]!r}")
     return record
+
+
+def _number(text: str | None) -> float | None:
+    """``text`` as a float; None when absent or not a number ("off", "N/A")."""
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
+
+
+def _cores(entries: str, shared_mhz: str | None) -> tuple[list[float | None], list[float | None]]:
+    """Per-core (util %, clock MHz) of ``CPU [..]``; ``shared_mhz``: the one clock after the list (TX1, Thor)."""
+    utils: list[float | None] = []
+    freqs: list[float | None] = []
+    for entry in entries.split(","):
+        core = _CORE.match(entry.strip())
+        if core is None:  # "off", or cut short
+            utils.append(None)
+            freqs.append(None)
+        else:
+            utils.append(float(core.group(1)))
+            freqs.append(_number(core.group(2) or shared_mhz))
+    return utils, freqs
 
 
 def read_log(path: str | Path) -> tuple[list[TegrastatsRecord], int]:
@@ -162,7 +180,8 @@ class ReplaySensor(Sensor):
     """
 
     name = "tegrastats replay"
-    provides = RAIL_PROVIDES | {("util", "cpu"), ("util", "gpu"), ("memory", "board")}
+    provides = RAIL_PROVIDES | {("util", "cpu"), ("util", "gpu"), ("util", "board"), ("memory", "board"),
+                                ("clock", "cpu"), ("clock", "gpu"), ("clock", "board")}
 
     def __init__(self, path: str | Path, interval_ms: float | None = None, speed: float = 1.0):
         path = Path(path)
@@ -182,18 +201,7 @@ class ReplaySensor(Sensor):
         self.path = path
         self._t0: float | None = None
         self.exhausted = False
-        source = f"replay of {path}"
-        rails: dict[str, None] = {}
-        cores = 0
-        for record in self.records:
-            rails.update(dict.fromkeys(record.power_w))
-            cores = max(cores, len(record.cpu_util or []))
-        self.channels = [rail_channel(r, source) for r in rails]
-        self.channels += [Channel(f"cpu{i}_util", "util", source, group="cpu", device="cpu", core=i) for i in range(cores)]
-        if any(r.gpu_util is not None for r in self.records):
-            self.channels.append(Channel("gpu_util", "util", source, group="gpu", device="gpu"))
-        if any(r.ram_used_mb is not None for r in self.records):
-            self.channels.append(Channel("ram_used", "memory", source, group="mem", device="board"))
+        self.channels = _replay_channels(self.records, f"replay of {path}")
 
     def _interval_from_timestamps(self) -> float:
         stamps = [r.timestamp for r in self.records if r.timestamp is not None]
@@ -210,20 +218,51 @@ class ReplaySensor(Sensor):
         if index >= len(self.records):
             self.exhausted = True
             return out
-        record = self.records[index]
-        out.update(record.power_w)
-        for i, util in enumerate(record.cpu_util or []):
-            out[f"cpu{i}_util"] = NAN if util is None else util
-        if record.gpu_util is not None:
-            out["gpu_util"] = record.gpu_util
-        if record.ram_used_mb is not None:
-            out["ram_used"] = record.ram_used_mb * 1024 * 1024
+        out.update(_values(self.records[index]))
         return out
 
     def metadata(self) -> dict:
         first = self.records[0]
-        meta = {"replay_of": str(self.path), "records": len(self.records), "skipped_lines": self.skipped,
+        meta = rail_budget(self.channels) | {"replay_of": str(self.path), "records": len(self.records), "skipped_lines": self.skipped,
                 "interval_ms": self.interval_s * 1000.0, "speed": self.speed}
         if first.ram_total_mb is not None:
             meta["ram_total_bytes"] = first.ram_total_mb * 1024 * 1024
         return meta
+
+
+def _values(record: TegrastatsRecord) -> dict[str, float]:
+    """Channel name -> value (SI units) of what ``record`` holds; what it lacks is left out.
+
+    The GPU's clock is the highest of its GPCs' (Orin has two, Thor three).
+    """
+    out = dict(record.power_w)
+    for i, (util, mhz) in enumerate(zip(record.cpu_util or [], record.cpu_freq_mhz or [])):
+        out[f"cpu{i}_util"] = NAN if util is None else util
+        out[f"cpu{i}_freq"] = NAN if mhz is None else mhz * 1e6
+    scalars = {"gpu_util": record.gpu_util, "emc_util": record.emc_util,
+               "emc_freq": None if record.emc_freq_mhz is None else record.emc_freq_mhz * 1e6,
+               "gpu_freq": max(record.gpu_freq_mhz) * 1e6 if record.gpu_freq_mhz else None,
+               "ram_used": None if record.ram_used_mb is None else record.ram_used_mb * 1024 * 1024}
+    out.update({name: value for name, value in scalars.items() if value is not None})
+    return out
+
+
+def _replay_channels(records: list[TegrastatsRecord], source: str) -> list[Channel]:
+    """The channels of every quantity some record of the log holds, with their roles."""
+    rails: dict[str, None] = {}
+    cores = clocked = 0
+    for record in records:
+        rails.update(dict.fromkeys(record.power_w))
+        cores = max(cores, len(record.cpu_util or []))
+        clocked = max(clocked, len([f for f in record.cpu_freq_mhz or [] if f is not None]))
+    channels = [rail_channel(r, source) for r in rails]
+    channels += [Channel(f"cpu{i}_util", "util", source, group="cpu", device="cpu", core=i) for i in range(cores)]
+    if clocked:
+        channels += [Channel(f"cpu{i}_freq", "clock", source, group="cpu", device="cpu", core=i) for i in range(cores)]
+    present = {name for record in records for name in _values(record)}
+    roles = {"gpu_util": ("util", "gpu", "gpu"), "gpu_freq": ("clock", "gpu", "gpu"),
+             "emc_util": ("util", "board", "mem"), "emc_freq": ("clock", "board", "mem"),
+             "ram_used": ("memory", "board", "mem")}
+    channels += [Channel(name, kind, source, group=group, device=device)
+                 for name, (kind, device, group) in roles.items() if name in present]
+    return channels

@@ -16,12 +16,15 @@ from pathlib import Path
 from typing import Callable
 
 from tf_mobileperf.sensors.base import DEVICES, UNITS, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.emc import EmcSensor
 from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor, Ina3221IioSensor
 from tf_mobileperf.sensors.jetson_gpu import JetsonGpuSensor
 from tf_mobileperf.sensors.jtop_sensor import JtopSensor
 from tf_mobileperf.sensors.nvml import NvmlSensor
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
 from tf_mobileperf.sensors.rapl import RaplSensor
+from tf_mobileperf.sensors.thermal import ThermalSensor
+from tf_mobileperf.sensors.throttle import ThrottleSensor
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,9 @@ REGISTRY: tuple[SensorSpec, ...] = (
     SensorSpec("rapl (powercap)", RaplSensor, lambda root, pid: RaplSensor(root)),
     SensorSpec("cpu (/proc/stat)", CpuSensor, lambda root, pid: CpuSensor(root)),
     SensorSpec("memory (/proc/meminfo)", MemorySensor, lambda root, pid: MemorySensor(root, pid=pid)),
+    SensorSpec("thermal zones (sysfs)", ThermalSensor, lambda root, pid: ThermalSensor(root)),
+    SensorSpec("emc (debugfs clock, actmon)", EmcSensor, lambda root, pid: EmcSensor(root)),
+    SensorSpec("throttling (thermal trips, hwmon alarms, clocks)", ThrottleSensor, lambda root, pid: ThrottleSensor(root)),
     SensorSpec("nvml", NvmlSensor, lambda root, pid: NvmlSensor(), real_machine_only=True),
     SensorSpec("jtop (jetson-stats)", JtopSensor, lambda root, pid: JtopSensor(), real_machine_only=True,
                fallback_for=(Ina3221IioSensor, Ina3221HwmonSensor)),

@@ -38,6 +38,18 @@ COMBINED_FILE = "combined.json"  # in a multi-worker logdir: the workers' runs c
 CHANNELS_VERSION = 2
 #: The ``channels.json`` versions this package reads (older ones are upgraded on reading).
 READ_VERSIONS = (1, 2)
+#: How a stored series is read: a channel's allowed gap between two valid samples is this many of its
+#: periods, and at least MIN_GAP_S. Longer is a hole (the sensor stopped answering): the join marks a step
+#: over it incomplete, the dashboard breaks the line there; shorter is sampling jitter.
+GAP_FACTOR = 3.0
+MIN_GAP_S = 0.1
+
+
+def allowed_gap_s(period_s: float, gap_factor: float = GAP_FACTOR, min_gap_s: float = MIN_GAP_S) -> float:
+    """Longest stretch without a valid sample that is still jitter, not a hole."""
+    return max(gap_factor * period_s, min_gap_s)
+
+
 #: The keys of a channel in ``channels.json`` that every version has.
 CHANNEL_KEYS = ("name", "kind", "unit")
 

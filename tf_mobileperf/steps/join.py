@@ -19,6 +19,7 @@ import dataclasses
 import numpy as np
 
 from tf_mobileperf.sensors.base import Channel
+from tf_mobileperf_tensorboard.metadata import GAP_FACTOR, MIN_GAP_S, allowed_gap_s
 
 
 def _cumulative(t: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -122,16 +123,6 @@ def window_counter_delta(t, counter, starts, ends, max_gap_s) -> tuple[np.ndarra
 def window_peak(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
     """Largest value in each window: samples inside it and the edge interpolations."""
     return _per_window(_peak, t, values, starts, ends, max_gap_s)
-
-
-#: A channel's allowed gap between two valid samples: this many of its periods, and at least MIN_GAP_S.
-GAP_FACTOR = 3.0
-MIN_GAP_S = 0.1
-
-
-def allowed_gap_s(period_s: float, gap_factor: float = GAP_FACTOR, min_gap_s: float = MIN_GAP_S) -> float:
-    """Longest stretch without a valid sample that is still jitter, not a hole."""
-    return max(gap_factor * period_s, min_gap_s)
 
 
 #: The reductions of each channel kind, in order; the first is the kind's main one (``StepValues.value``).

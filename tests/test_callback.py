@@ -33,6 +33,9 @@ def test_synthetic_constant_power_energy_is_p_times_duration(tmp_path):
     assert report["energy_total"] == pytest.approx(sum(s["energy_j"]["total"] for s in measured), rel=1e-12)
     assert report["power_avg"] == pytest.approx(5.0)
     assert report["power_avg_w"]["VDD_SYS_GPU"] == pytest.approx(2.0)
+    # The default 2 s idle baseline, before the first step: the same constant power, so no energy above it.
+    assert report["idle_power_w"] == pytest.approx({"VDD_IN": 5.0, "VDD_SYS_GPU": 2.0, "total": 5.0})
+    assert report["energy_active_total"] == pytest.approx(0.0, abs=1e-9)
     assert report["energy_per_sample_j"] == pytest.approx(report["energy_total"] / (37 * 32))
     assert report["success"] is True and report["failed_step"] is None
     assert report["sampling"]["requested_hz"] == pytest.approx(200.0)
@@ -46,7 +49,7 @@ def test_synthetic_sine_total_energy_error_below_half_percent(tmp_path):
     f = 7.0
     sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 6.0 + 4.0 * math.sin(2 * math.pi * f * t)},
                              groups={"VDD_IN": "total"})
-    cb = MobilePerfCallback(tmp_path, sensors=[sensor])
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[sensor])
     x, y = data(4000)
     small_model().fit(x, y, batch_size=8, epochs=1, callbacks=[cb], verbose=0)
     F = lambda t: 6.0 * t - 4.0 * math.cos(2 * math.pi * f * t) / (2 * math.pi * f)
@@ -56,7 +59,7 @@ def test_synthetic_sine_total_energy_error_below_half_percent(tmp_path):
 
 
 def test_replay_sensor_in_fit(tmp_path):
-    cb = MobilePerfCallback(tmp_path, sensors=f"replay:{DATA / 'tx2_tegrastats.log'}@0.01", warmup_steps=1)
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=f"replay:{DATA / 'tx2_tegrastats.log'}@0.01", warmup_steps=1)
     small_model().fit(*data(), batch_size=32, epochs=1, callbacks=[cb], verbose=0)
     summary = cb.report.summary()
     # Replayed 100 times slower, the first record (VDD_IN 2.356 W) lasts 100 s: it covers every step
@@ -67,7 +70,7 @@ def test_replay_sensor_in_fit(tmp_path):
 
 
 def test_steps_per_execution_reports_batches_per_step(tmp_path):
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], warmup_steps=1, batch_size=32)
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=1, batch_size=32)
     small_model(steps_per_execution=4).fit(*data(), batch_size=32, epochs=1, callbacks=[cb], verbose=0)
     steps = cb.report.steps
     assert len(steps) == 5 and all(s.batches == 4 for s in steps)
@@ -77,7 +80,7 @@ def test_steps_per_execution_reports_batches_per_step(tmp_path):
 def test_scalars_read_back_with_tbparse_in_keras_tensorboard_run(tmp_path):
     from tbparse import SummaryReader
 
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()])
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()])
     tb = keras.callbacks.TensorBoard(log_dir=str(tmp_path), update_freq="batch")
     small_model().fit(*data(), batch_size=32, epochs=1, callbacks=[tb, cb], verbose=0)
     reader = SummaryReader(str(tmp_path), extra_columns={"dir_name"})
@@ -97,7 +100,7 @@ def test_scalars_read_back_with_tbparse_in_keras_tensorboard_run(tmp_path):
 def test_custom_loop_with_perf_step(tmp_path):
     model = small_model()
     x, y = data(256)
-    with PerfMonitor(tmp_path, sensors=[constant_sensor()], warmup_steps=2, batch_size=32) as perf:
+    with PerfMonitor(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=2, batch_size=32) as perf:
         for i in range(8):
             with perf.step():
                 model.train_on_batch(x[i * 32:(i + 1) * 32], y[i * 32:(i + 1) * 32])
@@ -107,7 +110,7 @@ def test_custom_loop_with_perf_step(tmp_path):
 
 
 def test_profile_steps_trace_where_the_profile_tab_finds_it(tmp_path):
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], profile_steps=(4, 5))
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], profile_steps=(4, 5))
     small_model().fit(*data(), batch_size=32, epochs=1, callbacks=[cb], verbose=0)
     traced = [s.step for s in cb.report.steps if s.traced]
     assert traced == [4, 5]
@@ -119,7 +122,7 @@ def test_profiler_clash_is_a_warning_not_a_crash(tmp_path, caplog):
 
     tf.profiler.experimental.start(str(tmp_path / "other"))
     try:
-        cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], profile_steps=(3, 4))
+        cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], profile_steps=(3, 4))
         small_model().fit(*data(), batch_size=32, epochs=1, callbacks=[cb], verbose=0)
     finally:
         tf.profiler.experimental.stop()
@@ -130,7 +133,7 @@ def test_profiler_clash_is_a_warning_not_a_crash(tmp_path, caplog):
 def test_step_longer_than_the_flush_interval_keeps_its_samples(tmp_path):
     import time
 
-    with PerfMonitor(tmp_path, sensors=[constant_sensor()], warmup_steps=0) as perf:
+    with PerfMonitor(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=0) as perf:
         for _ in range(2):
             with perf.step():
                 time.sleep(1.3)  # several collector drains while the step is open
@@ -141,7 +144,7 @@ def test_step_longer_than_the_flush_interval_keeps_its_samples(tmp_path):
 def test_time_between_steps_is_reported_as_a_fraction(tmp_path):
     import time
 
-    with PerfMonitor(tmp_path, sensors=[constant_sensor()], warmup_steps=1) as perf:
+    with PerfMonitor(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=1) as perf:
         for _ in range(6):
             time.sleep(0.03)  # the loop's own work between steps: input, environment, logging
             with perf.step():
@@ -155,7 +158,7 @@ def test_time_between_steps_is_reported_as_a_fraction(tmp_path):
 
 def test_every_monitor_option_reaches_the_monitor(tmp_path):
     """Synthetic sensor."""
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], keep_steps=7, flush_s=0.2, run="fit",
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], keep_steps=7, flush_s=0.2, run="fit",
                             combine_wait_s=3.0)
     options = cb.monitor.options
     assert (options.keep_steps, options.flush_s, options.run, options.combine_wait_s) == (7, 0.2, "fit", 3.0)

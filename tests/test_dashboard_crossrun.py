@@ -48,7 +48,7 @@ def train(logdir: Path, name: str, sensors: list, batch_size: int | None, fail_a
                               keras.layers.Dense(1, name="out")], name=name)
     model.compile("sgd", "mse")
     x, y = data(max(1, batch_size or 8) * 10)
-    callbacks = [MobilePerfCallback(logdir, sensors=sensors, batch_size=batch_size, profile_steps=profile_steps)]
+    callbacks = [MobilePerfCallback(logdir, idle_s=0, sensors=sensors, batch_size=batch_size, profile_steps=profile_steps)]
     with contextlib.suppress(MemoryError):
         model.fit(x, y, batch_size=batch_size or 8, epochs=1, verbose=0,
                   callbacks=callbacks + ([FailsAtBatch(fail_at)] if fail_at is not None else []))

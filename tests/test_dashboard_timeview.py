@@ -31,7 +31,7 @@ CPU_RUN, POWER_RUNS, CLOCK_RUN = "cpu-only/train", ("power-bs8/train", "power-bs
 
 def train(logdir: Path, sensors: list, batch_size: int) -> None:
     x, y = data(640)
-    cb = MobilePerfCallback(logdir, sensors=sensors, batch_size=batch_size)
+    cb = MobilePerfCallback(logdir, idle_s=0, sensors=sensors, batch_size=batch_size)
     small_model().fit(x, y, batch_size=batch_size, epochs=1, callbacks=[cb], verbose=0)
 
 

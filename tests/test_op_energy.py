@@ -133,7 +133,7 @@ def test_the_op_that_draws_the_power_gets_the_energy(tmp_path):
         product = tf.linalg.matmul(m, m)
         return tf.py_function(lambda x: set_flag(0), [tf.reduce_sum(product)], tf.float32)
 
-    with PerfMonitor(tmp_path, sensors=[sensor], warmup_steps=1, profile_steps=(1, 2)) as perf:
+    with PerfMonitor(tmp_path, idle_s=0, sensors=[sensor], warmup_steps=1, profile_steps=(1, 2)) as perf:
         for _ in range(4):
             with perf.step():
                 step()
@@ -183,7 +183,7 @@ def test_traced_steps_of_a_fit_carry_the_profilers_step_markers(tmp_path):
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(16), keras.layers.Dense(1)])
     model.compile("sgd", "mse")
     x = np.ones((8 * 10, 8), "float32")
-    cb = MobilePerfCallback(tmp_path, sensors=[sensor], batch_size=8, profile_steps=(4, 5))
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[sensor], batch_size=8, profile_steps=(4, 5))
     model.fit(x, x[:, :1], batch_size=8, epochs=1, callbacks=[cb], verbose=0)
     xplane = [str(p) for p in (tmp_path / "train/plugins/profile").glob("*/*.xplane.pb")]
     assert len(xplane) == 1

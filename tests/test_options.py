@@ -23,7 +23,7 @@ def every_option_changed() -> dict:
     """A value for every option that differs from its default."""
     return {"warmup_steps": 2, "sample_period_ms": 10.0, "sensors": (constant_sensor(),), "profile_steps": (4, 5),
             "batch_size": 16, "run": "fit", "flush_s": 0.25, "keep_steps": 7, "clock": fake_clock,
-            "combine_wait_s": 3.0}
+            "combine_wait_s": 3.0, "idle_s": 0.5}
 
 
 def test_every_monitor_option_is_reachable_from_the_callback(tmp_path):
@@ -61,6 +61,7 @@ def test_an_unknown_option_is_refused_by_name(make):
     ({"batch_size": 0}, "batch_size"), ({"keep_steps": 0}, "keep_steps"), ({"flush_s": 0}, "flush_s"),
     ({"flush_s": "0.5"}, "flush_s"), ({"combine_wait_s": -1.0}, "combine_wait_s"),
     ({"combine_wait_s": float("nan")}, "combine_wait_s"), ({"run": ""}, "run"), ({"clock": 5}, "clock"),
+    ({"idle_s": -1.0}, "idle_s"), ({"idle_s": "2"}, "idle_s"), ({"idle_s": float("inf")}, "idle_s"),
 ])
 def test_option_errors_are_the_same_from_options_monitor_and_callback(tmp_path, bad, names):
     errors = []
@@ -85,7 +86,7 @@ def test_options_are_stored_checked_and_cannot_change():
 
 def test_the_callback_checks_once_and_every_fit_measures_with_the_same_options(tmp_path):
     """Synthetic sensor; two fits, two measurements, one options object."""
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], warmup_steps=1, keep_steps=3, run="fit")
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=1, keep_steps=3, run="fit")
     options, first = cb.options, cb.monitor
     assert first.options is options
     model = small_model()

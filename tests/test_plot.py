@@ -140,6 +140,18 @@ def test_plot_of_a_replay_sweep_draws_power_per_rail_group_gpu_and_energy(replay
     shutil.copy(replay_sweep / "power.png", OUTPUT / "plot-power-replay-sweep.png")
 
 
+def test_replay_sweep_rows_carry_active_energy_and_the_energy_figure_draws_it_dashed(replay_sweep):
+    rows = rows_of(replay_sweep)
+    assert all(r["idle_power_w"]["VDD_IN"] > 0 for r in rows)  # the replayed TX2's idle baseline, per rail
+    assert [r["energy_active_per_step_j"] for r in rows] == [r["energy_active_total"] / r["steps_measured"]
+                                                              for r in rows]
+    per_step, per_sample = spec(rows, "energy").panels
+    total, active = per_step.series
+    assert active.dashed and active.beside == total.label == "cnn"
+    assert active.points == [(r["batch_size"], r["energy_active_per_step_j"]) for r in rows]
+    assert per_sample.series[1].points == [(r["batch_size"], r["energy_active_per_sample_j"]) for r in rows]
+
+
 def test_batch_size_axis_reads_1_2_4_to_64():
     assert batch_ticks([1, 64]) == [1, 2, 4, 8, 16, 32, 64]
     assert batch_ticks([3, 12]) == [2, 4, 8, 16]
@@ -166,3 +178,34 @@ def test_report_html_opens_in_chromium_with_every_figure(replay_sweep, browser):
     assert cells == ["1", "2"]
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
     browser.save_screenshot(str(OUTPUT / "plot-report.png"))
+
+
+def test_energy_figure_shows_active_energy_beside_total_a_line_per_model_and_power_mode(tmp_path):
+    """Rows as a sweep over two power modes writes them, with an idle baseline (synthetic values: 2 W idle,
+    0.1 s steps, so active = total - 0.2 J a step)."""
+    rows = [{"model": "cnn", "batch_size": b, "success": True, "config": {"steps": 5, "power_mode": mode},
+             "power_mode": mode, "power_mode_name": name, "jetson_clocks": "off", "steps_measured": 4,
+             "energy_per_step_j": total, "energy_per_sample_j": total / b, "energy_active_per_step_j": total - 0.2,
+             "energy_active_per_sample_j": (total - 0.2) / b}
+            for mode, name, watts in ((0, "MAXN", 9.0), (2, "MODE_15W", 5.0)) for b in (1, 4)
+            for total in [watts * 0.1 * (1 + b / 4)]]
+    (tmp_path / "results.json").write_text(json.dumps(rows))
+    per_step, per_sample = spec(rows, "energy").panels
+    assert [(s.label, s.dashed) for s in per_step.series] == [
+        ("cnn (mode 0)", False), ("cnn (mode 2)", False),
+        ("cnn (mode 0): active (idle power taken out)", True), ("cnn (mode 2): active (idle power taken out)", True)]
+    assert per_step.series[2].points == [(r["batch_size"], r["energy_active_per_step_j"]) for r in rows[:2]]
+    assert per_sample.series[3].points == [(b, (r["energy_per_step_j"] - 0.2) / b)
+                                           for r, b in zip(rows[2:], (1, 4))]
+    assert "dashed: active" in per_step.title
+    page = plot(tmp_path)[-1].read_text()
+    assert "active energy/step (J)" in page and "2 (MODE_15W), jetson_clocks off" in page
+    assert line_pixels(tmp_path / "energy.png") > 1000
+    shutil.copy(tmp_path / "energy.png", OUTPUT / "plot-energy-active-by-power-mode.png")
+
+
+def test_energy_figure_without_an_idle_baseline_has_no_active_line():
+    rows = [{"model": "cnn", "batch_size": b, "success": True, "energy_per_step_j": 1.0 * b,
+             "energy_per_sample_j": 1.0} for b in (1, 2)]
+    per_step, _ = spec(rows, "energy").panels
+    assert [s.label for s in per_step.series] == ["cnn"] and per_step.title == "energy per step"

@@ -29,7 +29,7 @@ def train(logdir, batch_size=32, profile_steps=None):
     sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0 + math.sin(t * 20), "VDD_SYS_GPU": lambda t: 2.0},
                              memory_b={"ram_used": lambda t: 2e9}, groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"},
                              roles={"ram_used": {"device": "board"}, "VDD_SYS_GPU": {"device": "gpu"}})
-    cb = MobilePerfCallback(logdir, sensors=[sensor], batch_size=batch_size, profile_steps=profile_steps)
+    cb = MobilePerfCallback(logdir, idle_s=0, sensors=[sensor], batch_size=batch_size, profile_steps=profile_steps)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32), keras.layers.Dense(1)], name="mlp")
     model.compile("sgd", "mse")
     x = np.ones((batch_size * 12, 8), "float32")
@@ -128,7 +128,7 @@ def test_series_of_a_slow_channel_is_its_own_readings_at_its_own_rate(tmp_path):
     """Synthetic power read every row (5 ms), synthetic memory every 50 ms: NaN in the rows between."""
     fast = SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0}, groups={"VDD_IN": "total"})
     slow = SyntheticSensor(memory_b={"ram_used": lambda t: 2e9}, roles={"ram_used": {"device": "board"}}, min_period_s=0.05)
-    cb = MobilePerfCallback(tmp_path / "slow", sensors=[fast, slow], batch_size=8)
+    cb = MobilePerfCallback(tmp_path / "slow", idle_s=0, sensors=[fast, slow], batch_size=8)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32), keras.layers.Dense(1)], name="mlp")
     model.compile("sgd", "mse")
     x = np.ones((8 * 40, 8), "float32")

@@ -29,7 +29,7 @@ LEVEL = {"VDD_IN": 6.0, "VDD_SYS_GPU": 2.0, "gpu0_power": 50.0, "cpu_util": 40.0
          "cpu1_util": 50.0, "gpu_util": 90.0, "proc_peak": 1.5 * GIB, "cpu0_freq": 2.0e9, "soc_temp": 45.0}
 
 
-def steps_of(windows):
+def steps_of(windows, idle_w=None):
     t = np.arange(0.0, 4.0, 0.005)
     columns = []
     for c in CHANNELS:
@@ -42,7 +42,7 @@ def steps_of(windows):
     starts, ends = np.array([w[0] for w in windows]), np.array([w[1] for w in windows])
     joined = join(t, np.column_stack(columns), CHANNELS, starts, ends, period_s=0.005)
     steps = [StepRecord(step=i, start_s=s, end_s=e) for i, (s, e) in enumerate(windows)]
-    fill_steps(steps, joined, CHANNELS)
+    fill_steps(steps, joined, CHANNELS, idle_w)
     return steps
 
 
@@ -67,6 +67,92 @@ def test_seed_quantities_are_derived_by_role_not_by_name():
     assert step.cpu_util_per_core == pytest.approx({"cpu0": 30.0, "cpu1": 50.0})
     assert step.gpu_util == pytest.approx(90.0)
     assert step.mem_peak_gb == pytest.approx(2.5)  # the board's memory, not the process's
+
+
+def report_of(steps, channels=CHANNELS, batch_size=None, idle_w=None):
+    totals = StepTotals()
+    for s in steps:
+        totals.add(s)
+    return Report(success=True, failed_step=None, error=None, warmup_steps=0, steps=steps, totals=totals,
+                  channels=channels, sampling={}, sensors=[], device={}, unavailable={}, batch_size=batch_size,
+                  idle_power_w=idle_w)
+
+
+#: Idle power per rail and in total, as the session measures it before the first step; none for NVML's counter.
+IDLE_W = {"VDD_IN": 2.0, "VDD_SYS_GPU": 0.5, "gpu0_energy": None, "total": 2.0}
+
+
+def test_active_energy_is_each_rails_energy_above_its_idle_power():
+    step, = steps_of([(1.0, 1.5)], idle_w=IDLE_W)
+    # 6 W against 2 W idle, 2 W against 0.5 W, over 0.5 s; a rail without an idle power has none.
+    assert step.energy_active_j == pytest.approx({"VDD_IN": 2.0, "VDD_SYS_GPU": 0.75, "gpu0_energy": None, "total": 2.0})
+    assert step.energy_j["total"] == pytest.approx(3.0)
+    row = step.csv_row()
+    assert row["energy_active_j/VDD_SYS_GPU"] == pytest.approx(0.75)
+    assert {"energy_active_j/VDD_IN", "energy_active_j/total"} <= set(csv_fields(CHANNELS)) and set(row) <= set(csv_fields(CHANNELS))
+
+
+def test_the_summary_totals_active_energy_per_rail_and_per_sample():
+    summary = report_of(steps_of([(0.5, 1.0), (1.0, 2.0), (2.0, 3.5)], idle_w=IDLE_W), batch_size=8, idle_w=IDLE_W).summary()
+    assert summary["idle_power_w"] == IDLE_W
+    assert summary["energy_active_total"] == pytest.approx(4.0 * 3.0)  # (6 - 2) W over 3 s
+    assert summary["energy_active_j"] == pytest.approx({"VDD_IN": 12.0, "VDD_SYS_GPU": 4.5, "gpu0_energy": None, "total": 12.0})
+    assert summary["energy_active_per_sample_j"] == pytest.approx(12.0 / 24)  # 3 steps of 8 samples
+    assert summary["energy_total"] == pytest.approx(18.0)
+
+
+def test_without_an_idle_baseline_active_energy_is_null_not_zero():
+    steps = steps_of([(1.0, 1.5)])
+    assert steps[0].energy_active_j == {"VDD_IN": None, "VDD_SYS_GPU": None, "gpu0_energy": None, "total": None}
+    summary = report_of(steps).summary()
+    assert summary["idle_power_w"] is None and summary["energy_active_j"] is None
+    assert summary["energy_active_total"] is None and summary["energy_active_per_sample_j"] is None
+
+
+THROTTLE = Channel("clk_cap", "state", "synthetic", group="throttle", device="board")
+
+
+def throttle_steps(windows, channels):
+    """Synthetic: a throttle state that is 1 from t = 2.0 s to 2.6 s, beside a 6 W input rail."""
+    t = np.arange(0.0, 4.0, 0.005)
+    state = ((t >= 2.0) & (t < 2.6)).astype(float)
+    columns = {"VDD_IN": np.full(len(t), 6.0), "clk_cap": state}
+    joined = join(t, np.column_stack([columns[c.name] for c in channels]), channels,
+                  np.array([w[0] for w in windows]), np.array([w[1] for w in windows]), period_s=0.005)
+    steps = [StepRecord(step=i, start_s=s, end_s=e) for i, (s, e) in enumerate(windows)]
+    fill_steps(steps, joined, channels)
+    return steps
+
+
+def test_a_step_in_which_a_throttle_state_rose_is_throttled_and_counted():
+    channels = [CHANNELS[0], THROTTLE]
+    steps = throttle_steps([(1.0, 1.5), (1.9, 2.2), (2.2, 2.5), (3.0, 3.5)], channels)
+    assert [s.throttled for s in steps] == [False, True, True, False]
+    assert "throttled" in csv_fields(channels) and steps[1].csv_row()["throttled"] == 1
+    assert report_of(steps, channels).summary()["throttled_steps"] == 2
+
+
+def test_without_a_throttle_channel_throttled_is_null_not_false():
+    steps = throttle_steps([(1.0, 1.5), (2.2, 2.5)], [CHANNELS[0]])
+    assert [s.throttled for s in steps] == [None, None]
+    assert "throttled" not in csv_fields([CHANNELS[0]]) and "throttled" not in steps[0].csv_row()
+    assert report_of(steps, [CHANNELS[0]]).summary()["throttled_steps"] is None
+
+
+def test_the_summary_says_which_rails_the_total_sums():
+    tx2 = report_of(steps_of([(1.0, 1.5)])).summary()
+    assert tx2["input_rail"] == "VDD_IN" and tx2["total_rails"] == ["VDD_IN"]
+    # Built like AGX Orin's INA3221 rails: no input rail, so the total is the sum of the rails, sub-zones left out.
+    orin = [Channel("VDD_GPU_SOC", "power", "synthetic", group="gpu"), Channel("VDD_CPU_CV", "power", "synthetic", group="cpu+gpu+cv"),
+            Channel("VIN_SYS_5V0", "power", "synthetic", group="sys"), Channel("VDD_DDR", "power", "synthetic", group="subzone")]
+    t = np.arange(0.0, 2.0, 0.005)
+    joined = join(t, np.column_stack([np.full(len(t), w) for w in (3.0, 2.0, 4.0, 1.0)]), orin,
+                  np.array([0.5]), np.array([1.0]), period_s=0.005)
+    step = StepRecord(step=0, start_s=0.5, end_s=1.0)
+    fill_steps([step], joined, orin)
+    summary = report_of([step], orin).summary()
+    assert summary["input_rail"] is None and summary["total_rails"] == ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"]
+    assert summary["energy_total"] == pytest.approx((3.0 + 2.0 + 4.0) * 0.5)
 
 
 def test_renamed_channels_keep_their_roles():

@@ -55,7 +55,7 @@ else:
     def one_step():
         time.sleep(0.02)
 
-with PerfMonitor(logdir, sensors=[sensor], batch_size=64, combine_wait_s=3.0 if mode == "plain" else 60.0) as perf:
+with PerfMonitor(logdir, idle_s=0, sensors=[sensor], batch_size=64, combine_wait_s=3.0 if mode == "plain" else 60.0) as perf:
     i = 0
     while steps == 0 or i < steps:
         with perf.step():

@@ -14,7 +14,7 @@ from tf_mobileperf import MobilePerfCallback
 from helpers.training import constant_sensor, data, small_model
 
 LIMIT = 32 * 1024
-cb = MobilePerfCallback(sys.argv[1], sensors=[constant_sensor()], sample_period_ms=1.0)
+cb = MobilePerfCallback(sys.argv[1], idle_s=0, sensors=[constant_sensor()], sample_period_ms=1.0)
 model = small_model()
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))

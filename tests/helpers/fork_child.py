@@ -34,7 +34,7 @@ def fork_and_exit(batch, logs):
         print("HELPER_EXIT", helper.exitcode, flush=True)
 
 
-cb = MobilePerfCallback(sys.argv[1], sensors=[constant_sensor()], batch_size=8)
+cb = MobilePerfCallback(sys.argv[1], idle_s=0, sensors=[constant_sensor()], batch_size=8)
 forks = keras.callbacks.LambdaCallback(on_train_batch_end=fork_and_exit)
 slow = keras.callbacks.LambdaCallback(on_train_batch_end=lambda batch, logs: time.sleep(0.02))
 small_model().fit(*data(8 * 60), batch_size=8, epochs=1, callbacks=[forks, slow, cb], verbose=0)

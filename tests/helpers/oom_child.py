@@ -38,7 +38,7 @@ def batches():
 data = tf.data.Dataset.from_generator(
     batches, output_signature=(tf.TensorSpec((None, 4), tf.float32), tf.TensorSpec((None, 1), tf.float32)))
 sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 4.0}, groups={"VDD_IN": "total"})
-cb = MobilePerfCallback(logdir, sensors=[sensor], on_oom=on_oom, warmup_steps=2)
+cb = MobilePerfCallback(logdir, idle_s=0, sensors=[sensor], on_oom=on_oom, warmup_steps=2)
 
 with open("/proc/self/status") as f:
     vm = [int(line.split()[1]) * 1024 for line in f if line.startswith("VmSize")][0]

@@ -17,7 +17,7 @@ from tf_mobileperf import MobilePerfCallback
 from helpers.training import constant_sensor, data, small_model
 
 logdir, signame = sys.argv[1], sys.argv[2]
-cb = MobilePerfCallback(logdir, sensors=[constant_sensor()], batch_size=8)
+cb = MobilePerfCallback(logdir, idle_s=0, sensors=[constant_sensor()], batch_size=8)
 timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), getattr(signal, signame)))
 start_timer = keras.callbacks.LambdaCallback(
     on_train_batch_end=lambda batch, logs: timer.start() if batch == 30 else None)

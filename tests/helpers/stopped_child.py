@@ -7,7 +7,7 @@ import time
 from helpers.training import constant_sensor
 from tf_mobileperf import PerfMonitor
 
-with PerfMonitor(sys.argv[1], sensors=[constant_sensor()], warmup_steps=1, batch_size=4) as perf:
+with PerfMonitor(sys.argv[1], idle_s=0, sensors=[constant_sensor()], warmup_steps=1, batch_size=4) as perf:
     print("STARTED", flush=True)
     for _ in range(int(sys.argv[2])):
         with perf.step():

@@ -70,7 +70,7 @@ def test_error_in_another_callback_writes_the_report_and_frees_everything(tmp_pa
     def explode(epoch, logs):
         raise ValueError("checkpoint disk is gone")
 
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], batch_size=8)
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], batch_size=8)
     failing = keras.callbacks.LambdaCallback(on_epoch_end=explode)
     model = small_model()
     with pytest.raises(ValueError, match="checkpoint disk"):
@@ -91,7 +91,7 @@ def test_error_in_another_callback_writes_the_report_and_frees_everything(tmp_pa
 
 def test_validation_data_of_the_wrong_shape_writes_the_report(tmp_path):
     """Synthetic sensor. Validation data with 3 features for a model of 16."""
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], batch_size=8)
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], batch_size=8)
     bad_validation = (np.zeros((16, 3), np.float32), np.zeros((16, 1), np.float32))
     with pytest.raises(Exception):
         small_model().fit(*data(80), batch_size=8, epochs=1, validation_data=bad_validation, callbacks=[cb],
@@ -112,7 +112,7 @@ def test_ctrl_c_while_the_report_is_written_still_writes_it(tmp_path):
 def test_an_abandoned_measurement_is_ended_when_garbage_collected(tmp_path):
     """Synthetic sensor. A custom loop that never calls end()."""
     before = {p.pid for p in psutil.Process().children()}
-    perf = PerfMonitor(tmp_path, sensors=[constant_sensor()], warmup_steps=0).begin()
+    perf = PerfMonitor(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=0).begin()
     for _ in range(3):
         with perf.step():
             time.sleep(0.01)
@@ -151,7 +151,7 @@ def test_torch_backend_trains_measured_and_its_oom_counts(tmp_path):
 
 def test_steps_per_execution_counts_the_batches_that_ran(tmp_path):
     """Synthetic sensor. 10 batches an epoch at steps_per_execution=4: executions of 4, 4 and 2."""
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], batch_size=8, warmup_steps=0)
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], batch_size=8, warmup_steps=0)
     small_model(steps_per_execution=4).fit(*data(80), batch_size=8, epochs=2, callbacks=[cb], verbose=0)
     report = report_of(tmp_path)
     assert [s["batches"] for s in report["steps"]] == [4, 4, 2, 4, 4, 2]
@@ -183,7 +183,7 @@ def test_terminate_on_nan_is_a_failure_with_the_reason(tmp_path):
     """Synthetic sensor. The targets of batch 6 are NaN, so the loss turns NaN there."""
     x, y = data(160)
     y[48:56] = np.nan
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], batch_size=8)
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], batch_size=8)
     small_model().fit(x, y, batch_size=8, epochs=1, shuffle=False, callbacks=[keras.callbacks.TerminateOnNaN(), cb],
                       verbose=0)
     report = report_of(tmp_path)
@@ -193,7 +193,7 @@ def test_terminate_on_nan_is_a_failure_with_the_reason(tmp_path):
 
 def test_no_measured_step_says_why(tmp_path):
     """Synthetic sensor. Two steps, both warm-up."""
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], batch_size=8, warmup_steps=3)
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], batch_size=8, warmup_steps=3)
     small_model().fit(*data(16), batch_size=8, epochs=1, callbacks=[cb], verbose=0)
     report = report_of(tmp_path)
     assert report["steps_measured"] == 0 and report["energy_total"] is None
@@ -202,7 +202,7 @@ def test_no_measured_step_says_why(tmp_path):
 
 def test_a_killed_sampler_is_reported_restarted_once_and_costs_only_the_hole(tmp_path, caplog):
     """Synthetic sensor. The sampler process is killed with SIGKILL after step 20 of 60."""
-    perf = PerfMonitor(tmp_path, sensors=[constant_sensor()], warmup_steps=0, flush_s=0.1).begin()
+    perf = PerfMonitor(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=0, flush_s=0.1).begin()
     first_pid = perf.sampler.pid
     for i in range(60):
         if i == 20:

@@ -26,7 +26,7 @@ def test_unwritable_logdir_is_a_clear_error_before_the_first_step(tmp_path):
     blocker.write_text("")
     batches = []
     counter = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda i, logs: batches.append(i))
-    cb = MobilePerfCallback(blocker / "run", sensors=[constant_sensor()])
+    cb = MobilePerfCallback(blocker / "run", idle_s=0, sensors=[constant_sensor()])
     with pytest.raises(OSError, match=f"cannot write to logdir {blocker / 'run'}"):
         small_model().fit(*data(), batch_size=32, epochs=1, callbacks=[counter, cb], verbose=0)
     assert batches == []
@@ -49,8 +49,8 @@ def test_disk_full_mid_run_warns_once_and_keeps_the_report_in_memory(tmp_path):
 
 
 def test_two_callbacks_into_one_logdir_get_separate_directories(tmp_path):
-    a = MobilePerfCallback(tmp_path, sensors=[constant_sensor(5.0)])
-    b = MobilePerfCallback(tmp_path, sensors=[constant_sensor(7.0)])
+    a = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor(5.0)])
+    b = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor(7.0)])
     small_model().fit(*data(), batch_size=32, epochs=1, callbacks=[a, b], verbose=0)
     assert a.monitor.logdir == tmp_path and b.monitor.logdir == tmp_path / "run-2"
     for cb, watts in ((a, 5.0), (b, 7.0)):
@@ -64,7 +64,7 @@ CHILD = """
 import sys, time
 from tf_mobileperf import PerfMonitor
 from helpers.training import constant_sensor
-with PerfMonitor(sys.argv[1], sensors=[constant_sensor(float(sys.argv[2]))], warmup_steps=0) as perf:
+with PerfMonitor(sys.argv[1], idle_s=0, sensors=[constant_sensor(float(sys.argv[2]))], warmup_steps=0) as perf:
     for _ in range(10):
         with perf.step():
             time.sleep(0.02)
@@ -86,7 +86,7 @@ def test_two_processes_into_one_logdir_at_once_get_separate_directories(tmp_path
 
 
 def test_fit_twice_with_one_callback_writes_a_second_run(tmp_path):
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], warmup_steps=1)
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=1)
     model = small_model()
     model.fit(*data(320), batch_size=32, epochs=1, callbacks=[cb], verbose=0)
     first = (tmp_path / "report.json").read_text()

@@ -68,7 +68,7 @@ class SimulatedSampler:
 def test_two_hour_run_memory_is_bounded(tmp_path):
     clock = SimulatedClock()
     sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0}, groups={"VDD_IN": "total"})
-    perf = PerfMonitor(tmp_path, sensors=[sensor], clock=clock, flush_s=3600, keep_steps=1000)
+    perf = PerfMonitor(tmp_path, idle_s=0, sensors=[sensor], clock=clock, flush_s=3600, keep_steps=1000)
     perf.sampler = SimulatedSampler(clock, sensor)
     steps = int(2 * 3600 / STEP_S)
     tracemalloc.start()

@@ -17,7 +17,7 @@ def listening() -> set:
 
 def test_measuring_opens_no_listening_socket(tmp_path):
     before = listening()
-    with PerfMonitor(tmp_path, sensors=[constant_sensor()]) as perf:
+    with PerfMonitor(tmp_path, idle_s=0, sensors=[constant_sensor()]) as perf:
         with perf.step():
             time.sleep(0.3)
         during = listening()

@@ -63,7 +63,7 @@ def test_sensor_failing_mid_run(tmp_path, orin_tree, caplog, kind):
     caplog.set_level(logging.WARNING, logger="tf_mobileperf")
     t0 = time.monotonic()
     sensors, failing, fault_end = fault_sensors(kind, t0, orin_tree)
-    with PerfMonitor(tmp_path, sensors=sensors + [healthy()], warmup_steps=0) as perf:
+    with PerfMonitor(tmp_path, idle_s=0, sensors=sensors + [healthy()], warmup_steps=0) as perf:
         while time.monotonic() - t0 < RUN_S:
             with perf.step():
                 time.sleep(0.04)

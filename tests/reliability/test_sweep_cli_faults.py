@@ -47,7 +47,9 @@ REAL_PROCESS = ["combine_missing_directory", "combine_on_a_file", "plot_missing_
                 "sensors_period_0", "sensors_period_nan", "sweep_out_is_a_file", "sweep_corrupt_results",
                 "sweep_steps_0", "sweep_warmup_steps_negative", "sweep_input_size_negative", "sweep_replay_speed_nan"]
 IN_PROCESS = ["plot_missing_directory", "plot_results_not_rows", "sensors_seconds_nan", "sweep_no_step_measured",
-              "sweep_replay_log_missing", "sweep_replay_speed_inf", "sweep_replay_speed_0", "predict_steps_0"]
+              "sweep_replay_log_missing", "sweep_replay_speed_inf", "sweep_replay_speed_0", "predict_steps_0",
+              "sweep_power_modes_not_integers", "sweep_power_modes_negative", "sweep_jetson_clocks_maybe",
+              "sweep_find_max_batch_in_power_modes"]
 
 
 def _cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
@@ -88,6 +90,14 @@ def _cases(tmp: Path) -> dict[str, tuple[list[str], str]]:
         "sweep_replay_speed_0": (["sweep", *TINY[:4], "--sensors", f"{REPLAY}@0", "--out", out],
                                  "replay speed must be a finite number > 0, got 0"),
         "predict_steps_0": (["predict", "--model", "cnn", "--steps", "0", "--out", out], "--steps: must be >= 1"),
+        "sweep_power_modes_not_integers": (["sweep", *TINY[:4], "--power-modes", "0,max", "--out", out],
+                                           "--power-modes: power modes must be comma-separated integers"),
+        "sweep_power_modes_negative": (["sweep", *TINY[:4], "--power-modes", "-1", "--out", out],
+                                       "--power-modes: power modes must be integers >= 0"),
+        "sweep_jetson_clocks_maybe": (["sweep", *TINY[:4], "--jetson-clocks", "maybe", "--out", out],
+                                      "--jetson-clocks: invalid choice: 'maybe'"),
+        "sweep_find_max_batch_in_power_modes": (["sweep", *TINY[:4], "--find-max-batch", "--power-modes", "0",
+                                                 "--out", out], "--find-max-batch searches in the board's current"),
     }
 
 

@@ -76,7 +76,7 @@ def test_python_memory_error_is_an_oom(tmp_path):
     model = keras.Sequential([keras.Input((16,)), AllocatesAtBatch4(), keras.layers.Dense(1)])
     model.compile("sgd", "mse", run_eagerly=True)
     counter = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda i, logs: batch.update(index=i))
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], warmup_steps=2)
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=2)
     model.fit(*data(320), batch_size=32, epochs=1, callbacks=[counter, cb], verbose=0)  # returns: on_oom="stop"
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["success"] is False and report["failed_step"] == 4 and "MemoryError" in report["error"]
@@ -98,7 +98,7 @@ def test_signal_during_fit_writes_partial_report_and_series(tmp_path, signame, r
 def test_ctrl_c_in_process_restores_the_previous_handler(tmp_path):
     import threading
 
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()])
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()])
     # Started after batch 30, so the machine's load cannot make it land in the first step, whose
     # tracing runs Python inside finalizers, where an exception is printed and dropped.
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
@@ -118,7 +118,7 @@ def test_other_error_in_a_step_writes_the_partial_report_and_propagates(tmp_path
                 raise RuntimeError("corrupt record")
             yield np.ones((8, 16), "float32"), np.ones((8, 1), "float32")
 
-    cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()])
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()])
     with pytest.raises(Exception):
         small_model().fit(batches(), epochs=1, steps_per_epoch=20, callbacks=[cb], verbose=0)
     report = json.loads((tmp_path / "report.json").read_text())

@@ -7,6 +7,11 @@ whose windows are covered, adds them to the totals, writes them to
 any more. It also watches the sampler: one that died or stopped writing is
 recorded as an outage, warned about once and restarted once.
 
+Before the first step it samples ``idle_s`` seconds with nothing training:
+the idle power of each rail (``idle_power_w``), subtracted from each step's
+energy as its ``energy_active_j``. Only rails have a baseline, so a run
+without a power sensor does not wait.
+
 The monitor hands steps over as their windows open and close
 (``begin_step``, ``close_step``); everything the collector keeps is read by
 the report at the end. Monitoring never breaks training: every write goes
@@ -27,7 +32,7 @@ from tf_mobileperf.sampling.sampler import Sampler, Samples
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.steps import join as join_mod
-from tf_mobileperf.steps.records import StepRecord, StepTotals, fill_steps
+from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, fill_steps
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +70,8 @@ class Collector:
         self.count = 0  # steps closed so far
         self.last_end: float | None = None  # when the last step closed
         self.open: StepRecord | None = None
+        self.idle_power_w: dict[str, float | None] | None = None  # per rail and "total", from start()
+        self.idle_problem: str | None = None  # why the baseline has no value of some rail
         self.lock = threading.RLock()
         self._options = options
         self._slowest_s = slowest_s
@@ -116,8 +123,37 @@ class Collector:
             # A first sample before the first step starts, so its left edge is covered.
             if not self.sampler.wait_for_first_row():
                 log.warning("mobileperf: the sampler wrote no sample within 2 s of starting")
+            if self._options.idle_s > 0 and Roles.of(self.channels).rails:
+                try:
+                    self._guard("measure the idle baseline", self._measure_idle)
+                except BaseException:  # Ctrl-C while waiting: the session never began; leave no sampler running
+                    self.sampler.stop()
+                    raise
         self._thread = threading.Thread(target=self._loop, daemon=True, name="mobileperf-collector")
         self._thread.start()
+
+    def _measure_idle(self) -> None:
+        """Samples ``idle_s`` seconds with nothing training; each rail's mean power over them is its idle power."""
+        start = self._options.clock()
+        time.sleep(self._options.idle_s)
+        end = self._options.clock()
+        time.sleep(min(0.2, 3 * self._slowest_s))  # a sample past the window's end
+        self._take(self.sampler.drain(), final=False)
+        window = StepRecord(step=-1, start_s=start, end_s=end)
+        t, values = self._buffered()
+        fill_steps([window], join_mod.join(t, values, self.channels, np.array([start]), np.array([end]),
+                                           self._options.period_s), self.channels)
+        self.idle_power_w = window.power_w
+        unknown = [rail for rail, w in window.power_w.items() if w is None]
+        if unknown:
+            self.idle_problem = (f"the {end - start:.3g} s idle window before the first step has no complete "
+                                 f"power of {', '.join(unknown)} (a sensor gap, or a clock that did not advance)")
+            log.warning("mobileperf: %s; their active energy is null", self.idle_problem)
+
+    def _buffered(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every sample held, as one time array and one (samples, channels) array."""
+        return (np.concatenate([b.t for b in self._buffer]) if self._buffer else np.empty(0),
+                np.concatenate([b.values for b in self._buffer]) if self._buffer else np.empty((0, len(self.channels))))
 
     def stop(self) -> None:
         """Stops the thread, then the sampler after a sample past the last step's end.
@@ -189,11 +225,10 @@ class Collector:
 
     def _join(self, steps: list[StepRecord]) -> None:
         if self.channels and self._buffer:
-            t = np.concatenate([b.t for b in self._buffer])
-            values = np.concatenate([b.values for b in self._buffer])
+            t, values = self._buffered()
             joined = join_mod.join(t, values, self.channels, np.array([s.start_s for s in steps]),
                                    np.array([s.end_s for s in steps]), self._options.period_s)
-            fill_steps(steps, joined, self.channels)
+            fill_steps(steps, joined, self.channels, self.idle_power_w)
         for step in steps:
             if not step.warmup and not step.failed:
                 self.totals.add(step)

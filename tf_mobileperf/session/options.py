@@ -101,6 +101,9 @@ class MonitorOptions:
             windows are taken on it. Simulations pass their own clock.
         combine_wait_s: In a multi-worker run, how long the chief waits at
             its end for the other workers' reports before combining.
+        idle_s: Seconds sampled at ``begin()``, before the first step, with
+            nothing training: the idle power of each rail, which the report
+            subtracts from each step's energy (``energy_active_j``); 0 skips.
 
     A wrong value raises TypeError or ValueError naming the option; an
     unknown option raises TypeError naming it.
@@ -116,6 +119,7 @@ class MonitorOptions:
     keep_steps: int = 10_000
     clock: Callable[[], float] = time.monotonic
     combine_wait_s: float = 60.0
+    idle_s: float = 2.0
 
     def __post_init__(self) -> None:
         checked = {"warmup_steps": check_int("warmup_steps", self.warmup_steps)}
@@ -130,6 +134,7 @@ class MonitorOptions:
             raise TypeError(f"run must be a non-empty folder name, got {self.run!r}")
         checked["flush_s"] = _check_seconds("flush_s", self.flush_s, positive=True)
         checked["combine_wait_s"] = _check_seconds("combine_wait_s", self.combine_wait_s, positive=False)
+        checked["idle_s"] = _check_seconds("idle_s", self.idle_s, positive=False)
         if not callable(self.clock):
             raise TypeError(f"clock must be a function returning seconds, got {type(self.clock).__name__}")
         for name, value in checked.items():

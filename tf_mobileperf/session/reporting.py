@@ -2,8 +2,9 @@
 
 Builds the report from what the collector kept, names the reason for every
 quantity that is ``null`` (``unavailable``: no such sensor, no batch size, no
-measured step, ...; a missing sensor is found by the channels' roles and
-explained by the probe), and gives the static facts of the device.
+measured step, no idle baseline, no input rail, ...; a missing sensor is
+found by the channels' roles and explained by the probe), and gives the
+static facts of the device.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import Probe, Sensor
+from tf_mobileperf.sensors.power_mode import power_mode
 from tf_mobileperf.session.collector import Collector, Guard
 from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.sensors.base import Channel
@@ -26,10 +28,12 @@ _MEASURED = ("energy", "power", "cpu_util", "gpu_util", "mem_peak_gb", "step_tim
 
 
 def device_metadata(sensors: list[Sensor], guard: Guard) -> dict:
-    """Static facts of the machine and its sensors."""
+    """Static facts of the machine and its sensors, and its power mode (nvpmodel, jetson_clocks)."""
     device = {"hostname": os.uname().nodename, "cpu_count": os.cpu_count()}
     for sensor in sensors:
         guard("sensor metadata", lambda s=sensor: device.update(s.metadata()))
+    if "power_mode" not in device:  # a sensor (a replay, jtop) may know it already
+        guard("power mode", lambda: device.update(power_mode().to_dict()))
     return device
 
 
@@ -58,6 +62,25 @@ def missing_sensors(channels: list[Channel], probe: Probe) -> dict[str, str]:
     return out
 
 
+def board_reasons(channels: list[Channel], probe: Probe, options: MonitorOptions,
+                  idle_problem: str | None, idle_measured: bool) -> dict[str, str]:
+    """Why the idle baseline, the throttled steps and the input rail have no value."""
+    roles = Roles.of(channels)
+    out = {}
+    if not roles.rails:
+        out["idle_power_w"] = out["energy_active"] = out["input_rail"] = "no power sensor: " + probe.why_absent("power")
+    elif options.idle_s == 0:
+        out["idle_power_w"] = out["energy_active"] = "idle_s=0: no idle baseline was measured"
+    elif idle_problem or not idle_measured:
+        out["idle_power_w"] = out["energy_active"] = idle_problem or "the idle baseline failed (see the log)"
+    if roles.rails and roles.input_rail is None:
+        out["input_rail"] = ("the board has no input rail (no rail of group 'total'): the total is the sum of "
+                             + ", ".join(c.name for c in roles.total))
+    if not roles.throttle:
+        out["throttled_steps"] = "no throttle sensor: " + probe.why_absent("state")
+    return out
+
+
 def no_measured_steps(count: int, failure: tuple[int, str] | None, warmup_steps: int) -> str:
     """Why the run has no measured step."""
     if count == 0:
@@ -71,6 +94,8 @@ def unavailable(options: MonitorOptions, probe: Probe, collector: Collector,
                 failure: tuple[int, str] | None, no_profiler: str | None) -> dict[str, str]:
     """Quantity -> why the report has no value for it."""
     out = missing_sensors(collector.channels, probe)
+    out |= board_reasons(collector.channels, probe, options, collector.idle_problem,
+                         collector.idle_power_w is not None)
     if options.batch_size is None:
         out["energy_per_sample_j"] = out["samples_per_s"] = "batch size unknown: pass batch_size="
     if no_profiler:
@@ -95,5 +120,5 @@ def build_report(options: MonitorOptions, probe: Probe, collector: Collector, sa
         steps_not_kept=collector.not_kept, channels=collector.channels,
         sampling=collector.stats.summary(sampler), sensors=[s.describe() for s in probe.sensors],
         device=device, unavailable=unavailable(options, probe, collector, failure, no_profiler),
-        batch_size=options.batch_size, model=model,
+        batch_size=options.batch_size, model=model, idle_power_w=collector.idle_power_w,
     )

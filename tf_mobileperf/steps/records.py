@@ -3,8 +3,10 @@
 A ``StepRecord`` keeps every reduction the join computed for every channel
 (``channels``: energy, mean, peak, ... by the channel's kind) and the seed's
 quantities derived from them by the channels' roles (``Roles``): energy and
-power per rail and in total, CPU utilization overall and per core, GPU
-utilization, peak memory of the board. ``StepTotals`` keeps what the
+power per rail and in total, the energy above the idle baseline
+(``energy_active_j``), CPU utilization overall and per core, GPU
+utilization, peak memory of the board, whether the board throttled
+(``throttled``). ``StepTotals`` keeps what the
 report's summary needs without keeping every step, so a long run's memory
 stays bounded.
 """
@@ -44,11 +46,13 @@ class StepRecord:
     traced: bool = False
     failed: bool = False
     energy_j: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    energy_active_j: dict[str, float | None] = dataclasses.field(default_factory=dict)  # energy - idle power x time
     power_w: dict[str, float | None] = dataclasses.field(default_factory=dict)
     cpu_util: float | None = None
     cpu_util_per_core: dict[str, float | None] = dataclasses.field(default_factory=dict)
     gpu_util: float | None = None
     mem_peak_gb: float | None = None
+    throttled: bool | None = None  # a throttle state above 0 in the step; None without a throttle sensor
     incomplete: list[str] = dataclasses.field(default_factory=list)
     gap_before_s: float | None = None  # since the previous step ended: input, callbacks, the loop's own work
     channels: dict[str, dict[str, float | None]] = dataclasses.field(default_factory=dict)  # name -> reduction -> value
@@ -62,7 +66,10 @@ class StepRecord:
                "batches": self.batches, "warmup": int(self.warmup), "traced": int(self.traced),
                "failed": int(self.failed), "cpu_util": self.cpu_util, "gpu_util": self.gpu_util,
                "mem_peak_gb": self.mem_peak_gb, "gap_before_s": self.gap_before_s}
+        if self.throttled is not None:  # a column only with a throttle sensor (csv_fields)
+            row["throttled"] = int(self.throttled)
         row |= {f"energy_j/{k}": v for k, v in self.energy_j.items()}
+        row |= {f"energy_active_j/{k}": v for k, v in self.energy_active_j.items()}
         row |= {f"power_w/{k}": v for k, v in self.power_w.items()}
         row |= {f"{name}/{r}": v for name, values in self.channels.items() for r, v in values.items()}
         return row
@@ -74,10 +81,12 @@ BASE_FIELDS = ["step", "start_s", "end_s", "duration_s", "batches", "warmup", "t
 
 
 def csv_fields(channels: list[Channel]) -> list[str]:
-    """The columns of ``steps.csv``: the seed's, energy and power per rail, every channel's reductions."""
+    """The columns of ``steps.csv``: the seed's, ``throttled`` with a throttle sensor, energy, active energy
+    and power per rail, every channel's reductions."""
     rails = [c.name for c in energy_rails(channels)]
     rails += ["total"] if rails else []
-    return (BASE_FIELDS + [f"energy_j/{r}" for r in rails] + [f"power_w/{r}" for r in rails]
+    throttled = ["throttled"] if Roles.of(channels).throttle else []
+    return (BASE_FIELDS + throttled + [f"{q}/{r}" for q in ("energy_j", "energy_active_j", "power_w") for r in rails]
             + [f"{c.name}/{r}" for c in channels for r in REDUCTIONS[c.kind]])
 
 
@@ -101,6 +110,7 @@ class Roles:
     cores: list[Channel]  # utilization of each CPU core
     gpus: list[Channel]  # GPU utilization, averaged over the GPUs
     memory: list[Channel]  # memory used on the board: its peak is the seed's mem_peak_gb
+    throttle: list[Channel]  # states of group "throttle": above 0 while the board holds a clock down
 
     @classmethod
     def of(cls, channels: list[Channel]) -> "Roles":
@@ -111,10 +121,18 @@ class Roles:
                    cpu=[c for c in util if c.device == "cpu" and c.core is None],
                    cores=[c for c in util if c.device == "cpu" and c.core is not None],
                    gpus=[c for c in util if c.device == "gpu"],
-                   memory=[c for c in channels if c.kind == "memory" and c.device == "board"][:1])
+                   memory=[c for c in channels if c.kind == "memory" and c.device == "board"][:1],
+                   throttle=[c for c in channels if c.kind == "state" and c.group == "throttle"])
+
+    @property
+    def input_rail(self) -> str | None:
+        """The board's input rail (group "total"), whose energy is the total; None when the total is a sum."""
+        inputs = [c.name for c in self.total if c.group == "total"]
+        return inputs[0] if len(inputs) == 1 else None
 
 
-def _fill_energy(step: StepRecord, joined: dict[str, StepValues], roles: Roles, i: int) -> None:
+def _fill_energy(step: StepRecord, joined: dict[str, StepValues], roles: Roles, i: int,
+                 idle_w: dict[str, float | None]) -> None:
     duration = step.duration_s
     for rail in roles.rails:
         energy = _num(joined[rail.name].value[i])
@@ -127,15 +145,30 @@ def _fill_energy(step: StepRecord, joined: dict[str, StepValues], roles: Roles, 
         step.energy_j["total"] = None if any(p is None for p in parts) else sum(parts)
         step.power_w["total"] = (step.energy_j["total"] / duration
                                  if step.energy_j["total"] is not None and duration > 0 else None)
+    for rail, energy in step.energy_j.items():
+        idle = idle_w.get(rail)
+        step.energy_active_j[rail] = energy - idle * duration if energy is not None and idle is not None else None
 
 
-def fill_steps(steps: list[StepRecord], joined: dict[str, StepValues], channels: list[Channel]) -> None:
+def _throttled(step: StepRecord, throttle: list[Channel]) -> bool | None:
+    """True when a throttle state rose above 0 in the step, False when each stayed at 0; None without a
+    throttle state, or when one had no reading in the step and none rose."""
+    peaks = [step.channels[c.name].get("peak") for c in throttle]
+    if any(p is not None and p > 0 for p in peaks):
+        return True
+    return None if not peaks or any(p is None for p in peaks) else False
+
+
+def fill_steps(steps: list[StepRecord], joined: dict[str, StepValues], channels: list[Channel],
+               idle_w: dict[str, float | None] | None = None) -> None:
     """Writes the joined per-step values into ``steps`` (same order): every channel's reductions, then
-    the seed's quantities derived from them."""
+    the seed's quantities derived from them. ``idle_w``: idle power per rail and "total" (no active
+    energy without it)."""
     roles = Roles.of(channels)
     for i, step in enumerate(steps):
         step.channels = {name: {r: _num(v[i]) for r, v in values.reductions.items()} for name, values in joined.items()}
-        _fill_energy(step, joined, roles, i)
+        _fill_energy(step, joined, roles, i, idle_w or {})
+        step.throttled = _throttled(step, roles.throttle)
         if roles.cpu:
             step.cpu_util = _num(joined[roles.cpu[0].name].value[i])
         step.cpu_util_per_core = {f"cpu{c.core}": _num(joined[c.name].value[i]) for c in roles.cores}
@@ -167,6 +200,7 @@ class StepTotals:
         self._sums: dict[str, float] = {}
         self._counts: dict[str, int] = {}
         self.mem_peak_gb: float | None = None
+        self.throttled = 0  # measured steps in which the board throttled
         self.cores: list[str] | None = None
         self._extremes: dict[str, float] = {}  # "<channel>/peak" -> largest, "<channel>/min" -> smallest
 
@@ -184,12 +218,14 @@ class StepTotals:
             self.energy_time_s += step.duration_s
             self.energy_batches += step.batches
             values |= {f"energy/{rail}": e for rail, e in step.energy_j.items()}
+            values |= {f"active/{rail}": e for rail, e in step.energy_active_j.items()}
         for key, value in values.items():
             if value is not None:
                 self._sums[key] = self._sums.get(key, 0.0) + value
                 self._counts[key] = self._counts.get(key, 0) + 1
         if step.mem_peak_gb is not None:
             self.mem_peak_gb = max(self.mem_peak_gb or 0.0, step.mem_peak_gb)
+        self.throttled += bool(step.throttled)
         self._add_channels(step.channels)
 
     def _add_channels(self, channels: dict[str, dict[str, float | None]]) -> None:
@@ -222,6 +258,11 @@ class StepTotals:
     def energy(self, rail: str) -> float | None:
         """Energy of ``rail`` over the energy-complete steps; None if there are none."""
         return self._sums.get(f"energy/{rail}") if self.energy_complete else None
+
+    def energy_active(self, rail: str) -> float | None:
+        """Energy of ``rail`` above its idle power over the energy-complete steps; None unless each has it."""
+        key = f"active/{rail}"
+        return self._sums[key] if self.energy_complete and self._counts.get(key) == self.energy_complete else None
 
     def mean(self, key: str) -> float | None:
         """Mean over the measured steps that have the value; None if none has it."""

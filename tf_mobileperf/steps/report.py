@@ -10,6 +10,12 @@ A step whose energy is incomplete (a sensor gap, a sampler outage, the
 process stopped by Ctrl-Z) costs that step, not the run: energy and power
 cover the complete measured steps, and ``energy_steps_complete`` says how
 many of the measured steps that is and how much time they cover.
+
+Beside each energy is the energy above the idle baseline (``energy_active_j``,
+``energy_active_total``: energy minus the rail's idle power, measured before
+the first step, times the time), and the summary says which rails the total
+sums (``total_rails``; ``input_rail`` when the board measures its input) and
+in how many measured steps the board throttled (``throttled_steps``).
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ class Report:
     batch_size: int | None = None
     model: str | None = None
     steps_not_kept: int = 0
+    idle_power_w: dict[str, float | None] | None = None  # per rail and "total"; None: no baseline measured
 
     @property
     def measured(self) -> list[StepRecord]:
@@ -57,18 +64,18 @@ class Report:
         totals = self.totals
         durations = totals.durations
         total_time = float(durations.sum())
+        roles = Roles.of(self.channels)
         rails = [c.name for c in energy_rails(self.channels)]
         energy_j = {r: totals.energy(r) for r in rails + (["total"] if rails else [])}
         energy_time = totals.energy_time_s
         power_avg_w = {r: (e / energy_time if e is not None and energy_time > 0 else None) for r, e in energy_j.items()}
         clusters: dict[str, list[str]] = {}
-        for c in Roles.of(self.channels).cores:
+        for c in roles.cores:
             if c.cluster:
                 clusters.setdefault(c.cluster, []).append(f"cpu{c.core}")
         per_core = {core: totals.mean(f"core/{core}") for core in totals.cores or []}
         per_cluster = {name: _mean_known([per_core.get(core) for core in cores]) for name, cores in clusters.items()}
         samples = self.batch_size * totals.batches if self.batch_size else None
-        energy_samples = self.batch_size * totals.energy_batches if self.batch_size else None
         energy_total = energy_j.get("total")
         measured = len(durations) > 0
         gaps = totals.total("gap_before_s")
@@ -86,6 +93,10 @@ class Report:
             "mem_peak_gb": totals.mem_peak_gb,
             "power_avg_w": power_avg_w,
             "energy_j": energy_j,
+            **self._active_energy(list(energy_j)),
+            "total_rails": [c.name for c in roles.total],
+            "input_rail": roles.input_rail,
+            "throttled_steps": totals.throttled if roles.throttle else None,
             "energy_steps_complete": {"complete": totals.energy_complete, "measured": totals.count,
                                       "time_s": energy_time, "measured_time_s": total_time},
             "cpu_util_per_core": per_core,
@@ -99,8 +110,7 @@ class Report:
             "gap_before_step_s": {"mean": gaps / totals.count if gaps is not None else None},
             "between_steps_fraction": gaps / (gaps + total_time) if gaps is not None and gaps + total_time > 0 else None,
             "batch_size": self.batch_size,
-            "energy_per_sample_j": (energy_total / energy_samples
-                                    if energy_total is not None and energy_samples else None),
+            "energy_per_sample_j": self._per_sample(energy_total),
             "samples_per_s": samples / total_time if samples and total_time > 0 else None,
             "sampling": self.sampling,
             "sensors": self.sensors,
@@ -108,6 +118,18 @@ class Report:
             "unavailable": self.unavailable,
             "steps_not_kept": self.steps_not_kept,
         }
+
+    def _per_sample(self, energy: float | None) -> float | None:
+        """``energy`` of the energy-complete steps per sample they trained; None without a batch size."""
+        samples = self.batch_size * self.totals.energy_batches if self.batch_size else None
+        return energy / samples if energy is not None and samples else None
+
+    def _active_energy(self, rails: list[str]) -> dict[str, Any]:
+        """The idle baseline and the energy above it, per rail and in total."""
+        active = {r: self.totals.energy_active(r) for r in rails} if self.idle_power_w is not None else None
+        total = active.get("total") if active else None
+        return {"idle_power_w": self.idle_power_w, "energy_active_j": active, "energy_active_total": total,
+                "energy_active_per_sample_j": self._per_sample(total)}
 
     def to_dict(self) -> dict[str, Any]:
         out = self.summary()

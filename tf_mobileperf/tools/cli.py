@@ -134,6 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--find-max-batch", action="store_true", help="largest batch that fits, by doubling then bisection")
     p.add_argument("--predict", action="store_true",
                    help="with --find-max-batch: measure batch sizes 1,4,16 first and start the search at the predicted limit")
+    p.add_argument("--power-modes", type=_modes, default=(),
+                   help="Jetson nvpmodel modes, comma-separated: every configuration runs in each (root); "
+                        "the board's own mode and clocks are restored at the end")
+    p.add_argument("--jetson-clocks", choices=("on", "off"), default=None,
+                   help="run jetson_clocks (on) or keep the mode's own clock limits (off) in every mode (root)")
+    p.add_argument("--settle-s", type=lambda text: _finite(text, 0.0), default=5.0,
+                   help="seconds to wait after a mode change for the clocks to settle")
     p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("predict", help="measure a few batch sizes, predict memory, time and energy at others",
@@ -174,6 +181,16 @@ def _names(text: str) -> list[str]:
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"unknown model(s) {unknown}; known: {', '.join(zoo_names())}")
     return names
+
+
+def _modes(text: str) -> tuple[int, ...]:
+    try:
+        modes = tuple(dict.fromkeys(int(v) for v in text.split(",") if v.strip()))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"power modes must be comma-separated integers, got {text!r}") from None
+    if not modes or min(modes) < 0:
+        raise argparse.ArgumentTypeError(f"power modes must be integers >= 0, got {text!r}")
+    return modes
 
 
 def _ints(text: str) -> list[int]:

@@ -82,12 +82,17 @@ def cmd_sensors(args: argparse.Namespace) -> int:
     return 0
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from tf_mobileperf.tools.power_modes import PowerPlan
     from tf_mobileperf.tools.predict import largest_fitting_batch
     from tf_mobileperf.tools.search import search_largest
     from tf_mobileperf.tools.sweep import SweepConfig, find_max_batch, sweep
 
     config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
                          memory_limit=args.memory_limit, sensors=args.sensors)
+    plan = PowerPlan(args.power_modes, args.jetson_clocks, args.settle_s)
+    if args.find_max_batch and plan.active:
+        raise ValueError("--find-max-batch searches in the board's current mode; "
+                         "it takes no --power-modes or --jetson-clocks")
     if args.find_max_batch:
         for model in args.models:
             start = 1
@@ -98,12 +103,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"{model}: largest batch that fits: {size if size else 'none (batch 1 fails)'} ({len(tried)} runs; "
                   f"the search from batch 1 takes {baseline} runs)")
         return 0
-    rows = sweep(args.models, args.batch_sizes, config)
-    print(f"{'model':<10} {'batch':>5} {'ok':>3} {'step ms':>9} {'samples/s':>10} {'J/step':>10} {'J/sample':>10} "
-          f"{'proc GiB':>9} {'RAM GiB':>9}  cause")
+    rows = sweep(args.models, args.batch_sizes, config, plan)
+    mode = f"{'mode':>4} " if plan.active else ""
+    print(f"{'model':<10} {'batch':>5} {mode}{'ok':>3} {'step ms':>9} {'samples/s':>10} {'J/step':>10} "
+          f"{'J/sample':>10} {'proc GiB':>9} {'RAM GiB':>9}  cause")
     for r in rows:
         step_ms = None if r.get("step_time_s_mean") is None else r["step_time_s_mean"] * 1e3
-        print(f"{r['model']:<10} {r['batch_size']:>5} {'yes' if r['success'] else 'no':>3} {_cell(step_ms, 9)} "
+        mode = f"{(r.get('config') or {}).get('power_mode', ''):>4} " if plan.active else ""
+        print(f"{r['model']:<10} {r['batch_size']:>5} {mode}{'yes' if r['success'] else 'no':>3} {_cell(step_ms, 9)} "
               f"{_cell(r.get('samples_per_s'))} {_cell(r.get('energy_per_step_j'))} "
               f"{_cell(r.get('energy_per_sample_j'))} "
               f"{_cell(r.get('proc_peak_gb'), 9)} {_cell(r.get('mem_peak_gb'), 9)}  {r.get('cause') or ''}")

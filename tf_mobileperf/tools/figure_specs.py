@@ -20,15 +20,19 @@ Row = dict
 Getter = Callable[[Row], "float | None"]
 #: Rail groups in the order their panels appear; any other group follows, "" is "other".
 GROUP_ORDER = ("total", "cpu", "gpu", "mem", "soc")
+#: How a setting that differs between the lines of a model is named in their labels ("cnn (mode 2)").
+SETTING_LABELS = {"power_mode": "mode"}
 
 
 @dataclasses.dataclass
 class Series:
-    """One line: (batch size, value) of the successful configurations of a model."""
+    """One line: (batch size, value) of the successful configurations of a model; ``beside``: the label of
+    the line it goes with (drawn in that line's colour)."""
 
     label: str
     points: list[tuple[int, float]]
     dashed: bool = False
+    beside: str | None = None
 
 
 @dataclasses.dataclass
@@ -75,7 +79,7 @@ def lines(rows: list[Row]) -> dict[str, list[Row]]:
                for model in {r["model"] for r in rows}}
     out: dict[str, list[Row]] = {}
     for row in sorted(rows, key=lambda r: (r["model"], r["batch_size"])):
-        differs = ", ".join(f"{k} {setting(row, k)}" for k in varying[row["model"]])
+        differs = ", ".join(f"{SETTING_LABELS.get(k, k)} {setting(row, k)}" for k in varying[row["model"]])
         out.setdefault(f"{row['model']} ({differs})" if differs else row["model"], []).append(row)
     return out
 
@@ -170,13 +174,26 @@ def figures(rows: list[Row]) -> list[FigureSpec]:
         FigureSpec("power", "Mean power per rail group", power or [
             Panel("mean power", "power (W)", [], why_missing(rows, "power"))]),
         FigureSpec("energy", "Energy", [
-            panel(groups, "energy per step", "energy (J)", lambda r: r.get("energy_per_step_j"), "energy"),
-            panel(groups, "energy per sample", "energy (J)", lambda r: r.get("energy_per_sample_j"),
-                  "energy_per_sample_j", "energy")]),
+            energy_panel(groups, "energy per step", _scaled("energy_per_step_j", 1.0),
+                         _scaled("energy_active_per_step_j", 1.0), "energy"),
+            energy_panel(groups, "energy per sample", _scaled("energy_per_sample_j", 1.0),
+                         _scaled("energy_active_per_sample_j", 1.0), "energy_per_sample_j", "energy")]),
         memory_figure(groups),
     ]
     sizes = sorted({r["batch_size"] for r in rows})
     return [dataclasses.replace(spec, batch_sizes=sizes) for spec in specs]
+
+
+def energy_panel(groups: dict[str, list[Row]], title: str, total: Getter, active: Getter, *reason_keys: str) -> Panel:
+    """Total energy, a line per group, and beside each the active energy (idle power x duration taken out,
+    dashed) where the rows have an idle baseline."""
+    out = panel(groups, title, "energy (J)", total, *reason_keys)
+    beside = panel(groups, title, "energy (J)", active).series
+    out.series += [Series(f"{s.label}: active (idle power taken out)", s.points, dashed=True, beside=s.label)
+                   for s in beside]
+    if beside:
+        out.title += " (solid: total; dashed: active, above the idle power)"
+    return out
 
 
 def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:

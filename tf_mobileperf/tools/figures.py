@@ -3,6 +3,7 @@
 It exists apart from the specs so that the look of every figure is decided in
 one place: batch size on a log2 axis labelled 1, 2, 4, ... (never 2^k), a
 title and units on each panel, an empty panel's reason written inside it,
+a line drawn beside another (active energy beside total) dashed in its colour,
 limit lines dashed red, out-of-memory configurations as red crosses on their
 line's limit (the top of the axis where no limit is known), other failures
 as grey triangles.
@@ -57,8 +58,11 @@ def _failures(ax, panel: Panel) -> None:
 
 def draw_panel(ax, panel: Panel, sizes: list[int]) -> None:
     """One panel: its lines, limits and failure marks, or its reason for being empty."""
+    colours = {}
     for series in panel.series:
-        ax.plot(*zip(*series.points), marker="o", linestyle="--" if series.dashed else "-", label=series.label)
+        (line,) = ax.plot(*zip(*series.points), marker="o", linestyle="--" if series.dashed else "-",
+                          label=series.label, color=colours.get(series.beside))
+        colours[series.label] = line.get_color()
     for limit in panel.limits:
         ax.plot(*zip(*limit.points), color="red", linestyle=":", marker="_", markersize=14, label=limit.label)
     if panel.series:

@@ -19,10 +19,12 @@ from tf_mobileperf.tools.figure_specs import Row, cpu_util_all_cores, lines
 COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
     ("model", lambda r: str(r["model"])),
     ("batch", lambda r: str(r["batch_size"])),
+    ("power mode", lambda r: _mode(r)),
     ("trained", lambda r: "yes" if r.get("success") else "no"),
     ("step time (ms)", lambda r: _num(r.get("step_time_s_mean"), 1e3)),
     ("samples/s", lambda r: _num(r.get("samples_per_s"))),
     ("energy/step (J)", lambda r: _num(r.get("energy_per_step_j"))),
+    ("active energy/step (J)", lambda r: _num(r.get("energy_active_per_step_j"))),
     ("energy/sample (J)", lambda r: _num(r.get("energy_per_sample_j"))),
     ("mean power (W)", lambda r: _num(r.get("power_avg"))),
     ("GPU util (%)", lambda r: _num(r.get("gpu_util_avg"))),
@@ -35,6 +37,15 @@ COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
 STYLE = ("body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;font-size:13px}"
          "th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}td:first-child,td:last-child{text-align:left}"
          "tr.failed{background:#fde8e8}img{max-width:100%;border:1px solid #eee;margin:.5em 0}")
+
+
+def _mode(row: Row) -> str:
+    """The nvpmodel mode the row ran in, with its name; "as found" where the sweep left the board alone."""
+    if row.get("power_mode") is None:
+        return "as found"
+    name = f" ({row['power_mode_name']})" if row.get("power_mode_name") else ""
+    clocks = f", jetson_clocks {row['jetson_clocks']}" if row.get("jetson_clocks") else ""
+    return f"{row['power_mode']}{name}{clocks}"
 
 
 def _num(value: float | None, factor: float = 1.0) -> str:

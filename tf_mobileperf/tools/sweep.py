@@ -3,7 +3,7 @@
 Results go to ``DIR/results.json`` and ``DIR/results.csv`` (one row per
 configuration, the report's summary keys; ``sweep_results``), written after
 every configuration so a sweep can be resumed. A row is keyed on its whole configuration (model,
-batch size, steps, warm-up steps, input size, memory limit, sensors): a rerun
+batch size, steps, warm-up steps, input size, memory limit, sensors, power mode, jetson_clocks): a rerun
 skips the configurations already measured and runs any other. Each
 configuration is also a TensorBoard run under ``DIR/runs/``, so the
 dashboard's cross-run view compares them.
@@ -43,6 +43,8 @@ from tf_mobileperf.output.files import StepProgress, local_dir
 from tf_mobileperf.session.options import check_int, resolve_sensors
 from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, PROGRESS_FILE
 from tf_mobileperf_tensorboard.reader import read_steps
+from tf_mobileperf.tools import power_modes
+from tf_mobileperf.tools.power_modes import PowerPlan
 from tf_mobileperf.tools.search import search_largest
 from tf_mobileperf.tools.sweep_results import Results, SweepError
 
@@ -63,6 +65,8 @@ class SweepConfig:
     memory_limit: int | None = None
     sensors: str = "auto"
     timeout_s: float = 1800.0
+    power_mode: int | None = None  #: the nvpmodel mode the configuration runs in (None: the board's, untouched)
+    jetson_clocks: str | None = None  #: "on" or "off" (None: as the board had it)
 
     def __post_init__(self) -> None:
         self.out = local_dir(self.out)
@@ -81,8 +85,11 @@ class SweepConfig:
 
     def key(self) -> dict:
         """What a result depends on besides its model and batch size."""
-        return {"steps": self.steps, "warmup_steps": self.warmup_steps, "input_size": self.input_size,
-                "memory_limit": self.memory_limit, "sensors": self.sensors}
+        key = {"steps": self.steps, "warmup_steps": self.warmup_steps, "input_size": self.input_size,
+               "memory_limit": self.memory_limit, "sensors": self.sensors}
+        # Only where set, so that the rows of sweeps that leave the board alone keep their keys.
+        board = {"power_mode": self.power_mode, "jetson_clocks": self.jetson_clocks}
+        return key | {k: v for k, v in board.items() if v is not None}
 
 
 def open_sensors_once(spec: str) -> None:
@@ -97,9 +104,10 @@ def open_sensors_once(spec: str) -> None:
 
 
 def run_name(model: str, batch_size: int, config: SweepConfig) -> str:
-    """The configuration's TensorBoard run: model, batch size and a digest of the rest of its key."""
+    """The configuration's TensorBoard run: model, batch size, power mode and a digest of the rest of its key."""
     digest = hashlib.sha1(json.dumps(config.key(), sort_keys=True).encode()).hexdigest()[:8]
-    return f"{model}-bs{batch_size}-{digest}"
+    mode = "" if config.power_mode is None else f"-mode{config.power_mode}"
+    return f"{model}-bs{batch_size}{mode}-{digest}"
 
 
 def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
@@ -134,8 +142,9 @@ def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
     logdir = _claimed_by(logdir, proc.pid)
     row = _row(returncode, stderr or "", logdir, config)
     row.update(model=model, batch_size=batch_size, config=config.key(), logdir=str(logdir))
-    row["energy_per_step_j"] = (row["energy_total"] / row["steps_measured"]
-                                if row.get("energy_total") is not None and row.get("steps_measured") else None)
+    for total, per_step in (("energy_total", "energy_per_step_j"), ("energy_active_total", "energy_active_per_step_j")):
+        row[per_step] = (row[total] / row["steps_measured"]
+                         if row.get(total) is not None and row.get("steps_measured") else None)
     row["step_time_s_mean"] = (row.get("step_time_s") or {}).get("mean")
     return row
 
@@ -220,23 +229,50 @@ def _exit_cause(returncode: int | None, stderr: str) -> str:
     return f"exit code {returncode}: " + (stderr.strip().splitlines() or [""])[-1][:200]
 
 
-def sweep(models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig) -> list[dict]:
+def sweep(models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig,
+          plan: PowerPlan | None = None) -> list[dict]:
     """Runs every (model, batch size) of ``config`` not yet in the results; returns their rows, in order.
+
+    With a ``plan`` (power modes, jetson_clocks), every configuration runs in each of its modes, mode after
+    mode, and the board's own mode and clocks are restored however the sweep ends (``power_modes``); a
+    configuration measured in one mode is not measured in another. Refused with ``PowerModeError`` before
+    anything runs where the board cannot be set (not root, not a Jetson).
 
     A row with ``retry: True`` did not run for a reason other than the model's own run (see the module's
     docstring): it is returned, not recorded.
     """
     pairs = list(dict.fromkeys((m, b) for m in models for b in batch_sizes))
+    if plan is not None and plan.active:
+        power_modes.check(plan)
     with Results(config.out) as results:
-        todo = [p for p in pairs if results.done(*p, config.key()) is None]
-        ran = {}
-        # One bar per sweep, none when nothing is left to run; log lines go above it instead of breaking it.
-        with logging_redirect_tqdm(), tqdm(total=len(todo), desc="sweep", unit="config", disable=not todo) as bar:
-            for model, batch_size in todo:
-                bar.set_postfix_str(f"{model} batch {batch_size}")
-                ran[model, batch_size] = results.add(run_one(model, batch_size, config))
-                bar.update()
-        return [ran.get(p) or results.done(*p, config.key()) for p in pairs]
+        if plan is None or not plan.active:
+            return _run_pairs(results, pairs, [config])
+        with power_modes.controlled(plan, config.out) as board:
+            configs = [dataclasses.replace(config, power_mode=m, jetson_clocks=plan.jetson_clocks)
+                       for m in board.modes]
+            return _run_pairs(results, pairs, configs, board)
+
+
+def _run_pairs(results: Results, pairs: list[tuple[str, int]], configs: list[SweepConfig],
+               board: power_modes.Board | None = None) -> list[dict]:
+    """Runs the pairs not yet in ``results``, config after config (setting each one's mode on ``board``)."""
+    todo = [(i, p) for i, c in enumerate(configs) for p in pairs if results.done(*p, c.key()) is None]
+    ran: dict[tuple, dict] = {}
+    # One bar per sweep, none when nothing is left to run; log lines go above it instead of breaking it.
+    with logging_redirect_tqdm(), tqdm(total=len(todo), desc="sweep", unit="config", disable=not todo) as bar:
+        mode = None
+        for i, (model, batch_size) in todo:
+            config = configs[i]
+            if board is not None and config.power_mode != getattr(mode, "id", None):
+                mode = board.apply(config.power_mode)
+            in_mode = "" if mode is None else f" mode {mode.id}"
+            bar.set_postfix_str(f"{model} batch {batch_size}{in_mode}")
+            row = run_one(model, batch_size, config)
+            if mode is not None:
+                row.update(power_mode=mode.id, power_mode_name=mode.name, jetson_clocks=config.jetson_clocks)
+            ran[i, (model, batch_size)] = results.add(row)
+            bar.update()
+    return [ran.get((i, p)) or results.done(*p, c.key()) for i, c in enumerate(configs) for p in pairs]
 
 
 def find_max_batch(model: str, config: SweepConfig, start: int = 1, ceiling: int = 4096) -> tuple[int | None, list[dict]]:

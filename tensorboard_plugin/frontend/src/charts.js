@@ -117,24 +117,31 @@ export async function timeChart(view, spec) {
   return box;
 }
 
+// A run's energy per step (total rail); with an idle baseline, each measured step's energy above it
+// (energy_active_j) stands beside its total bar.
 export function energyBars(steps, width, unavailable) {
   steps = steps.filter((s) => s.energy_j && s.energy_j.total !== undefined);
   if (!steps.length) return notMeasured("Energy per step", unavailable);
   const x = steps.map((s) => s.step);
   const measured = steps.map((s) => (s.warmup || s.failed ? null : s.energy_j.total));
   const other = steps.map((s) => (s.warmup || s.failed ? s.energy_j.total : null));
+  const active = steps.map((s) => (s.warmup || s.failed ? null : (s.energy_active_j || {}).total ?? null));
+  const withActive = active.some((v) => v !== null);
+  const bars = (align) => ({ paths: uPlot.paths.bars({ size: [withActive ? 0.4 : 0.8], align: withActive ? align : 0 }), points: { show: false } });
   // The scale fits the measured steps: a warm-up step (graph tracing, often 100x a step) is cut at the top.
   const top = Math.max(...measured.filter((v) => v !== null), 0) * 1.15 || null;
   const clipped = top !== null && other.some((v) => v !== null && v > top);
   const box = el("div", { class: "chart" }, el("h4", {
-    text: `Energy per step (J, total rail; warm-up grey, failed red${clipped ? "; warm-up bars cut at the top" : ""})` }));
+    text: `Energy per step (J, total rail${withActive ? "; green: above the idle baseline" : ""}; warm-up grey, failed red${clipped ? "; warm-up bars cut at the top" : ""})` }));
+  const series = [{ label: "step" },
+    { label: "measured step", fill: "rgba(25,118,210,0.6)", stroke: "#1976d2", ...bars(-1) },
+    { label: "warm-up / failed", fill: "rgba(128,128,128,0.5)", stroke: "#888", ...bars(-1) }];
+  if (withActive) series.push({ label: "above idle", fill: "rgba(46,125,50,0.6)", stroke: "#2e7d32", ...bars(1) });
   new uPlot({
-    width, height: 180,
-    series: [{ label: "step" },
-      { label: "measured step", fill: "rgba(25,118,210,0.6)", stroke: "#1976d2", paths: uPlot.paths.bars({ size: [0.8] }), points: { show: false } },
-      { label: "warm-up / failed", fill: "rgba(128,128,128,0.5)", stroke: "#888", paths: uPlot.paths.bars({ size: [0.8] }), points: { show: false } }],
-    scales: { x: { time: false }, y: top === null ? {} : { range: () => [0, top] } },
+    width, height: 180, series,
+    // Half a step of room on each side, so the first and last steps' bars are drawn whole.
+    scales: { x: { time: false, range: (u, lo, hi) => [lo - 0.5, hi + 0.5] }, y: top === null ? {} : { range: () => [0, top] } },
     axes: [{ label: "step", stroke: "currentColor" }, { label: "J", stroke: "currentColor" }],
-  }, [x, measured, other], box);
+  }, withActive ? [x, measured, other, active] : [x, measured, other], box);
   return box;
 }

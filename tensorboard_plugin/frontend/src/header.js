@@ -58,6 +58,38 @@ function explained(s) {
   ];
 }
 
+const list = (values) => Object.entries(values || {}).filter(([k]) => k !== "total").map(([k, v]) => `${k} ${fmt(v, "W")}`).join(", ");
+
+// The power mode the board ran in: device.power_mode {mode_id, mode_name, jetson_clocks, unavailable}, or jtop's keys.
+function powerMode(device) {
+  const given = device.power_mode || (device.nvpmodel_mode != null ? { mode_id: device.nvpmodel_mode, mode_name: device.nvpmodel_name, jetson_clocks: device.jetson_clocks } : null);
+  const why = Object.values((given || {}).unavailable || {})[0] || "nvpmodel was not found: not a Jetson, or no nvpmodel on PATH";
+  if (!given || given.mode_id == null) return [NOT_MEASURED, `not measured: ${why}`];
+  const mode = { id: given.mode_id, name: given.mode_name, jetson_clocks: given.jetson_clocks };
+  const clocks = mode.jetson_clocks == null ? "" : `, jetson_clocks ${mode.jetson_clocks ? "on" : "off"}`;
+  return [`${mode.name ?? "?"} (mode ${mode.id ?? "?"})${clocks}`,
+    `nvpmodel power mode ${mode.id ?? "?"} (${mode.name ?? "no name"}) during the run${mode.jetson_clocks == null ? "; jetson_clocks state unknown" : `; jetson_clocks ${mode.jetson_clocks ? "on: clocks held at their maximum" : "off: clocks follow the governor"}`}`];
+}
+
+// The board around the steps: idle baseline, energy above it, throttling, power mode, what the total sums.
+function boardItems(s) {
+  const n = s.steps_measured ?? 0;
+  const idle = s.idle_power_w;
+  const total = s.input_rail ? `the input rail ${s.input_rail}` : `the sum of ${(s.total_rails || []).join(" + ") || "no rail"}`;
+  const throttle = channelsOf(s).filter((c) => c.kind === "state" && c.group === "throttle");
+  return [
+    ["idle power", fmt(idle && idle.total, "W"), idle && idle.total != null
+      ? `mean power of ${total} over the idle seconds sampled before the first step, with nothing training; per rail: ${list(idle)}` : why(s, "idle_power_w")],
+    ["active energy", fmt(s.energy_active_total, "J"), s.energy_active_total != null
+      ? `energy total above the idle baseline: each step's energy minus the idle power × its time, summed over the measured steps with complete energy (energy total ${fmt(s.energy_total, "J")}); ${fmt(s.energy_active_per_sample_j, "J")} a sample` : why(s, "energy_active")],
+    ["throttled steps", s.throttled_steps == null ? NOT_MEASURED : `${s.throttled_steps} of ${n}`, s.throttled_steps == null ? why(s, "throttled_steps")
+      : `measured steps in which the board held a clock down (a throttle state above 0 in the step)${from(throttle)}`],
+    ["power mode", ...powerMode(s.device || {})],
+    ["total", s.input_rail ? s.input_rail : (s.total_rails || []).join(" + ") || NOT_MEASURED,
+      (s.total_rails || []).length ? `energy total and mean power are ${total}${s.input_rail ? ", which the board measures at its input" : `: ${(s.unavailable || {}).input_rail || "no input rail"}`}` : why(s, "input_rail")],
+  ];
+}
+
 function headerLine(items) {
   const line = el("div", { class: "header" });
   for (const [k, v, title] of items) line.append(el("span", { title }, el("b", { text: `${k}: ` }), v));
@@ -66,7 +98,7 @@ function headerLine(items) {
 
 export function runHeader(run, s, profile) {
   const box = el("div", {}, el("h3", { text: `${run}${s.model ? " — " + s.model : ""}${s.batch_size ? ", batch " + s.batch_size : ""}` }));
-  box.append(headerLine(explained(s)));
+  box.append(headerLine([...explained(s), ...boardItems(s)]));
   if (s.error) box.append(el("div", { class: "failed", text: s.error.split("\n")[0] }));
   for (const p of profile || []) {
     box.append(el("div", {}, "TF profiler trace of the traced steps (blue): ",

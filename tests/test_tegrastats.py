@@ -191,3 +191,17 @@ def test_replay_of_tx1_and_thor_logs_has_clock_channels_with_roles_in_hz(tmp_pat
 def test_replay_of_agx_orin_log_says_it_has_no_input_rail():
     meta = ReplaySensor(DATA / "orin_tegrastats.log").metadata()
     assert meta["input_rail"] is None and meta["total_sums"] == ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO"]
+
+
+def test_temperatures_of_a_real_tx2_and_orin_log_replay_as_temperature_channels():
+    """Replay of the recorded logs: NAME@TC zones become <name>_temp channels in C; TX2's constant PMIC@100C
+    is not one; Orin's powered-off units (-256C for the whole log) get no channel, never a 0 or -256."""
+    tx2 = ReplaySensor(DATA / "tx2_tegrastats.log")
+    temps = {c.name: c.device for c in tx2.channels if c.kind == "temperature"}
+    assert temps == {"pll_temp": "board", "mcpu_temp": "cpu", "tboard_temp": "board", "gpu_temp": "gpu",
+                     "bcpu_temp": "cpu", "thermal_temp": "board", "tdiode_temp": "board"}
+    assert tx2.read()["gpu_temp"] == 36.5 and all(c.unit == "C" for c in tx2.channels if c.kind == "temperature")
+    orin = ReplaySensor(DATA / "orin_tegrastats.log")
+    names = {c.name for c in orin.channels if c.kind == "temperature"}
+    assert {"cpu_temp", "tj_temp", "soc0_temp"} <= names and not names & {"gpu_temp", "cv0_temp"}
+    assert parse_line("RAM 1/2MB GPU@-256C cpu@44.4C").temps_c == {"GPU": None, "cpu": 44.4}

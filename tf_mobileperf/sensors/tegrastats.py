@@ -43,6 +43,10 @@ _EMC = re.compile(r"\bEMC(?:_FREQ)? +(?=\d+%|@)(?:(\d+)%)?(?:@(\d+))?")
 _GR3D = re.compile(r"\bGR3D(?:_FREQ)? +(?=\d+%|@)(?:(\d+)%)?(?:@(\d+|\[[^\]]*\]))?")
 _RAIL = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*) +(\d+)(?:mW)?/(\d+)(?:mW)?(?:/(\d+)(?:mW)?)?(?=\s|$)")
 _NOT_RAILS = {"RAM", "SWAP", "IRAM", "LFB"}
+#: A temperature: "GPU@36.5C", "cpu@45.062C", "tj@47.25C"; Orin prints -256C for a powered-off unit.
+_TEMP = re.compile(r"(?:^|\s)([A-Za-z][A-Za-z0-9_]*)@(-?\d+(?:\.\d+)?)C(?=\s|$)")
+#: Zones that are not a temperature: TX2's PMIC@100C is a constant.
+_NOT_TEMPS = {"PMIC"}
 _MB = {"k": 1 / 1024, "M": 1.0, "G": 1024.0}
 
 
@@ -61,6 +65,7 @@ class TegrastatsRecord:
     gpu_freq_mhz: list[float] | None = None
     emc_util: float | None = None
     emc_freq_mhz: float | None = None
+    temps_c: dict[str, float | None] = dataclasses.field(default_factory=dict)  # None: the unit is powered off
 
 
 def parse_line(line: str) -> TegrastatsRecord:
@@ -97,6 +102,10 @@ def parse_line(line: str) -> TegrastatsRecord:
         if m.group(2):
             record.gpu_freq_mhz = [f for f in map(_number, m.group(2).strip("[]").split(",")) if f is not None]
         found = True
+    for m in _TEMP.finditer(line):
+        if m.group(1).upper() not in _NOT_TEMPS:
+            celsius = float(m.group(2))
+            record.temps_c[m.group(1)] = None if celsius <= -256 else celsius
     for m in _RAIL.finditer(line):
         name = m.group(1)
         if name.upper() in _NOT_RAILS or name.upper() == "NC":
@@ -181,7 +190,8 @@ class ReplaySensor(Sensor):
 
     name = "tegrastats replay"
     provides = RAIL_PROVIDES | {("util", "cpu"), ("util", "gpu"), ("util", "board"), ("memory", "board"),
-                                ("clock", "cpu"), ("clock", "gpu"), ("clock", "board")}
+                                ("clock", "cpu"), ("clock", "gpu"), ("clock", "board"),
+                                ("temperature", "cpu"), ("temperature", "gpu"), ("temperature", "board")}
 
     def __init__(self, path: str | Path, interval_ms: float | None = None, speed: float = 1.0):
         path = Path(path)
@@ -244,7 +254,18 @@ def _values(record: TegrastatsRecord) -> dict[str, float]:
                "gpu_freq": max(record.gpu_freq_mhz) * 1e6 if record.gpu_freq_mhz else None,
                "ram_used": None if record.ram_used_mb is None else record.ram_used_mb * 1024 * 1024}
     out.update({name: value for name, value in scalars.items() if value is not None})
+    out.update({_temp_name(zone): NAN if c is None else c for zone, c in record.temps_c.items()})
     return out
+
+
+def _temp_name(zone: str) -> str:
+    return f"{zone.lower()}_temp"
+
+
+def _temp_device(zone: str) -> str:
+    """GPU zones are the GPU's, CPU zones (CPU, BCPU, MCPU) the CPU's, the rest the board's."""
+    upper = zone.upper()
+    return "gpu" if "GPU" in upper else "cpu" if upper.endswith("CPU") else "board"
 
 
 def _replay_channels(records: list[TegrastatsRecord], source: str) -> list[Channel]:
@@ -265,4 +286,7 @@ def _replay_channels(records: list[TegrastatsRecord], source: str) -> list[Chann
              "ram_used": ("memory", "board", "mem")}
     channels += [Channel(name, kind, source, group=group, device=device)
                  for name, (kind, device, group) in roles.items() if name in present]
+    # A unit powered off for the whole log (Orin's idle GPU at -256C) never had a temperature: no channel.
+    zones = dict.fromkeys(zone for record in records for zone, c in record.temps_c.items() if c is not None)
+    channels += [Channel(_temp_name(z), "temperature", source, device=_temp_device(z)) for z in zones]
     return channels

@@ -95,7 +95,7 @@ def test_plot_of_a_cpu_only_sweep_draws_step_time_throughput_cpu_and_memory(cpu_
     for name in FIGURES:
         assert (out / f"{name}.png").stat().st_size > 5000, name
     for name in ("step_time", "throughput", "cpu_util", "memory"):
-        assert line_pixels(out / f"{name}.png") > 500, name  # lines drawn, not a blank frame
+        assert line_pixels(out / f"{name}.png") > 200, name  # lines drawn, not a blank frame (a blank one has 0)
         assert spec(rows, name).panels[0].series, name
     by_key = {(r["model"], r["batch_size"]): r for r in rows}
     step_time = spec(rows, "step_time").panels[0]
@@ -136,7 +136,7 @@ def test_plot_of_a_replay_sweep_draws_power_per_rail_group_gpu_and_energy(replay
     cpu = spec(rows, "cpu_util").panels[0]  # the replay's cores have no cluster: their mean
     assert [u for _, u in cpu.series[0].points] == [np.mean(list(r["cpu_util_per_core"].values())) for r in rows]
     for name in ("power", "energy", "gpu_util", "cpu_util", "step_time", "throughput"):
-        assert line_pixels(replay_sweep / f"{name}.png") > 500, name
+        assert line_pixels(replay_sweep / f"{name}.png") > 200, name  # a line at 100% half hides under the frame
     shutil.copy(replay_sweep / "power.png", OUTPUT / "plot-power-replay-sweep.png")
 
 

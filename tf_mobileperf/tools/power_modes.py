@@ -26,7 +26,6 @@ import dataclasses
 import logging
 import math
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -34,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from tf_mobileperf.sensors import power_mode
 from tf_mobileperf.session.interrupts import deferred, in_main_thread
 
 log = logging.getLogger(__name__)
@@ -111,11 +111,10 @@ def _tool(*args: str) -> str:
 
 def parse_query(text: str) -> Mode:
     """The mode in ``nvpmodel -q``'s output ("NV Power Mode: MAXN" then the id on a line of its own)."""
-    name = re.search(r"NV Power Mode:\s*(.+)", text)
-    ids = [line.strip() for line in text.splitlines() if line.strip().isdigit()]
-    if not ids:
+    found = power_mode.parse_query(text)  # the one parser of nvpmodel's answer, shared with the report's power mode
+    if found is None:
         raise PowerModeError(f"nvpmodel -q gave no mode id: {' '.join(text.split())[:200]!r}")
-    return Mode(int(ids[-1]), name.group(1).strip() if name else None)
+    return Mode(*found)
 
 
 def query() -> Mode:

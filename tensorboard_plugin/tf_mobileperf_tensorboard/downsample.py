@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from tf_mobileperf_tensorboard.metadata import allowed_gap_s
+from tf_mobileperf_tensorboard.metadata import allowed_gap_s, own_period_s
 
 
 @dataclasses.dataclass
@@ -31,9 +31,8 @@ class ChannelRate:
     @classmethod
     def of(cls, t: np.ndarray, v: np.ndarray) -> "ChannelRate":
         """From the rows' times and the channel's column, as the join estimates it."""
-        valid_t = t[np.isfinite(v)]
         rows_period = float(np.median(np.diff(t))) if len(t) > 2 else 0.0
-        own = float(np.median(np.diff(valid_t))) if len(valid_t) > 2 else None
+        own = own_period_s(t, v)
         return cls(own, allowed_gap_s(max(rows_period, own or 0.0)))
 
     def to_dict(self) -> dict:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
+
 from tensorboard.compat.proto import summary_pb2
 
 PLUGIN_NAME = "mobileperf"
@@ -48,6 +50,12 @@ MIN_GAP_S = 0.1
 def allowed_gap_s(period_s: float, gap_factor: float = GAP_FACTOR, min_gap_s: float = MIN_GAP_S) -> float:
     """Longest stretch without a valid sample that is still jitter, not a hole."""
     return max(gap_factor * period_s, min_gap_s)
+
+
+def own_period_s(t: np.ndarray, column: np.ndarray) -> float | None:
+    """A channel's own period: the median interval between its finite readings (None with fewer than 3)."""
+    valid_t = t[np.isfinite(column)]
+    return float(np.median(np.diff(valid_t))) if len(valid_t) > 2 else None
 
 
 #: The keys of a channel in ``channels.json`` that every version has.

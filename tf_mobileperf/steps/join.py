@@ -19,7 +19,7 @@ import dataclasses
 import numpy as np
 
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf_tensorboard.metadata import GAP_FACTOR, MIN_GAP_S, allowed_gap_s
+from tf_mobileperf_tensorboard.metadata import GAP_FACTOR, MIN_GAP_S, allowed_gap_s, own_period_s
 
 
 def _cumulative(t: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -194,9 +194,8 @@ def join(
     out = {}
     for i, channel in enumerate(channels):
         column = values[:, i]
-        valid_t = t[np.isfinite(column)]
-        own_period = float(np.median(np.diff(valid_t))) if len(valid_t) > 2 else period_s
-        max_gap = allowed_gap_s(max(period_s, own_period), gap_factor, min_gap_s)
+        own = own_period_s(t, column)
+        max_gap = allowed_gap_s(max(period_s, period_s if own is None else own), gap_factor, min_gap_s)
         reductions, complete = _reduce(channel.kind, t, column, starts, ends, max_gap)
         out[channel.name] = StepValues(channel, reductions, complete)
     return out

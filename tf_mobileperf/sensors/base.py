@@ -18,7 +18,10 @@ import dataclasses
 import math
 import os
 from pathlib import Path
-from typing import Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+
+if TYPE_CHECKING:
+    from tf_mobileperf.sensors.files import FileReads
 
 NAN = math.nan
 
@@ -119,11 +122,15 @@ class Sensor(abc.ABC):
     sensor no more often than that), declare in ``provides`` the (kind,
     device) pairs their channels can have (the registry uses it to say why a
     quantity is missing when the sensor is absent) and implement ``read``.
+    A sensor that reads only fixed kernel files declares them in
+    ``file_reads`` (``files.FileReads``) and reads through it; the sampler
+    then reads it without Python on the tick.
     """
 
     name: str = "sensor"
     channels: list[Channel]
     min_period_s: float = 0.0
+    file_reads: "FileReads | None" = None
     provides: ClassVar[frozenset[tuple[str, str]]] = frozenset()
 
     @abc.abstractmethod

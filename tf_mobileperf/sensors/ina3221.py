@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Mapping
 
 from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, SysfsValue, under_root
+from tf_mobileperf.sensors.files import FileReads
 from tf_mobileperf.sensors.ina238 import HWMON_GLOB as INA238_GLOB
 from tf_mobileperf.sensors.ina238 import ina238_rails
 
@@ -100,37 +101,34 @@ def _unique(name: str, taken: set[str]) -> str:
 
 
 class _RailSensor(Sensor):
-    """Shared read loop: each rail is a function of one or two sysfs values."""
+    """Rails declared as file reads (``files.FileReads``): each rail's power is one sysfs value, or the
+    product of two (mV * mA)."""
 
     min_period_s = 0.0  # the INA3221 converts every ~1 ms; read at the sampler's rate
     provides = RAIL_PROVIDES
 
     def __init__(self) -> None:
-        self._rails: list[tuple[str, list[SysfsValue]]] = []
+        self.file_reads = FileReads()
         self.channels = []
 
     def _add_rail(self, label: str, values: list[SysfsValue], taken: set[str]) -> None:
         name = _unique(label, taken)
         source = " * ".join(str(v.path) for v in values)
         self.channels.append(rail_channel(name, source, label))
-        self._rails.append((name, values))
+        numbers = [self.file_reads.number(v.path, v.scale) for v in values]
+        if len(numbers) == 1:
+            self.file_reads.channel(name, numbers[0])
+        else:
+            self.file_reads.channel(name, numbers[0], numbers[1], "*")
 
     def metadata(self) -> dict:
         return rail_budget(self.channels)
 
     def read(self) -> Mapping[str, float]:
-        out = {}
-        for name, values in self._rails:
-            power = 1.0
-            for value in values:
-                power *= value.read()
-            out[name] = power
-        return out
+        return self.file_reads.read()
 
     def close(self) -> None:
-        for _, values in self._rails:
-            for value in values:
-                value.close()
+        self.file_reads.close()
 
 
 class Ina3221IioSensor(_RailSensor):

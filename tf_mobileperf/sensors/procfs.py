@@ -16,7 +16,8 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from tf_mobileperf.sensors.base import NAN, Channel, KernelFile, Sensor, SensorUnavailable, SysfsValue
+from tf_mobileperf.sensors.base import Channel, KernelFile, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.files import FileReads, parse_number
 
 # (implementer, part) from /proc/cpuinfo on ARM -> core name.
 ARM_CORES = {
@@ -95,17 +96,13 @@ def core_types(cpuinfo: str) -> dict[int, str]:
     return types
 
 
-def _read_stat(stat: KernelFile) -> dict[str, tuple[int, int]]:
-    """"cpu"/"cpuN" -> (busy jiffies, total jiffies)."""
-    out = {}
-    for line in stat.read_bytes().decode().splitlines():
-        if not line.startswith("cpu"):
-            continue
-        name, *fields = line.split()
-        values = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
-        idle = values[3] + (values[4] if len(values) > 4 else 0)
-        out[name] = (sum(values) - idle, sum(values))
-    return out
+#: /proc/stat's fields of a "cpu" line: user nice system idle iowait irq softirq steal (all of them), idle + iowait.
+JIFFIES_ALL, JIFFIES_IDLE = 0xFF, 0x18
+
+
+def _cpu_lines(stat: KernelFile) -> list[str]:
+    """The names of the "cpu" and "cpuN" lines of /proc/stat."""
+    return [line.split(None, 1)[0] for line in stat.read_bytes().decode().splitlines() if line.startswith("cpu")]
 
 
 class CpuSensor(Sensor):
@@ -123,17 +120,19 @@ class CpuSensor(Sensor):
 
     def __init__(self, root: str | Path = "/", period_s: float = 0.05):
         root = Path(root)
-        self._stat = KernelFile(root / "proc/stat", 1 << 16)
+        stat = KernelFile(root / "proc/stat", 1 << 16)
         self.min_period_s = period_s
         try:
-            first = _read_stat(self._stat)
+            lines = _cpu_lines(stat)
         except (OSError, ValueError) as exc:
-            raise SensorUnavailable(f"cannot read {self._stat.path}: {exc}") from exc
+            raise SensorUnavailable(f"cannot read {stat.path}: {exc}") from exc
+        finally:
+            stat.close()
         cpu_dir = root / "sys/devices/system/cpu"
         try:
             present = parse_cpu_list((cpu_dir / "present").read_text())
         except (OSError, ValueError):
-            present = sorted(int(name[3:]) for name in first if name != "cpu")
+            present = sorted(int(name[3:]) for name in lines if name != "cpu")
         try:
             types = core_types((root / "proc/cpuinfo").read_text())
         except OSError:
@@ -141,53 +140,36 @@ class CpuSensor(Sensor):
         self.cores = present
         types = dt_core_types(cpu_dir, present) | types
         self.clusters = {core: types.get(core, "unknown") for core in present}
-        self.offline = [core for core in present if f"cpu{core}" not in first]
-        source = str(self._stat.path)
+        self.offline = [core for core in present if f"cpu{core}" not in lines]
+        self.file_reads = reads = FileReads()
+        for line in ["cpu"] + [f"cpu{core}" for core in present]:  # a line that is not there (offline) reads NaN
+            jiffies = [reads.number(stat.path, 1.0, line.encode() + b" ", 1 << 16, fields) for fields in
+                       (JIFFIES_ALL, JIFFIES_IDLE)]
+            reads.channel(f"{line}_util", *jiffies, "busy%")
+        source = str(stat.path)
         self.channels = [Channel("cpu_util", "util", source, group="cpu", device="cpu")]
         self.channels += [self._core_channel(f"cpu{core}_util", "util", source, core) for core in present]
-        self._freqs = {}
         for core in present:
             freq = cpu_dir / f"cpu{core}/cpufreq/scaling_cur_freq"
             if freq.exists():
-                self._freqs[f"cpu{core}_freq"] = SysfsValue(freq, 1e3)
+                reads.channel(f"cpu{core}_freq", reads.number(freq, 1e3))
                 self.channels.append(self._core_channel(f"cpu{core}_freq", "clock", str(freq), core))
-        self._last = first
+        reads.read()  # the first utilization is over the time to the sampler's first read
 
     def _core_channel(self, name: str, kind: str, source: str, core: int) -> Channel:
         return Channel(name, kind, source, group="cpu", cluster=self.clusters[core], device="cpu", core=core)
 
     def read(self) -> Mapping[str, float]:
-        out: dict[str, float] = {c.name: NAN for c in self.channels}
-        try:
-            now = _read_stat(self._stat)
-        except (OSError, ValueError):
-            return out
-        for name, (busy, total) in now.items():
-            before = self._last.get(name)
-            if before is not None and total > before[1]:
-                out[f"{name}_util"] = 100.0 * (busy - before[0]) / (total - before[1])
-        self._last = now
-        for name, value in self._freqs.items():
-            out[name] = value.read()
-        return out
+        return self.file_reads.read()
+
+    def close(self) -> None:
+        self.file_reads.close()
 
     def metadata(self) -> dict:
         clusters: dict[str, list[int]] = {}
         for core, kind in self.clusters.items():
             clusters.setdefault(kind, []).append(core)
         return {"cores": self.cores, "clusters": clusters, "offline": self.offline}
-
-
-def _kb_field(text: bytes, key: bytes) -> float:
-    """Bytes of the "Key:   123 kB" line of /proc/meminfo or /proc/<pid>/status; NaN if absent."""
-    prefix = key + b":"
-    for line in text.splitlines():
-        if line.startswith(prefix):
-            try:
-                return float(line.split()[1]) * 1024
-            except (IndexError, ValueError):
-                return math.nan
-    return math.nan
 
 
 class MemorySensor(Sensor):
@@ -208,42 +190,35 @@ class MemorySensor(Sensor):
 
     def __init__(self, root: str | Path = "/", pid: int | None = None):
         root = Path(root)
-        self._meminfo = KernelFile(root / "proc/meminfo", 8192)
-        self._status = KernelFile(root / f"proc/{pid or os.getpid()}/status", 8192)
+        meminfo = KernelFile(root / "proc/meminfo", 8192)
+        status = root / f"proc/{pid or os.getpid()}/status"
         try:
-            total = _kb_field(self._meminfo.read_bytes(), b"MemTotal")
+            info = meminfo.read_bytes()
         except OSError as exc:
-            raise SensorUnavailable(f"cannot read {self._meminfo.path}: {exc}") from exc
+            raise SensorUnavailable(f"cannot read {meminfo.path}: {exc}") from exc
+        finally:
+            meminfo.close()
+        total = parse_number(info, b"MemTotal:") * 1024
         if math.isnan(total):
-            raise SensorUnavailable(f"{self._meminfo.path} has no MemTotal")
+            raise SensorUnavailable(f"{meminfo.path} has no MemTotal")
         self.total_bytes = total
+        free = b"MemAvailable:" if b"\nMemAvailable:" in info else b"MemFree:"  # MemAvailable since Linux 3.14
+        self.file_reads = reads = FileReads()
+        used = (reads.number(meminfo.path, 1024, b"MemTotal:", 8192), reads.number(meminfo.path, 1024, free, 8192))
+        reads.channel("ram_used", *used, "-")
+        reads.channel("proc_rss", reads.number(status, 1024, b"VmRSS:", 8192))
+        reads.channel("proc_peak", reads.number(status, 1024, b"VmHWM:", 8192))
         self.channels = [
-            Channel("ram_used", "memory", f"{self._meminfo.path} MemTotal-MemAvailable", group="mem", device="board"),
-            Channel("proc_rss", "memory", f"{self._status.path} VmRSS", group="mem", device="process"),
-            Channel("proc_peak", "memory", f"{self._status.path} VmHWM", group="mem", device="process"),
+            Channel("ram_used", "memory", f"{meminfo.path} MemTotal-{free[:-1].decode()}", group="mem", device="board"),
+            Channel("proc_rss", "memory", f"{status} VmRSS", group="mem", device="process"),
+            Channel("proc_peak", "memory", f"{status} VmHWM", group="mem", device="process"),
         ]
 
     def read(self) -> Mapping[str, float]:
-        out = {"ram_used": NAN, "proc_rss": NAN, "proc_peak": NAN}
-        try:
-            info = self._meminfo.read_bytes()
-            available = _kb_field(info, b"MemAvailable")
-            if math.isnan(available):
-                available = _kb_field(info, b"MemFree")
-            out["ram_used"] = _kb_field(info, b"MemTotal") - available
-        except OSError:
-            pass
-        try:
-            status = self._status.read_bytes()
-            out["proc_rss"] = _kb_field(status, b"VmRSS")
-            out["proc_peak"] = _kb_field(status, b"VmHWM")
-        except OSError:
-            pass
-        return out
+        return self.file_reads.read()
 
     def close(self) -> None:
-        self._meminfo.close()
-        self._status.close()
+        self.file_reads.close()
 
     def metadata(self) -> dict:
         return {"ram_total_bytes": self.total_bytes}

@@ -1,0 +1,128 @@
+"""What a sensor reads from fixed kernel files, declared once as data.
+
+Power rails and memory are numbers in sysfs and procfs files that stay at
+the same path for the whole run. A sensor that reads only such files
+declares them here (``FileReads``): each file, the numbers taken from it
+(the first number, or the one after a key such as ``b"MemAvailable:"``, or
+the sum of some of the numbers after a key, times a scale) and each channel
+as one number, two multiplied or subtracted, or the busy share of two
+counters between reads (CPU jiffies of /proc/stat). The sensor's ``read()`` is ``FileReads.read()``; the sampler's
+native loop (``sampling/native.py``) runs the same declaration in C, with
+``pread`` into one preallocated buffer and no Python on the tick. So the
+declaration is the one definition of what the sensor measures.
+
+A file that cannot be read or a number that is not there reads NaN, and so
+does every channel that uses it; a failed file is opened again on the next
+read.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+from tf_mobileperf.sensors.base import KernelFile
+
+#: How two numbers make a channel: the first alone, their product, their difference, and
+#: "busy%": 100 * (1 - change of the second / change of the first) since the last read.
+OPS = ("", "*", "-", "busy%")
+
+
+@dataclasses.dataclass(frozen=True)
+class FileNumber:
+    """One number of a file: the first (``key`` empty) or the one after ``key``, times ``scale``; with
+    ``fields``, a bit mask, the sum of those numbers of the line after ``key``."""
+
+    file: int
+    key: bytes
+    scale: float
+    fields: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class FileChannel:
+    """A channel's value: number ``a``, or ``a`` and ``b`` combined by ``op`` ("*" or "-")."""
+
+    name: str
+    a: int
+    b: int = -1
+    op: str = ""
+
+
+def parse_number(text: bytes, key: bytes, fields: int = 0) -> float:
+    """The first number of ``text``, or the number after ``key`` ("MemAvailable:   123 kB" -> 123.0); with
+    ``fields``, the sum of the numbers of the line after ``key`` whose bits are set; NaN if one is missing."""
+    if key:
+        at = text.find(key)
+        if at < 0 or (at > 0 and text[at - 1] != 10):  # the key starts a line
+            return math.nan
+        text = text[at + len(key):]
+    words = text.split(b"\n", 1)[0].split() if key else text.split(None, 1)
+    wanted = [k for k in range(fields.bit_length()) if fields >> k & 1] if fields else [0]
+    try:
+        return sum(float(words[k]) for k in range(wanted[-1] + 1) if k in wanted)
+    except (IndexError, ValueError):
+        return math.nan
+
+
+class FileReads:
+    """The files a sensor reads, the numbers in them and the channels made of those numbers.
+
+    Example:
+        >>> reads = FileReads()                                              # doctest: +SKIP
+        >>> volt, curr = reads.number("/sys/.../in1_input", 1e-3), reads.number("/sys/.../curr1_input", 1e-3)
+        >>> reads.channel("VDD_IN", volt, curr, "*")                        # W = V * A
+    """
+
+    def __init__(self) -> None:
+        self.files: list[KernelFile] = []
+        self.numbers: list[FileNumber] = []
+        self.channels: list[FileChannel] = []
+        self._last: list[float] = []  # the numbers of the previous read, for "busy%"
+
+    def number(self, path: str | Path, scale: float = 1.0, key: bytes = b"", size: int = 64, fields: int = 0) -> int:
+        """Declares a number of the file at ``path``; returns its index for ``channel``."""
+        path = Path(path)
+        index = next((i for i, f in enumerate(self.files) if f.path == path), None)
+        if index is None:
+            index = len(self.files)
+            self.files.append(KernelFile(path, size))
+        else:
+            self.files[index].size = max(self.files[index].size, size)
+        self.numbers.append(FileNumber(index, key, float(scale), fields))
+        return len(self.numbers) - 1
+
+    def channel(self, name: str, a: int, b: int = -1, op: str = "") -> None:
+        """Declares channel ``name`` as number ``a``, or ``a op b``."""
+        if op not in OPS or (op == "") != (b < 0):
+            raise ValueError(f"channel {name!r}: op must be one of {OPS[1:]} with a second number, or '' without")
+        self.channels.append(FileChannel(name, a, b, op))
+
+    def read(self) -> dict[str, float]:
+        """Every channel's value now; NaN where a file or a number could not be read."""
+        texts: list[bytes | None] = []
+        for file in self.files:
+            try:
+                texts.append(file.read_bytes())
+            except OSError:
+                texts.append(None)
+        values = [math.nan if texts[n.file] is None else parse_number(texts[n.file], n.key, n.fields) * n.scale
+                  for n in self.numbers]
+        last, self._last = self._last or [math.nan] * len(values), values
+        out = {}
+        for c in self.channels:
+            value = values[c.a]
+            if c.op == "*":
+                value *= values[c.b]
+            elif c.op == "-":
+                value -= values[c.b]
+            elif c.op == "busy%":
+                total = value - last[c.a]
+                value = 100.0 * (total - (values[c.b] - last[c.b])) / total if total > 0 else math.nan
+            out[c.name] = value
+        return out
+
+    def close(self) -> None:
+        for file in self.files:
+            file.close()

@@ -1,7 +1,16 @@
 """Finds the packages, which setup.cfg cannot: it searches one folder, and the
 wheel needs every tf_mobileperf subpackage from the root and the TensorBoard
-plugin from tensorboard_plugin/. Everything else is declared in setup.cfg."""
+plugin from tensorboard_plugin/. Everything else is declared in setup.cfg.
 
-from setuptools import find_packages, setup
+It also builds the sampler's C tick loop (``tf_mobileperf/sampling/_tick.c``),
+a plain shared library that ``sampling/native.py`` loads with ctypes. It is
+optional: without a C compiler the install goes on and the sampler runs its
+Python loop."""
 
-setup(packages=find_packages(include=["tf_mobileperf", "tf_mobileperf.*"]) + find_packages("tensorboard_plugin"))
+from setuptools import Extension, find_packages, setup
+
+TICK = Extension("tf_mobileperf.sampling._tick", ["tf_mobileperf/sampling/_tick.c"], optional=True,
+                 extra_compile_args=["-O2", "-std=gnu99"])
+
+setup(packages=find_packages(include=["tf_mobileperf", "tf_mobileperf.*"]) + find_packages("tensorboard_plugin"),
+      ext_modules=[TICK])

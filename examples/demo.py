@@ -62,8 +62,9 @@ def main() -> None:
           + ", ".join(f"{k} {show(v, '%', '.1f')}" for k, v in s["cpu_util_per_cluster"].items()))
     print(f"GPU util avg: {show(s['gpu_util_avg'], '%', '.1f')}   peak memory: {show(s['mem_peak_gb'], 'GiB')}")
     if sampling["achieved_hz"]:
-        print(f"sampling: {sampling['achieved_hz']:.1f} Hz of {sampling['requested_hz']:.0f} requested, "
-              f"p99 interval error {sampling['interval_error_p99_ms']:.3f} ms ({sampling['mode']})")
+        print(f"sampling: {sampling['achieved_hz']:.1f} rows/s of {sampling['row_hz']:.0f} expected on a "
+              f"{sampling['requested_hz']:.0f} Hz grid (woken only when a sensor is due), p99 interval error "
+              f"{sampling['interval_error_p99_ms']:.3f} ms ({sampling['mode']}, {sampling['tick_loop']} tick loop)")
     for what, why in s["unavailable"].items():
         print(f"  {what}: null — {why}")
     print(f"\nreport: {cb.monitor.logdir}/report.json   steps: {cb.monitor.logdir}/steps.csv")

@@ -56,21 +56,31 @@ class SamplerProcess:
     def __init__(self) -> None:
         self.pid: int | None = None
         self.ended: str | None = None
+        self._death_w: int | None = None  # the write end of the child's death pipe: it is open while we live
         self._reaping = threading.Lock()
+
+    def _close_death_pipe(self) -> None:
+        if self._death_w is not None:
+            os.close(self._death_w)
+            self._death_w = None
 
     def fork(self, loop: SamplingLoop, shared: SharedRing, realtime: bool) -> None:
         """Forks a child that runs ``loop`` until it is stopped or this process dies."""
+        death_r, death_w = os.pipe()  # the child sees EOF on death_r when this process is gone
         pid = os.fork()
         if pid == 0:  # the child: never returns into the trainer's code
             code = 1
             try:
+                os.close(death_w)
                 _become_sampler(shared, realtime)
-                code = loop.run(alarm=True)
+                code = loop.run(alarm=True, death_fd=death_r)
             except BaseException:
                 log.exception("mobileperf: the sampler process failed")
             finally:
                 os._exit(code)
-        self.pid, self.ended = pid, None
+        os.close(death_r)
+        self._close_death_pipe()
+        self.pid, self.ended, self._death_w = pid, None, death_w
 
     def alive(self) -> bool:
         return self.pid is not None and self.reap() is None
@@ -85,6 +95,7 @@ class SamplerProcess:
                     pass
                 if not self._wait_exit(1.0):
                     log.warning("mobileperf: sampler process %d did not exit after SIGKILL", self.pid)
+            self._close_death_pipe()
             self.pid = None
 
     def _wait_exit(self, timeout_s: float) -> bool:

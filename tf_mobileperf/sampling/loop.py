@@ -1,54 +1,51 @@
-"""One sampling worker's loop: reads the sensors every period and writes rows into the shared ring.
+"""One sampling worker's loop: reads the sensors when due and writes rows into the shared ring.
 
 It exists apart from ``sampler.Sampler`` (which starts, watches and drains
 it from the trainer) because it is what runs in the forked child, or in
 thread mode in a thread of the trainer.
 
-Sensors are read one after the other in the sampling thread, so a fast rail
-pays no thread hand-off; a watchdog replaces a sampling thread that stays
-inside one sensor's ``read()`` longer than ``inline_budget_s`` by a new one,
-and that sensor is read in its own thread (``offload.OffloadedSensor``),
-with a deadline: a read that misses it is a failed read, and the sensor's
-channels stay NaN until it returns. A value read so reaches the ring one
-tick late; after 200 quick reads in a row the sensor is read inline again.
-In the forked child SIGALRM, armed anew by each inline read, wakes the
-watchdog only when no read started within the budget.
+Sensors are read one after the other in the sampling thread (in C for those
+declared as kernel files, ``native``), so a fast rail pays no thread
+hand-off. A watchdog replaces a sampling thread that stays inside one
+sensor's read longer than ``inline_budget_s`` by a new one, and that sensor
+is read in its own thread (``offload.OffloadedSensor``) with a deadline: a
+read that misses it is a failed read, its channels NaN. In the forked child
+SIGALRM, armed while a row is filled, wakes the watchdog only when a read
+overran the budget.
 """
 
 from __future__ import annotations
 
 import logging
-import math
-import numbers
 import os
+import select
 import signal
 import threading
 import time
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
-from tf_mobileperf.sampling.offload import INLINE_AGAIN_AFTER, OffloadedSensor, read_sensor
-from tf_mobileperf.sampling.ring import COUNT, EPOCH, SharedRing
+from tf_mobileperf.sampling import native
+from tf_mobileperf.sampling.offload import OffloadedSensor, read_sensor
+from tf_mobileperf.sampling.ring import COUNT, EPOCH, SharedRing, store_reading
+from tf_mobileperf.sampling.schedule import every_ticks, inline_budget_s, next_due, next_wake, stride
 from tf_mobileperf.sensors.base import Sensor
 
 log = logging.getLogger(__name__)
 
 
-def inline_budget_s(period_s: float) -> float:
-    """How long one sensor's ``read()`` may hold up the others before it is moved to its own thread.
-
-    Long enough that a busy machine's scheduling delays rarely move a
-    healthy sensor, short enough that the hole it leaves in the other
-    channels stays well inside the join's allowed gap (0.1 s at 5 ms)."""
-    return max(4 * period_s, 0.020)
-
-
 class SamplingLoop:
     """One worker's sampling: a sampling thread, and the watchdog that replaces it when a read hangs.
 
-    Rows are written only by the current sampling thread (``leader``), and
-    only while the shared epoch is this worker's.
+    The loop wakes only on ticks of the grid where a sensor is due: every
+    ``stride`` ticks, the fastest sensor's rate; a slower sensor is read at
+    the first wake-up on or after its own due tick, so it keeps its rate.
+    In the forked child the ticks run in C (``native``) where it was built;
+    sensors without ``file_reads`` are read here when C says they are due.
+    Rows are written in place in the ring and published only by the current
+    sampling thread (``leader``), and only while the shared epoch is this
+    worker's.
     """
 
     def __init__(self, sensors: list[Sensor], period_s: float, shared: SharedRing, epoch: int, parent: int | None):
@@ -64,36 +61,68 @@ class SamplingLoop:
         for sensor in sensors:
             self.columns.append([(c.name, col + k) for k, c in enumerate(sensor.channels)])
             col += len(sensor.channels)
-        self.due = [0.0] * len(sensors)
+        self.every = [every_ticks(s.min_period_s, period_s) for s in sensors]
+        self.stride = stride(self.every)
+        self.due = [0] * len(sensors)  # the tick each sensor is due (Python ticks)
+        self.tick = 0  # the tick of the row being filled; a new leader goes on from it
+        self.origin = time.monotonic()
         self.offloaded: list[OffloadedSensor | None] = [None] * len(sensors)
-        self.reading: tuple[int, float] | None = None  # (sensor, start) of the leader's read in flight
+        self.reading: tuple[int, float] | None = None  # (sensor, start) of the leader's Python read in flight
         self.leader = 0
         self.lock = threading.Lock()
         self.done = threading.Event()
         self.failed = False
         self.alarm = False
+        self.tables: native.NativeTables | None = None  # the C loop's tables, where it runs
+        self.current: native.NativeLoop | None = None  # the leader's C loop
+        self._wake = os.pipe() if parent is not None else None  # the watchdog's wake-up when sampling ends
+
+    @property
+    def native(self) -> bool:
+        """Whether the ticks run in C."""
+        return self.tables is not None
 
     def alive(self) -> bool:
-        """Whether this worker should go on: not stopped or replaced, and its parent is there."""
-        return self.shared.header[EPOCH] == self.epoch and (self.parent is None or os.getppid() == self.parent)
+        """Whether this worker should go on: not stopped or replaced (a shared-memory read, no system call)."""
+        return self.shared.header[EPOCH] == self.epoch
 
-    def run(self, alarm: bool) -> int:
+    def run(self, alarm: bool, death_fd: int | None = None) -> int:
         """Samples until stopped or the parent dies; this thread is the watchdog. 1 if sampling failed.
 
         With ``alarm`` (the forked child, whose main thread this is) each
-        inline read arms SIGALRM for its budget, so the watchdog wakes only
-        when no read started within the budget; without (a thread in the
-        trainer's process, whose signals are the trainer's) it looks every
-        half budget."""
+        row arms SIGALRM for the read budget, so the watchdog wakes only when
+        a read overran it, when sampling ends, when the parent dies
+        (``death_fd``, the read end of a pipe whose write end only the parent
+        holds, reads EOF) and, in case a process the trainer forked holds
+        that end too, once a second to compare ``os.getppid()``. Without (a
+        thread in the trainer, whose signals are the trainer's) it looks
+        every half budget."""
         self.alarm = alarm
         if alarm:
             signal.signal(signal.SIGALRM, self._on_alarm)
+            library = native.load()
+            if library is not None:
+                self.tables = native.NativeTables(library, self.sensors, self.every, [dict(c) for c in self.columns])
         self._lead(0)
-        while not self.done.wait(0.25 if alarm else self.budget_s / 2) and self.alive():
-            if not alarm:
+        if alarm:
+            self._watch_child(death_fd)
+        else:
+            while not self.done.wait(self.budget_s / 2) and self.alive():
                 self._replace_if_hung()
         self.done.set()
         return int(self.failed)
+
+    def _watch_child(self, death_fd: int | None) -> None:
+        fds = [self._wake[0]] + ([death_fd] if death_fd is not None else [])
+        while not self.done.is_set() and self.alive() and os.getppid() == self.parent:
+            ready, _, _ = select.select(fds, [], [], 1.0)
+            if death_fd in ready:
+                return  # EOF: the parent is gone
+
+    def _finish(self) -> None:
+        self.done.set()
+        if self._wake is not None:
+            os.write(self._wake[1], b"x")
 
     def _lead(self, generation: int) -> None:
         threading.Thread(target=self._sample, args=(generation,), daemon=True, name="mobileperf-sampling").start()
@@ -116,62 +145,125 @@ class SamplingLoop:
     def _take_over_hung_read(self) -> int | None:
         """With the lock held: if the leader's read is over budget, moves that sensor to its
         own thread and returns the generation of a new leader to start."""
-        if self.reading is None:
+        if self.reading is not None:
+            i, since = self.reading
+            left = since + self.budget_s - time.monotonic()
+            if left >= 0:
+                self._rearm(left)
+                return None
+        elif self.current is not None:
+            taken, left = self.current.take_over(self.budget_s)
+            if taken is None:
+                if left > 0:
+                    self._rearm(left)
+                return None
+            i, since = taken, self.current.loop.reading_since
+        else:
             return None
-        i, since = self.reading
-        left = since + self.budget_s - time.monotonic()
-        if left >= 0:
-            if self.alarm:
-                signal.setitimer(signal.ITIMER_REAL, left + 0.001)
-            return None
-        self.offloaded[i] = OffloadedSensor(self.sensors[i], since)
-        self.shared.fail(i)  # this read missed its deadline
+        self._offload(i, since)
         self.reading = None
         self.leader += 1
+        if self.tables is not None:
+            self.tables.leader.value = self.leader
         log.debug("sensor %s held up sampling for > %.3f s; it is read in its own thread now",
                   self.sensors[i].name, self.budget_s)
         return self.leader
+
+    def _rearm(self, left_s: float) -> None:
+        if self.alarm:
+            signal.setitimer(signal.ITIMER_REAL, left_s + 0.001)
+
+    def _offload(self, i: int, since: float) -> None:
+        self.offloaded[i] = OffloadedSensor(self.sensors[i], since)
+        if self.tables is not None:
+            self.tables.sensors[i].offloaded = 1
+        self.shared.fail(i)  # this read missed its deadline
 
     def _sample(self, generation: int) -> None:
         try:
             if self.alarm:  # SIGALRM goes to the watchdog, never interrupts a sensor's system call
                 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
-            self._sample_rows(generation)
+            if generation > 0:  # a new leader: the row its hung predecessor was filling is a hole
+                if self.current is not None:
+                    self.tick = self.current.loop.tick
+                self._sleep_to_next()
+            if self.native:
+                self._sample_native(generation)
+            else:
+                self._sample_rows(generation)
         except BaseException:
             log.exception("mobileperf: the sampling loop failed")
             self.failed = True
-            self.done.set()
+            self._finish()
+
+    def _slot(self) -> np.ndarray:
+        """The ring's row after the last published one: the row being filled, in place."""
+        ring = self.shared.ring
+        return ring[self.shared.count() % len(ring)]
 
     def _sample_rows(self, generation: int) -> None:
-        period_s = self.period_s
-        row = np.full(self.shared.ring.shape[1], np.nan)
-        next_t = time.monotonic()
+        """The Python loop: fills a row at each wake-up, publishes it, sleeps to the next."""
         while self.alive():
-            now = time.monotonic()
-            row[:] = np.nan
-            row[0] = now
-            for i, sensor in enumerate(self.sensors):
-                offloaded = self.offloaded[i]
-                if offloaded is not None:
-                    self._poll(i, offloaded, now, row)
-                elif now >= self.due[i]:
-                    self.due[i] = now + sensor.min_period_s * 0.95
-                    if not self._read_inline(i, generation, row):  # replaced while the read hung
-                        self.offloaded[i].serve(self.alive)
-                        return
-            if not self._write(row):
+            row = self._slot()
+            row[1:] = np.nan
+            row[0] = now = time.monotonic()
+            if self.alarm:
+                signal.setitimer(signal.ITIMER_REAL, self.budget_s)
+            for i in range(len(self.sensors)):
+                due = self.tick >= self.due[i]
+                if due:
+                    self.due[i] = next_due(self.tick, self.due[i], self.every[i])
+                if not self._visit(i, due, now, row, generation):
+                    return
+            if self.alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            if not self._publish():
                 return
-            next_t += period_s
-            now = time.monotonic()
-            if next_t <= now:  # overran: skip the ticks we missed, stay on the grid
-                next_t += math.ceil((now - next_t) / period_s) * period_s
-            time.sleep(max(0.0, next_t - time.monotonic()))
-        self.done.set()
+            self._sleep_to_next()
+        self._finish()
+
+    def _sleep_to_next(self) -> None:
+        """Sleeps to the next wake-up's tick on the grid; ticks already past are skipped."""
+        self.tick = next_wake(self.tick, self.stride, self.period_s, self.origin, time.monotonic())
+        time.sleep(max(0.0, self.origin + self.tick * self.period_s - time.monotonic()))
+
+    def _sample_native(self, generation: int) -> None:
+        """The C loop runs the ticks; it returns here when a Python sensor is due, or to end."""
+        tables = self.tables
+        loop = native.NativeLoop(tables, self.shared, self.period_s, self.stride, self.epoch,
+                                 generation, self.budget_s, self.alarm, int(self.origin * 1e9), self.tick)
+        self.current = loop
+        python_side = [i for i, s in enumerate(self.sensors) if s.file_reads is None]
+        while True:
+            code = loop.run()
+            if code == native.REPLACED:
+                self.offloaded[loop.taken].serve(self.alive)
+                return
+            if code == native.STOPPED:
+                break
+            self.tick = loop.loop.tick
+            row = self._slot()
+            now = row[0]
+            for i in python_side if not any(self.offloaded) else range(len(self.sensors)):
+                if not self._visit(i, bool(tables.sensors[i].due_now), now, row, generation):
+                    return
+        self._finish()
+
+    def _visit(self, i: int, due: bool, now: float, row: np.ndarray, generation: int) -> bool:
+        """Reads sensor i into ``row`` if due (or looks at its read in its own thread); False if this
+        thread was replaced meanwhile, and then serves the sensor's reads."""
+        offloaded = self.offloaded[i]
+        if offloaded is not None:
+            self._poll(i, offloaded, due, now, row)
+        elif due and not self._read_inline(i, generation, row):
+            self.offloaded[i].serve(self.alive)
+            return False
+        return True
 
     def _read_inline(self, i: int, generation: int, row: np.ndarray) -> bool:
         """Reads sensor i in this thread; False if the watchdog replaced this thread meanwhile."""
         self.reading = (i, time.monotonic())
-        if self.alarm:  # replaces the previous read's timer: it fires only if no read starts within the budget
+        if self.alarm:  # the read's own budget: the alarm fires only if it overruns
             signal.setitimer(signal.ITIMER_REAL, self.budget_s)
         values = read_sensor(self.sensors[i])
         with self.lock:
@@ -181,63 +273,28 @@ class SamplingLoop:
         self._store(i, values, row)
         return True
 
-    def _write(self, row: np.ndarray) -> bool:
-        """Appends ``row`` to the ring unless this worker was stopped or replaced."""
+    def _publish(self) -> bool:
+        """Publishes the row filled in place, unless this worker was stopped or replaced."""
         shared = self.shared
         with self.lock:
             if shared.header[EPOCH] != self.epoch:
                 return False
-            count = shared.count()
-            shared.ring[count % len(shared.ring)] = row
-            shared.header[COUNT] = count + 1
+            shared.header[COUNT] = shared.count() + 1
         return True
 
-    def _poll(self, i: int, offloaded: OffloadedSensor, now: float, row: np.ndarray) -> None:
+    def _poll(self, i: int, offloaded: OffloadedSensor, due: bool, now: float, row: np.ndarray) -> None:
         """Takes an offloaded sensor's finished read and asks for the next one when due."""
-        if offloaded.since is not None:  # a read in flight
-            if not offloaded.missed and now - offloaded.since > self.deadline_s[i]:
-                offloaded.missed = True
-                self.shared.fail(i)
-            return
-        if offloaded.result is not None:
-            values, took = offloaded.result
-            offloaded.result = None
-            if took <= self.deadline_s[i]:
-                self._store(i, values, row)
-            elif not offloaded.missed:
-                self.shared.fail(i)
-            offloaded.quick = offloaded.quick + 1 if took < self.budget_s / 2 else 0
-            if offloaded.quick >= INLINE_AGAIN_AFTER:  # its thread is idle: no read in flight to race with
-                offloaded.retired = True
-                self.offloaded[i] = None
-                return
-        if now >= self.due[i]:
-            self.due[i] = now + self.sensors[i].min_period_s * 0.95
-            offloaded.missed = False
-            offloaded.since = now
-            offloaded.requested.set()
+        values, failed = offloaded.poll(due, now, self.deadline_s[i], self.budget_s)
+        if failed:
+            self.shared.fail(i)
+        if values is not None:
+            self._store(i, values, row)
+        if offloaded.retired:  # read inline again
+            self.offloaded[i] = None
+            if self.tables is not None:
+                self.tables.sensors[i].offloaded = 0
 
     def _store(self, i: int, values: Any, row: np.ndarray) -> None:
-        """Puts sensor i's reading into ``row``; anything but real numbers is a failed read.
-
-        A channel missing from the mapping is NaN (not a failure); a value
-        that is not a real number (str, None, complex...) is NaN and the read
-        counts as failed. A read that is no mapping at all fails whole."""
-        if type(values) is not dict and not isinstance(values, Mapping):
-            self.shared.fail(i)
-            return
-        bad = False
-        try:
-            for name, c in self.columns[i]:
-                value = values.get(name, math.nan)
-                if isinstance(value, float):  # also numpy's float64
-                    row[c] = value
-                elif isinstance(value, numbers.Real) and not isinstance(value, bool):
-                    row[c] = float(value)
-                else:
-                    bad = True
-        except Exception:  # a mapping whose get() or float() raises
-            row[[c for _, c in self.columns[i]]] = np.nan
-            bad = True
-        if bad:
+        """Puts sensor i's reading into ``row``; a read that is not real numbers counts as failed."""
+        if not store_reading(values, self.columns[i], row):
             self.shared.fail(i)

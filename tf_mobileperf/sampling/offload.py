@@ -48,6 +48,33 @@ class OffloadedSensor:
             self.since = None  # after result: the sampler sees idle only with the result in place
 
 
+    def poll(self, due: bool, now: float, deadline_s: float, budget_s: float) -> tuple[Any, bool]:
+        """At a wake-up of the sampling loop: (a finished read's values to store, else None; whether a read
+        failed by missing ``deadline_s``), and a request for the next read when ``due``. Sets ``retired``
+        when its last ``INLINE_AGAIN_AFTER`` reads took under half ``budget_s``: it is read inline again."""
+        if self.since is not None:  # a read in flight
+            missed_now = not self.missed and now - self.since > deadline_s
+            self.missed = self.missed or missed_now
+            return None, missed_now
+        values, failed = None, False
+        if self.result is not None:
+            got, took = self.result
+            self.result = None
+            if took <= deadline_s:
+                values = got
+            else:
+                failed = not self.missed
+            self.quick = self.quick + 1 if took < budget_s / 2 else 0
+            if self.quick >= INLINE_AGAIN_AFTER:  # this thread is idle: no read in flight to race with
+                self.retired = True
+                return values, failed
+        if due:
+            self.missed = False
+            self.since = now
+            self.requested.set()
+        return values, failed
+
+
 def read_sensor(sensor: Sensor) -> Any:
     """``sensor.read()``, or if it raised a value that is no mapping (a failed read)."""
     try:

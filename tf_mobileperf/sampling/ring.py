@@ -8,7 +8,10 @@ the header; the owner (``sampler.Sampler``) reads them while sampling goes on.
 
 from __future__ import annotations
 
+import math
 import mmap
+import numbers
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -33,3 +36,27 @@ class SharedRing:
     def fail(self, sensor: int) -> None:
         self.header[ERRORS + sensor] += 1
 
+
+
+def store_reading(values: Any, columns: list[tuple[str, int]], row: np.ndarray) -> bool:
+    """Puts a sensor's reading (channel name -> value) into ``row`` at ``columns``; False for a failed read.
+
+    A channel missing from the mapping is NaN (not a failure); a value that
+    is not a real number (str, None, complex...) is NaN and the read counts
+    as failed. A read that is no mapping at all fails whole."""
+    if type(values) is not dict and not isinstance(values, Mapping):
+        return False
+    good = True
+    try:
+        for name, c in columns:
+            value = values.get(name, math.nan)
+            if isinstance(value, float):  # also numpy's float64
+                row[c] = value
+            elif isinstance(value, numbers.Real) and not isinstance(value, bool):
+                row[c] = float(value)
+            else:
+                good = False
+    except Exception:  # a mapping whose get() or float() raises
+        row[[c for _, c in columns]] = np.nan
+        good = False
+    return good

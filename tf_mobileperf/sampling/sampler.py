@@ -45,7 +45,9 @@ from typing import Sequence
 import numpy as np
 
 from tf_mobileperf.sampling.child import SamplerProcess
+from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.loop import SamplingLoop
+from tf_mobileperf.sampling.schedule import every_ticks, stride
 from tf_mobileperf.sampling.ring import EPOCH, ERRORS, REALTIME, SharedRing
 from tf_mobileperf.sensors.base import Channel, Sensor
 
@@ -93,6 +95,7 @@ class Sampler:
             5.5 min at 200 Hz); older rows are counted as dropped.
         realtime: Ask for SCHED_FIFO in the child (silently refused without
             privileges; ``realtime_granted`` tells).
+        priority_reason: Why SCHED_FIFO was asked for or not, for the report.
 
     Only the process that created it (``owner_pid``) starts, stops or
     restarts it; in any other (a forked child of the trainer) those calls do
@@ -110,6 +113,7 @@ class Sampler:
         mode: str = "auto",
         capacity: int = 1 << 16,
         realtime: bool = True,
+        priority_reason: str = "",
     ):
         check_period(period_ms)
         if mode == "auto":
@@ -125,6 +129,7 @@ class Sampler:
         self.period_s = period_ms / 1000.0
         self.mode = mode
         self.realtime = realtime
+        self.priority_reason = priority_reason
         self.owner_pid = os.getpid()
         self._shared = SharedRing(capacity, 1 + len(self.channels), len(self.sensors))
         self._active = False  # between start() and stop()
@@ -155,6 +160,18 @@ class Sampler:
         if self.mode == "process":
             return self._child.alive()
         return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def row_period_s(self) -> float:
+        """How often a row is written: the sampler wakes only when its fastest sensor is due."""
+        return self.period_s * stride([every_ticks(s.min_period_s, self.period_s) for s in self.sensors])
+
+    @property
+    def tick_loop(self) -> str:
+        """Which loop runs the ticks: "C" (the forked child with the built library), else "Python" and why."""
+        if self.mode == "process" and native.load() is not None:
+            return "C"
+        return "Python (thread mode)" if self.mode == "thread" else f"Python ({native.why_not()})"
 
     @property
     def realtime_granted(self) -> bool:
@@ -223,7 +240,7 @@ class Sampler:
         if count > self._rows_at_start:
             last = max(last, float(self._shared.ring[(count - 1) % len(self._shared.ring), 0]))
         silent = time.monotonic() - last
-        if silent > silence_limit_s(self.period_s):
+        if silent > silence_limit_s(self.row_period_s):
             return f"sampler wrote no row for {silent:.1f} s"
         return None
 
@@ -258,8 +275,9 @@ class Sampler:
         self.dropped += start - self._read
         idx = np.arange(start, end) % capacity
         rows = ring[idx].copy()
-        # Rows the writer may have overwritten while we copied are dropped too.
-        overwritten = self._shared.count() - capacity - start
+        # Rows the writer may have overwritten while we copied are dropped too; the writer fills the
+        # row after the last published one in place, so the oldest row is overwritten one count early.
+        overwritten = self._shared.count() + 1 - capacity - start
         if overwritten > 0:
             rows = rows[overwritten:]
             self.dropped += overwritten

@@ -38,14 +38,19 @@ class SamplingStats:
     """Running figures of sampling quality, kept small for long runs.
 
     Args:
-        period_s: The sampler's period.
+        period_s: The sampler's period (its grid).
         channels: The sampled channels, in column order.
         channel_periods_s: Each channel's own refresh period (a slow sensor
             is read less often); defaults to ``period_s``.
+        row_period_s: How often the sampler writes a row: it wakes only when
+            its fastest sensor is due; defaults to ``period_s``. Intervals
+            and gaps are measured against it.
     """
 
-    def __init__(self, period_s: float, channels: list, channel_periods_s: list[float] | None = None):
-        self.period_s = period_s
+    def __init__(self, period_s: float, channels: list, channel_periods_s: list[float] | None = None,
+                 row_period_s: float | None = None):
+        self.grid_period_s = period_s
+        self.period_s = row_period_s or period_s
         self.channels = channels
         self.rows = 0
         self.first = self.last = None
@@ -68,7 +73,7 @@ class SamplingStats:
     def of(cls, sampler: Sampler) -> "SamplingStats":
         """Stats for ``sampler``'s channels, each at its sensor's own rate."""
         periods = [max(sampler.period_s, s.min_period_s) for s in sampler.sensors for _ in s.channels]
-        return cls(sampler.period_s, sampler.channels, periods)
+        return cls(sampler.period_s, sampler.channels, periods, sampler.row_period_s)
 
     def add(self, rows: Samples) -> list[str]:
         """Adds drained rows; returns the channels whose first gap shows in them."""
@@ -153,7 +158,8 @@ class SamplingStats:
             if rate and update is not None and self.valid[i] > 20 and update < 0.2 * rate:
                 stale[c.name] = update
         return {
-            "requested_hz": 1.0 / self.period_s,
+            "requested_hz": 1.0 / self.grid_period_s,
+            "row_hz": 1.0 / self.period_s,
             "achieved_hz": (self.rows - 1) / span if span else None,
             "interval_error_p50_ms": self._percentile_ms(50),
             "interval_error_p99_ms": self._percentile_ms(99),
@@ -163,6 +169,9 @@ class SamplingStats:
             "dropped": sampler.dropped if sampler else 0,
             "mode": sampler.mode if sampler else None,
             "realtime": sampler.realtime_granted if sampler else None,
+            "realtime_asked": sampler.realtime if sampler else None,
+            "priority_reason": sampler.priority_reason if sampler else None,
+            "tick_loop": sampler.tick_loop if sampler else None,
             "sensor_errors": sampler.errors() if sampler else {},
             "channels": per_channel,
             "channel_gaps": {name: v["gaps"] for name, v in per_channel.items() if v["gaps"]},

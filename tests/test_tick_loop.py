@@ -1,0 +1,166 @@
+"""The sampler's tick loop, in C and in its Python fallback: file sensors read without Python, wake-ups only
+when a sensor is due, a hung file read taken over, and the child's end when the trainer dies.
+
+Sensors: INA3221 hwmon rails and /proc/meminfo of fake sysfs trees, this machine's /proc, and the synthetic
+sensor (a known signal)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import INA3221, hwmon_rails, write
+from tf_mobileperf.sampling import native
+from tf_mobileperf.sampling.schedule import every_ticks, next_due
+from tf_mobileperf.sampling.sampler import Sampler
+from tf_mobileperf.sensors import SyntheticSensor
+from tf_mobileperf.sensors.files import FileReads, parse_number
+from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor
+from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
+
+HWMON = f"{INA3221}/1-0040/hwmon/hwmon1"
+
+
+@pytest.fixture(params=["native", "python"])
+def tick_loop(request, monkeypatch):
+    """Runs the test with the C tick loop, then with the Python loop."""
+    if request.param == "python":
+        monkeypatch.setenv("MOBILEPERF_NATIVE", "0")
+    elif native.load() is None:
+        pytest.skip(f"C tick loop not built: {native.why_not()}")
+    return request.param
+
+
+def child_wakeups(pid: int) -> int:
+    """Voluntary context switches of every thread of ``pid``: how often it went to sleep."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "status").read_text().split("voluntary_ctxt_switches:")[1].split()[0])
+        except (OSError, IndexError):
+            pass
+    return total
+
+
+def test_parse_number_takes_the_first_number_or_the_one_after_a_key_at_a_line_start():
+    meminfo = b"MemTotal:  8000 kB\nMemFree:  100 kB\nMemAvailable:   2000 kB\n"
+    assert parse_number(b"5000\n", b"") == 5000.0
+    assert parse_number(meminfo, b"MemAvailable:") == 2000.0
+    assert np.isnan(parse_number(meminfo, b"Free:"))  # not at a line start
+    assert np.isnan(parse_number(meminfo, b"SwapTotal:"))
+    assert np.isnan(parse_number(b"N/A\n", b"")) and np.isnan(parse_number(b"", b""))
+
+
+def test_file_reads_combine_numbers_and_read_nan_for_a_missing_file(tmp_path):
+    write(tmp_path, "v", "5000\n"), write(tmp_path, "a", "300\n")
+    reads = FileReads()
+    volt, amp = reads.number(tmp_path / "v", 1e-3), reads.number(tmp_path / "a", 1e-3)
+    reads.channel("power", volt, amp, "*")
+    reads.channel("gone", reads.number(tmp_path / "missing"))
+    reads.channel("diff", volt, amp, "-")
+    assert reads.read() == pytest.approx({"power": 1.5, "diff": 4.7, "gone": np.nan}, nan_ok=True)
+    with pytest.raises(ValueError, match="op"):
+        reads.channel("bad", volt, -1, "*")
+
+
+def test_memory_without_memavailable_uses_memfree(tmp_path):
+    write(tmp_path, "proc/meminfo", "MemTotal:  8000 kB\nMemFree:  1000 kB\n")
+    write(tmp_path, "proc/42/status", "VmHWM:  300 kB\nVmRSS:  200 kB\n")
+    sensor = MemorySensor(tmp_path, pid=42)
+    assert sensor.read() == {"ram_used": 7000 * 1024, "proc_rss": 200 * 1024, "proc_peak": 300 * 1024}
+
+
+def test_schedule_keeps_a_slow_sensors_rate_when_read_late():
+    assert [every_ticks(s, 0.005) for s in (0.0, 0.02, 0.05, 0.001)] == [1, 4, 10, 1]
+    due, reads = 0, []
+    for tick in range(0, 41, 4):  # wake-ups every 4 ticks; the sensor is due every 10
+        if tick >= due:
+            reads.append(tick)
+            due = next_due(tick, due, 10)
+    assert reads == [0, 12, 20, 32, 40]  # late by up to 3 ticks, never drifting
+
+
+def test_rails_read_by_the_tick_loop_are_the_sensors_own_values(tick_loop, tmp_path):
+    hwmon_rails(tmp_path, HWMON, ["VDD_IN", "VDD_SYS_GPU"])
+    sensor = Ina3221HwmonSensor(tmp_path)
+    assert sensor.read() == pytest.approx({"VDD_IN": 0.5, "VDD_SYS_GPU": 1.0})
+    sampler = Sampler([sensor], 5.0, mode="process")
+    with sampler:
+        time.sleep(0.4)
+        write(tmp_path, f"{HWMON}/in1_input", "4000\n")
+        changed = time.monotonic()
+        time.sleep(0.4)
+    rows = sampler.drain()
+    vin, gpu = rows.values[:, 0], rows.values[:, 1]
+    assert len(rows) > 60 and (gpu == 1.0).all()
+    assert (vin[rows.t < changed - 0.02] == 0.5).all() and (vin[rows.t > changed + 0.02] == 0.4).all()
+    assert sampler.errors() == {"ina3221 (hwmon)": 0}
+
+
+def test_the_sampler_wakes_only_when_a_sensor_is_due(tick_loop):
+    """This machine's /proc: memory every 20 ms is the fastest, CPU every 50 ms; the grid is 5 ms."""
+    sampler = Sampler([CpuSensor(), MemorySensor()], 5.0, mode="process")
+    with sampler:
+        sampler.wait_for_first_row(5.0)
+        sampler.drain()
+        before, t0 = child_wakeups(sampler.pid), time.monotonic()
+        time.sleep(2.0)
+        wakeups, seconds = child_wakeups(sampler.pid) - before, time.monotonic() - t0
+        rows = sampler.drain()
+    assert np.median(np.diff(rows.t)) == pytest.approx(0.020, abs=0.002)
+    assert len(rows) <= 51 * seconds  # not one row per 5 ms tick
+    assert wakeups <= 55 * seconds  # it was 224 a second
+    cpu = rows.values[:, [c.name for c in rows.channels].index("cpu_util")]
+    assert np.isfinite(cpu).sum() == pytest.approx(20 * seconds, rel=0.25)  # CPU keeps its own 50 ms
+
+
+def test_a_hung_file_read_is_taken_over_and_the_other_rail_goes_on(tick_loop, tmp_path):
+    """A rail whose file blocks (a FIFO without a writer: open() waits, as a hung I2C read does)."""
+    hwmon_rails(tmp_path, HWMON, ["VDD_IN", "VDD_SYS_GPU"])
+    sensor = Ina3221HwmonSensor(tmp_path)
+    gpu_sensor_file = tmp_path / HWMON / "curr2_input"
+    gpu_sensor_file.unlink()
+    os.mkfifo(gpu_sensor_file)
+    sampler = Sampler([sensor, SyntheticSensor(power_w={"steady": lambda t: 3.0})], 5.0, mode="process")
+    with sampler:
+        time.sleep(1.5)
+        assert sampler.health() is None
+    rows = sampler.drain()
+    steady = rows.values[:, 2]
+    steady_t = rows.t[steady == 3.0]
+    assert steady_t[-1] - steady_t[0] > 1.2 and np.diff(steady_t).max() < 0.6
+    assert np.isnan(rows.values[:, 1]).all()  # never read, never 0
+    assert sampler.errors()["ina3221 (hwmon)"] >= 1
+    # Unblock the opens still waiting in the (now stopped) sampler's threads.
+    threading.Thread(target=lambda: open(gpu_sensor_file, "w").close(), daemon=True).start()
+
+
+def test_the_sampler_process_ends_when_the_trainer_is_killed(tick_loop, tmp_path):
+    script = textwrap.dedent("""
+        import sys, time
+        from tf_mobileperf.sampling.sampler import Sampler
+        from tf_mobileperf.sensors.procfs import MemorySensor
+        sampler = Sampler([MemorySensor()], 5.0, mode="process").start()
+        sampler.wait_for_first_row(5.0)
+        print(sampler.pid, flush=True)
+        time.sleep(60)
+    """)
+    trainer = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    child = int(trainer.stdout.readline())
+    trainer.send_signal(signal.SIGKILL)
+    trainer.wait()
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline and Path(f"/proc/{child}").exists() and \
+            Path(f"/proc/{child}/stat").read_text().split()[2] != "Z":
+        time.sleep(0.01)
+    gone_after = 5.0 - (deadline - time.monotonic())
+    assert gone_after < 1.5  # the death pipe reads EOF at once; getppid() is looked at once a second

@@ -1,0 +1,48 @@
+"""When the sampler wakes and which sensors it reads: ticks of the period on the monotonic clock.
+
+It exists so that the Python tick loop (``loop.py``), the C one (``_tick.c``,
+which follows the same rules) and the owner (``sampler.Sampler``, whose
+stall detection and report need the row rate) share one definition. A
+sensor is read every ``every_ticks`` ticks on its own grid; the loop wakes
+only every ``stride`` ticks, its fastest sensor's, and reads a slower sensor
+at the first wake-up on or after its due tick, so that sensor keeps its
+rate.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def inline_budget_s(period_s: float) -> float:
+    """How long one sensor's ``read()`` may hold up the others before it is moved to its own thread.
+
+    Long enough that a busy machine's scheduling delays rarely move a
+    healthy sensor, short enough that the hole it leaves in the other
+    channels stays well inside the join's allowed gap (0.1 s at 5 ms)."""
+    return max(4 * period_s, 0.020)
+
+
+def every_ticks(min_period_s: float, period_s: float) -> int:
+    """Every how many ticks of ``period_s`` a sensor of ``min_period_s`` is read (0.95 of its period, rounded up)."""
+    return max(1, math.ceil(min_period_s * 0.95 / period_s - 1e-9))
+
+
+def next_due(tick: int, due: int, every: int) -> int:
+    """The tick a sensor read at ``tick`` (due at ``due``) is due next: on its own grid, after ``tick``."""
+    return tick - (tick - due) % every + every
+
+
+def stride(every: list[int]) -> int:
+    """Ticks between wake-ups: the fastest sensor's ``every`` (1 without sensors)."""
+    return min(every, default=1)
+
+
+def next_wake(tick: int, stride: int, period_s: float, origin_s: float, now_s: float) -> int:
+    """The tick of the next wake-up after ``tick``: ``stride`` ticks on, or the first such tick still ahead
+    of ``now_s`` if the loop overran (it stays on the grid ``origin_s + tick * period_s``)."""
+    tick += stride
+    behind = now_s - (origin_s + tick * period_s)
+    if behind >= 0:
+        tick += (math.floor(behind / (stride * period_s)) + 1) * stride
+    return tick

@@ -23,7 +23,7 @@ def every_option_changed() -> dict:
     """A value for every option that differs from its default."""
     return {"warmup_steps": 2, "sample_period_ms": 10.0, "sensors": (constant_sensor(),), "profile_steps": (4, 5),
             "batch_size": 16, "run": "fit", "flush_s": 0.25, "keep_steps": 7, "clock": fake_clock,
-            "combine_wait_s": 3.0, "idle_s": 0.5}
+            "combine_wait_s": 3.0, "idle_s": 0.5, "sampler_priority": "normal"}
 
 
 def test_every_monitor_option_is_reachable_from_the_callback(tmp_path):
@@ -53,7 +53,7 @@ def test_an_unknown_option_is_refused_by_name(make):
 
 
 @pytest.mark.parametrize("bad,names", [
-    ({"warmup_steps": -1}, "warmup_steps"), ({"warmup_steps": "3"}, "warmup_steps"),
+    ({"sampler_priority": "high"}, "sampler_priority"), ({"warmup_steps": -1}, "warmup_steps"), ({"warmup_steps": "3"}, "warmup_steps"),
     ({"warmup_steps": True}, "warmup_steps"), ({"sample_period_ms": 0.01}, "period"),
     ({"sample_period_ms": "5"}, "period"), ({"sensors": "bogus"}, "unknown sensors"),
     ({"sensors": [object()]}, "Sensor"), ({"sensors": "replay:x.log@fast"}, "replay speed"),

@@ -36,6 +36,7 @@ from typing import Iterator
 from tf_mobileperf.output.files import claim_logdir, local_dir
 from tf_mobileperf.output.layout import RunLayout
 from tf_mobileperf.output.writers import RunWriters
+from tf_mobileperf.sampling.priority import choose
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.session import backend
 from tf_mobileperf.session.cluster import combine, from_tf_config
@@ -87,7 +88,9 @@ class PerfMonitor:
         self.logdir = logdir / self.worker.name if self.worker else logdir
         self.model_name: str | None = None  # set by the callback from the Keras model
         self._probe = resolve_sensors(self.options.sensors)
-        self.sampler = Sampler(self._probe.sensors, self.options.sample_period_ms) if self._probe.sensors else None
+        realtime, why = choose(self.options.sampler_priority)
+        self.sampler = (Sampler(self._probe.sensors, self.options.sample_period_ms, realtime=realtime, priority_reason=why)
+                        if self._probe.sensors else None)
         self.channels = self.sampler.channels if self.sampler else []
         self.report: Report | None = None
         self._guard = Guard()

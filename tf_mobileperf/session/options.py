@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from tf_mobileperf.sampling.priority import PRIORITIES
 from tf_mobileperf.sampling.sampler import check_period
 from tf_mobileperf.sensors import Probe, ReplaySensor, Sensor, probe
 
@@ -104,6 +105,11 @@ class MonitorOptions:
         idle_s: Seconds sampled at ``begin()``, before the first step, with
             nothing training: the idle power of each rail, which the report
             subtracts from each step's energy (``energy_active_j``); 0 skips.
+        sampler_priority: "fifo" asks for SCHED_FIFO for the sampler process
+            (granted to root or CAP_SYS_NICE), "normal" keeps the default
+            scheduler, "auto" chooses by the number of cores
+            (``sampling.priority.choose``, from benchmarks/overhead.py's
+            figures). The report's ``sampling`` says what was asked and got.
 
     A wrong value raises TypeError or ValueError naming the option; an
     unknown option raises TypeError naming it.
@@ -120,6 +126,7 @@ class MonitorOptions:
     clock: Callable[[], float] = time.monotonic
     combine_wait_s: float = 60.0
     idle_s: float = 2.0
+    sampler_priority: str = "auto"
 
     def __post_init__(self) -> None:
         checked = {"warmup_steps": check_int("warmup_steps", self.warmup_steps)}
@@ -135,6 +142,8 @@ class MonitorOptions:
         checked["flush_s"] = _check_seconds("flush_s", self.flush_s, positive=True)
         checked["combine_wait_s"] = _check_seconds("combine_wait_s", self.combine_wait_s, positive=False)
         checked["idle_s"] = _check_seconds("idle_s", self.idle_s, positive=False)
+        if self.sampler_priority not in PRIORITIES:
+            raise ValueError(f"sampler_priority must be one of {PRIORITIES}, got {self.sampler_priority!r}")
         if not callable(self.clock):
             raise TypeError(f"clock must be a function returning seconds, got {type(self.clock).__name__}")
         for name, value in checked.items():

@@ -13,7 +13,10 @@ PORT ?= 6006
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 
-$(STAMP): $(BIN)/python setup.py setup.cfg pyproject.toml
+# The sampler's C tick loop is built by pip with the system C compiler (gcc is on every JetPack image);
+# without one the install still works and the sampler runs its Python loop.
+$(STAMP): $(BIN)/python setup.py setup.cfg pyproject.toml tf_mobileperf/sampling/_tick.c
+	@command -v cc >/dev/null || (apt-get update -q && apt-get install -y -q gcc libc6-dev)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[all]"
 	touch $(STAMP)

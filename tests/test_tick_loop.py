@@ -7,6 +7,7 @@ sensor (a known signal)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -164,3 +165,11 @@ def test_the_sampler_process_ends_when_the_trainer_is_killed(tick_loop, tmp_path
         time.sleep(0.01)
     gone_after = 5.0 - (deadline - time.monotonic())
     assert gone_after < 1.5  # the death pipe reads EOF at once; getppid() is looked at once a second
+
+
+def test_the_c_tick_loop_is_built_where_there_is_a_c_compiler():
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler: the sampler runs its Python loop")
+    assert native.load() is not None, native.why_not()
+    assert Sampler([MemorySensor()], 5.0, mode="process").tick_loop == "C"
+    assert Sampler([MemorySensor()], 5.0, mode="thread").tick_loop == "Python (thread mode)"

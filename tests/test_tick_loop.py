@@ -173,3 +173,35 @@ def test_the_c_tick_loop_is_built_where_there_is_a_c_compiler():
     assert native.load() is not None, native.why_not()
     assert Sampler([MemorySensor()], 5.0, mode="process").tick_loop == "C"
     assert Sampler([MemorySensor()], 5.0, mode="thread").tick_loop == "Python (thread mode)"
+
+
+def test_gpu_load_thermal_zones_and_emc_are_read_by_the_c_loop_as_by_python(tick_loop, tmp_path):
+    """A fake Orin-like tree: GPU load (per mille), a zone at 45.5 C, a powered-off zone (-256 C), EMC clock and
+    activity; the loop's rows equal the sensors' own reads."""
+    from tf_mobileperf.sensors.emc import EmcSensor
+    from tf_mobileperf.sensors.jetson_gpu import JetsonGpuSensor
+    from tf_mobileperf.sensors.thermal import ThermalSensor
+
+    write(tmp_path, "sys/devices/platform/bus@0/17000000.gpu/load", "537\n")
+    for n, (kind, temp) in enumerate([("CPU-therm", "45500"), ("CV0-therm", "-256000")]):
+        write(tmp_path, f"sys/devices/virtual/thermal/thermal_zone{n}/type", kind + "\n")
+        write(tmp_path, f"sys/devices/virtual/thermal/thermal_zone{n}/temp", temp + "\n")
+        (tmp_path / "sys/class/thermal").mkdir(parents=True, exist_ok=True)
+        os.symlink(tmp_path / f"sys/devices/virtual/thermal/thermal_zone{n}",
+                   tmp_path / f"sys/class/thermal/thermal_zone{n}")
+    write(tmp_path, "sys/kernel/debug/bpmp/debug/clk/emc/rate", "2133000000\n")
+    write(tmp_path, "sys/kernel/actmon_avg_activity/mc_all", "1066500\n")
+    sensors = [JetsonGpuSensor(tmp_path), ThermalSensor(tmp_path, period_s=0.02), EmcSensor(tmp_path, period_s=0.02)]
+    expected = {name: value for s in sensors for name, value in s.read().items()}
+    assert expected["gpu_util"] == pytest.approx(53.7) and expected["emc_util"] == pytest.approx(50.0)
+    assert expected["CPU-therm_temp"] == pytest.approx(45.5) and np.isnan(expected["CV0-therm_temp"])
+    sampler = Sampler(sensors, 5.0, mode="process")
+    with sampler:
+        time.sleep(0.3)
+    rows = sampler.drain()
+    for k, channel in enumerate(rows.channels):
+        column = rows.values[:, k]
+        if np.isnan(expected[channel.name]):
+            assert np.isnan(column).all(), channel.name
+        else:
+            assert np.nanmin(column) == np.nanmax(column) == pytest.approx(expected[channel.name]), channel.name

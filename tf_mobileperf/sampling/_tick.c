@@ -36,9 +36,12 @@ enum { MP_STOPPED = 0, MP_PYTHON = 1, MP_REPLACED = 2 };
 #define READING_TAKEN (-2)
 
 typedef struct { const char *path; int32_t fd; int32_t size; int32_t first_number; int32_t n_numbers; } mp_file;
-/* fields: 0 for the first number after the key, else a bit mask of the numbers after it to sum. */
-typedef struct { const char *key; int32_t key_len; int32_t fields; double scale; double value; double prev; } mp_number;
-/* op: 0 a, 1 a*b, 2 a-b, 3 100 * (1 - change of b / change of a): the busy share of jiffies */
+/* fields: 0 for the first number after the key, else a bit mask of the numbers after it to sum;
+ * a value at or below floor (after scale) reads NaN. */
+typedef struct {
+    const char *key; int32_t key_len; int32_t fields; double scale; double floor; double value; double prev;
+} mp_number;
+/* op: 0 a, 1 a*b, 2 a-b, 3 100 * (1 - change of b / change of a): the busy share of jiffies, 4 a/b (b > 0) */
 typedef struct { int32_t column; int32_t a; int32_t b; int32_t op; } mp_channel;
 
 typedef struct {
@@ -124,7 +127,8 @@ static void read_file(mp_loop *L, mp_file *f) {
     for (int32_t k = 0; k < f->n_numbers; k++) {
         mp_number *num = &L->numbers[f->first_number + k];
         num->prev = num->value;
-        num->value = n > 0 ? parse(L->buf, n, num->key, num->key_len, num->fields) * num->scale : NAN;
+        double v = n > 0 ? parse(L->buf, n, num->key, num->key_len, num->fields) * num->scale : NAN;
+        num->value = v > num->floor ? v : NAN;
     }
 }
 
@@ -146,7 +150,7 @@ static int read_native(mp_loop *L, int i) {
         else if (ch->op == 3) {
             double total = v - L->numbers[ch->a].prev, idle = b->value - b->prev;
             v = total > 0 ? 100.0 * (total - idle) / total : NAN; /* NaN compares false: no share yet */
-        }
+        } else if (ch->op == 4) v = b->value > 0 ? v / b->value : NAN;
         L->row[ch->column] = v;
     }
     return 1;

@@ -34,8 +34,8 @@ class File(ctypes.Structure):
 
 
 class Number(ctypes.Structure):
-    _fields_ = [("key", ctypes.c_char_p), ("key_len", _i32), ("fields", _i32), ("scale", _f64), ("value", _f64),
-                ("prev", _f64)]
+    _fields_ = [("key", ctypes.c_char_p), ("key_len", _i32), ("fields", _i32), ("scale", _f64), ("floor", _f64),
+                ("value", _f64), ("prev", _f64)]
 
 
 class Channel(ctypes.Structure):
@@ -57,7 +57,7 @@ class Loop(ctypes.Structure):
                 ("buf", ctypes.c_void_p), ("buf_size", _i64)]
 
 
-_OPS = {"": 0, "*": 1, "-": 2, "busy%": 3}
+_OPS = {"": 0, "*": 1, "-": 2, "busy%": 3, "/": 4}
 _library: ctypes.CDLL | None = None
 _why_not = ""
 
@@ -123,7 +123,7 @@ class NativeTables:
                         where[k] = len(numbers)
                         number = reads.numbers[k]
                         numbers.append(Number(self._bytes(number.key) if number.key else None, len(number.key),
-                                              number.fields, number.scale, float("nan"), float("nan")))
+                                              number.fields, number.scale, number.floor, float("nan"), float("nan")))
                 for c in reads.channels:
                     channels.append(Channel(columns[i][c.name], where[c.a], where.get(c.b, -1), _OPS[c.op]))
             entry.n_files, entry.n_channels = len(files) - entry.first_file, len(channels) - entry.first_channel

@@ -14,7 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from tf_mobileperf.sensors.base import NAN, Channel, Sensor, SensorUnavailable, SysfsValue, under_root
+from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, SysfsValue, under_root
+from tf_mobileperf.sensors.files import FileReads
 
 #: Where the EMC clock (Hz) is, in the order tried.
 CLOCK_PATHS = (
@@ -26,12 +27,12 @@ CLOCK_PATHS = (
 ACTIVITY_PATH = "sys/kernel/actmon_avg_activity/mc_all"
 
 
-def _readable(path: Path) -> SysfsValue | None:
+def _readable(path: Path) -> Path | None:
+    """``path`` if it holds a number now, else None."""
     value = SysfsValue(path)
-    if value.read() == value.read():
-        return value
+    number = value.read()
     value.close()
-    return None
+    return path if number == number else None
 
 
 class EmcSensor(Sensor):
@@ -53,30 +54,29 @@ class EmcSensor(Sensor):
         if self._clock is None:
             raise SensorUnavailable(f"EMC clock not readable at {', '.join(map(str, tried))} "
                                     "(debugfs is readable by root only)")
-        self.channels = [Channel("emc_freq", "clock", str(self._clock.path), group="mem", device="board")]
+        self.channels = [Channel("emc_freq", "clock", str(self._clock), group="mem", device="board")]
+        self.file_reads = reads = FileReads()
+        clock = reads.number(self._clock)
+        reads.channel("emc_freq", clock)
         self._activity = _readable(under_root(root, ACTIVITY_PATH))
         self.util_unavailable = ""
         if self._activity is None:
             self.util_unavailable = f"EMC activity monitor not readable at {under_root(root, ACTIVITY_PATH)}"
         else:
-            self.channels.append(Channel("emc_util", "util", f"{self._activity.path} / {self._clock.path}",
+            self.channels.append(Channel("emc_util", "util", f"{self._activity} / {self._clock}",
                                          group="mem", device="board"))
+            # mc_all (kHz of average activity) * 1e3 Hz/kHz * 100 % / the clock in Hz
+            reads.channel("emc_util", reads.number(self._activity, 1e5), clock, "/")
 
     def read(self) -> Mapping[str, float]:
-        clock_hz = self._clock.read()
-        out = {"emc_freq": clock_hz}
-        if self._activity is not None:
-            out["emc_util"] = self._activity.read() * 1e5 / clock_hz if clock_hz > 0 else NAN
-        return out
+        return self.file_reads.read()
 
     def metadata(self) -> dict:
-        emc = {"clock_source": str(self._clock.path),
-               "activity_source": str(self._activity.path) if self._activity else None}
+        emc = {"clock_source": str(self._clock),
+               "activity_source": str(self._activity) if self._activity else None}
         if self.util_unavailable:
             emc["util_unavailable"] = self.util_unavailable
         return {"emc": emc}
 
     def close(self) -> None:
-        self._clock.close()
-        if self._activity is not None:
-            self._activity.close()
+        self.file_reads.close()

@@ -5,8 +5,8 @@ the same path for the whole run. A sensor that reads only such files
 declares them here (``FileReads``): each file, the numbers taken from it
 (the first number, or the one after a key such as ``b"MemAvailable:"``, or
 the sum of some of the numbers after a key, times a scale) and each channel
-as one number, two multiplied or subtracted, or the busy share of two
-counters between reads (CPU jiffies of /proc/stat). The sensor's ``read()`` is ``FileReads.read()``; the sampler's
+as one number, two multiplied, subtracted or divided, or the busy share of
+two counters between reads (CPU jiffies of /proc/stat). The sensor's ``read()`` is ``FileReads.read()``; the sampler's
 native loop (``sampling/native.py``) runs the same declaration in C, with
 ``pread`` into one preallocated buffer and no Python on the tick. So the
 declaration is the one definition of what the sensor measures.
@@ -25,19 +25,22 @@ from pathlib import Path
 from tf_mobileperf.sensors.base import KernelFile
 
 #: How two numbers make a channel: the first alone, their product, their difference, and
-#: "busy%": 100 * (1 - change of the second / change of the first) since the last read.
-OPS = ("", "*", "-", "busy%")
+#: "busy%": 100 * (1 - change of the second / change of the first) since the last read, and
+#: "/": the first over the second (NaN unless the second is above 0).
+OPS = ("", "*", "-", "busy%", "/")
 
 
 @dataclasses.dataclass(frozen=True)
 class FileNumber:
     """One number of a file: the first (``key`` empty) or the one after ``key``, times ``scale``; with
-    ``fields``, a bit mask, the sum of those numbers of the line after ``key``."""
+    ``fields``, a bit mask, the sum of those numbers of the line after ``key``. A value at or below
+    ``floor`` reads NaN (a powered-off thermal zone's -256 C)."""
 
     file: int
     key: bytes
     scale: float
     fields: int = 0
+    floor: float = -math.inf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +84,8 @@ class FileReads:
         self.channels: list[FileChannel] = []
         self._last: list[float] = []  # the numbers of the previous read, for "busy%"
 
-    def number(self, path: str | Path, scale: float = 1.0, key: bytes = b"", size: int = 64, fields: int = 0) -> int:
+    def number(self, path: str | Path, scale: float = 1.0, key: bytes = b"", size: int = 64, fields: int = 0,
+               floor: float = -math.inf) -> int:
         """Declares a number of the file at ``path``; returns its index for ``channel``."""
         path = Path(path)
         index = next((i for i, f in enumerate(self.files) if f.path == path), None)
@@ -90,7 +94,7 @@ class FileReads:
             self.files.append(KernelFile(path, size))
         else:
             self.files[index].size = max(self.files[index].size, size)
-        self.numbers.append(FileNumber(index, key, float(scale), fields))
+        self.numbers.append(FileNumber(index, key, float(scale), fields, float(floor)))
         return len(self.numbers) - 1
 
     def channel(self, name: str, a: int, b: int = -1, op: str = "") -> None:
@@ -109,6 +113,7 @@ class FileReads:
                 texts.append(None)
         values = [math.nan if texts[n.file] is None else parse_number(texts[n.file], n.key, n.fields) * n.scale
                   for n in self.numbers]
+        values = [v if v > n.floor else math.nan for v, n in zip(values, self.numbers)]
         last, self._last = self._last or [math.nan] * len(values), values
         out = {}
         for c in self.channels:
@@ -117,6 +122,8 @@ class FileReads:
                 value *= values[c.b]
             elif c.op == "-":
                 value -= values[c.b]
+            elif c.op == "/":
+                value = value / values[c.b] if values[c.b] > 0 else math.nan
             elif c.op == "busy%":
                 total = value - last[c.a]
                 value = 100.0 * (total - (values[c.b] - last[c.b])) / total if total > 0 else math.nan

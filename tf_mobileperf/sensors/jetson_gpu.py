@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, SysfsValue
+from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.files import FileReads
 
 LOAD_GLOBS = [
     "sys/devices/gpu.0/load",
@@ -64,18 +65,18 @@ class JetsonGpuSensor(Sensor):
         load = _first(root, LOAD_GLOBS)
         if load is None:
             raise SensorUnavailable(_no_load_reason(root))
-        self._values = {"gpu_util": SysfsValue(load, 0.1)}
+        self.file_reads = reads = FileReads()
+        reads.channel("gpu_util", reads.number(load, 0.1))  # per mille
         self.channels = [Channel("gpu_util", "util", str(load), group="gpu", device="gpu")]
         for devfreq in sorted(root.glob(DEVFREQ_GLOB)):
             device_name = (devfreq.resolve().name if devfreq.is_symlink() else devfreq.name).lower()
             if any(key in device_name for key in GPU_DEVFREQ_NAMES) and (devfreq / "cur_freq").exists():
-                self._values["gpu_freq"] = SysfsValue(devfreq / "cur_freq")
+                reads.channel("gpu_freq", reads.number(devfreq / "cur_freq"))
                 self.channels.append(Channel("gpu_freq", "clock", str(devfreq / "cur_freq"), group="gpu", device="gpu"))
                 break
 
     def read(self) -> Mapping[str, float]:
-        return {name: value.read() for name, value in self._values.items()}
+        return self.file_reads.read()
 
     def close(self) -> None:
-        for value in self._values.values():
-            value.close()
+        self.file_reads.close()

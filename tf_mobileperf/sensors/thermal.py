@@ -19,7 +19,8 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from tf_mobileperf.sensors.base import NAN, Channel, Sensor, SensorUnavailable, SysfsValue, under_root
+from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, under_root
+from tf_mobileperf.sensors.files import FileReads
 
 ZONES_DIR = "sys/class/thermal"
 #: Tegra's reading of a sensor whose unit is powered off, in degrees C.
@@ -110,17 +111,6 @@ def thermal_zones(root: str | Path = "/") -> tuple[list[ThermalZone], dict[str, 
     return zones, skipped
 
 
-class ZoneTemp(SysfsValue):
-    """A zone's ``temp`` in degrees C; NaN when unreadable or powered off (-256 C)."""
-
-    def __init__(self, zone: ThermalZone):
-        super().__init__(zone.path / "temp", 1e-3)
-
-    def read(self) -> float:
-        value = super().read()
-        return NAN if value <= OFFLINE_C else value
-
-
 class ThermalSensor(Sensor):
     """Temperature (degrees C) of every thermal zone; trip points in ``metadata()``.
 
@@ -141,13 +131,15 @@ class ThermalSensor(Sensor):
             detail = "; ".join(f"{k}: {v}" for k, v in self.skipped.items())
             raise SensorUnavailable(f"no readable thermal zone under {under_root(root, ZONES_DIR)}"
                                     + (f" ({detail})" if detail else ""))
-        self._temps = {zone.name: ZoneTemp(zone) for zone in self.zones}
+        self.file_reads = reads = FileReads()
+        for zone in self.zones:  # a powered-off zone's -256 C reads NaN
+            reads.channel(zone.name, reads.number(zone.path / "temp", 1e-3, floor=OFFLINE_C))
         self.channels = [Channel(zone.name, "temperature", str(zone.path / "temp"),
                                  group=zone.device if zone.device != "board" else "", device=zone.device)
                          for zone in self.zones]
 
     def read(self) -> Mapping[str, float]:
-        return {name: temp.read() for name, temp in self._temps.items()}
+        return self.file_reads.read()
 
     def metadata(self) -> dict:
         zones = {zone.name: {"zone": zone.path.name, "type": zone.type,
@@ -156,5 +148,4 @@ class ThermalSensor(Sensor):
         return {"thermal_zones": zones, "thermal_zones_skipped": self.skipped}
 
     def close(self) -> None:
-        for temp in self._temps.values():
-            temp.close()
+        self.file_reads.close()

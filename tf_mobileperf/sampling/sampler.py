@@ -169,9 +169,9 @@ class Sampler:
     @property
     def tick_loop(self) -> str:
         """Which loop runs the ticks: "C" (the forked child with the built library), else "Python" and why."""
-        if self.mode == "process" and native.load() is not None:
-            return "C"
-        return "Python (thread mode)" if self.mode == "thread" else f"Python ({native.why_not()})"
+        if self.mode == "thread":
+            return "Python (thread mode)"
+        return "C" if native.load() is not None else f"Python ({native.why_not()})"
 
     @property
     def realtime_granted(self) -> bool:
@@ -193,6 +193,7 @@ class Sampler:
         self._rows_at_start = self._shared.count()
         self._active = True
         if self.mode == "process":
+            native.load()  # dlopen here: in a child forked from a threaded trainer it could deadlock
             loop = SamplingLoop(self.sensors, self.period_s, self._shared, epoch, parent=os.getpid())
             self._child.fork(loop, self._shared, self.realtime)
         else:

@@ -1,35 +1,27 @@
-"""Background sampling of sensors at a fixed period on the monotonic clock.
+"""Background sampling of sensors on a fixed grid of the monotonic clock.
 
 Why a separate process: in the training process a Python thread waits for
 the GIL while TensorFlow's Python side runs, and its intervals stretch to
 100+ ms (figures in the README, from ``benchmarks/sampling.py``). A forked
-child has its own interpreter, and where the OS allows it (root or
-CAP_SYS_NICE) it runs with SCHED_FIFO priority, which keeps the 5 ms period
-within a fraction of a millisecond while both cores train.
+child has its own interpreter and, where the OS allows it, SCHED_FIFO
+(``priority.choose``), which keeps the 5 ms grid within a fraction of a
+millisecond while every core trains. Its ticks run in C where built
+(``native``); it wakes only when a sensor is due (``schedule``), so a row's
+columns of sensors not read in it are NaN, as after a failed read.
 
-The child writes rows (time, channel values...) into a shared-memory ring;
-the parent ``drain()``s new rows as numpy arrays while sampling goes on.
-``time.monotonic()`` is CLOCK_MONOTONIC, the same clock in both processes.
-Sensors slower than the period (``Sensor.min_period_s``) are read only when
-due; their columns are NaN in between, as they are after a failed read.
+The child writes rows (time, channel values...) in place into a
+shared-memory ring; the parent ``drain()``s them as numpy arrays while
+sampling goes on. It belongs to the process that started it
+(``owner_pid``): forked with ``os.fork()`` and reaped with ``waitpid``,
+outside multiprocessing's registry, so a process the trainer forks in turn
+inherits nothing that stops it; it exits when its parent dies.
+``health()`` says when it died or stalled; ``restart()`` forks a new one
+that goes on writing into the same ring. A read that raises or returns
+anything but real numbers is a failed read of that sensor (``errors()``);
+a hung read is taken over by the watchdog (``loop.SamplingLoop``).
 
-The child belongs to the process that started it (``owner_pid``). It is
-forked with ``os.fork()`` and reaped with ``waitpid``, outside
-multiprocessing's registry of children, so a process the trainer forks in
-turn (a data-loader worker, ``os.fork()``) inherits nothing that stops it:
-not multiprocessing's exit hook, and not the ``Sampler`` object, whose
-stopping methods do nothing outside the owner. The child exits when its
-parent dies. ``health()`` says when it died or stalled; ``restart()`` forks
-a new one that goes on writing into the same ring.
-
-Each sensor is isolated from the others. A read that raises or returns
-anything but a mapping of real numbers is a failed read of that sensor
-(counted in ``errors()``, its channels NaN); a sensor whose ``read()``
-hangs is read in its own thread with a deadline (``loop.SamplingLoop``).
-
-This module is the owner's side: ``Sampler`` starts, watches, restarts and
-drains the worker; the worker's loop is ``loop``, the forked child's life
-``child``, the memory they share ``ring``.
+This module is the owner's side; the worker's loop is ``loop``, the forked
+child's life ``child``, the memory they share ``ring``.
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ class SimulatedSampler:
     """Rows every 5 ms of simulated time, up to the clock's now, on each drain."""
 
     mode, realtime_granted, dropped = "simulated", False, 0
+    realtime, priority_reason, tick_loop, row_period_s = False, "", "simulated", PERIOD_S
 
     def __init__(self, clock: SimulatedClock, sensor: SyntheticSensor):
         self.clock, self.sensors, self.channels = clock, [sensor], sensor.channels

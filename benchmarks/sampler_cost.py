@@ -3,14 +3,15 @@
 Variants, at each period, round after round in rotating order: ``floor``
 (``floor.c``, built here with the system compiler: an absolute
 CLOCK_MONOTONIC grid and the reads of ``fake``, each file with ``pread`` at
-its sensor's own period); ``fake`` (today's ``Sampler``, mode="process", on
-six INA3221 hwmon rails of a fake sysfs tree, two files each as with JetPack
-5-7, plus ``CpuSensor`` and ``MemorySensor`` on the real /proc); ``own``
-(today's ``Sampler`` on ``detect()``). For each: the sampling process's CPU
+its sensor's own period); ``fake`` (the ``Sampler``, mode="process", with its
+C tick loop, on six INA3221 hwmon rails of a fake sysfs tree, two files each
+as with JetPack 5-7, plus ``CpuSensor`` and ``MemorySensor`` on the real
+/proc); ``fake_python`` (the same with the Python tick loop,
+MOBILEPERF_NATIVE=0); ``own`` (the ``Sampler`` on ``detect()``). For each: the sampling process's CPU
 per second of wall time (all threads, /proc/<pid>/task/*/schedstat;
 utime+stime too), wake-ups per second (voluntary context switches), achieved
 rate and p99 interval error. Then ``perf_counter_ns`` around each step of
-today's loop, in this process. Prints a table with CPU ratios to the floor
+the Python tick loop, in this process. Prints a table with CPU ratios to the floor
 and writes benchmarks/results/sampler_cost.json (--fifo: sampler_cost_fifo.json).
 
     python benchmarks/sampler_cost.py [--seconds 5] [--rounds 3] [--periods 5,1] [--fifo]
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import signal
@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from tf_mobileperf.sampling.loop import SamplingLoop
+from tf_mobileperf.sampling.schedule import every_ticks
 from tf_mobileperf.sampling.offload import read_sensor
 from tf_mobileperf.sampling.ring import EPOCH, SharedRing
 from tf_mobileperf.sampling.sampler import Sampler
@@ -46,7 +47,7 @@ FLOOR_SOURCE = Path(__file__).with_name("floor.c")
 #: Six rails on two INA3221s, as JetPack 5-7 names them in hwmon (TX2's rails, new driver).
 RAILS = {"1-0040/hwmon/hwmon1": ["VDD_IN", "VDD_SYS_GPU", "VDD_SYS_CPU"],
          "1-0041/hwmon/hwmon2": ["VDD_SYS_SOC", "VDD_SYS_DDR", "VDD_4V0_WIFI"]}
-VARIANTS = ("floor", "fake", "own")
+VARIANTS = ("floor", "fake", "fake_python", "own")
 
 
 def fake_rails(root: Path) -> Path:
@@ -61,11 +62,6 @@ def fake_rails(root: Path) -> Path:
     return root
 
 
-def every_ticks(sensor: Sensor, period_s: float) -> int:
-    """Every how many ticks the sampler reads ``sensor`` (it is due 0.95 of its period after a read)."""
-    return max(1, math.ceil(sensor.min_period_s * 0.95 / period_s - 1e-9))
-
-
 def sensor_files(sensor: Sensor) -> list[str]:
     """The files a sensor reads, from its channels' sources ("a * b", "/proc/meminfo MemTotal-...")."""
     return list(dict.fromkeys(p.split()[0] for c in sensor.channels for p in c.source.split(" * ")))
@@ -73,7 +69,7 @@ def sensor_files(sensor: Sensor) -> list[str]:
 
 def floor_specs(sensors: list[Sensor], period_s: float) -> list[str]:
     """The C loop's EVERY:KIND:PATH arguments: every file the sensors read, at their own rate."""
-    return [f"{every_ticks(sensor, period_s)}:{'sum' if path.startswith('/proc/') else 'num'}:{path}"
+    return [f"{every_ticks(sensor.min_period_s, period_s)}:{'sum' if path.startswith('/proc/') else 'num'}:{path}"
             for sensor in sensors for path in sensor_files(sensor)]
 
 
@@ -140,36 +136,41 @@ def run_floor(binary: Path, specs: list[str], period_s: float, warmup_s: float, 
     return result
 
 
-def run_sampler(sensors: list[Sensor], period_s: float, warmup_s: float, seconds: float, fifo: bool) -> dict:
+def run_sampler(sensors: list[Sensor], period_s: float, warmup_s: float, seconds: float, fifo: bool,
+                python: bool = False) -> dict:
     sampler = Sampler(sensors, period_s * 1e3, mode="process", realtime=fifo)
+    if python:
+        os.environ["MOBILEPERF_NATIVE"] = "0"  # read by the child when it starts
     sampler.start()
+    os.environ.pop("MOBILEPERF_NATIVE", None)
     try:
         sampler.wait_for_first_row(5.0)
         first, last = window(sampler.pid, warmup_s, seconds)
         rows = sampler.drain()
     finally:
         sampler.stop()
-    return figures(first, last, rows.t, period_s) | {"realtime_granted": sampler.realtime_granted}
+    return figures(first, last, rows.t, sampler.row_period_s) | {"realtime_granted": sampler.realtime_granted}
 
 
 def breakdown(sensors: list[Sensor], period_s: float, ticks: int) -> dict:
-    """Microseconds per tick of each step of today's loop, run back to back (no sleep) in this process.
+    """Microseconds per tick of each step of the Python tick loop, run back to back (no sleep) in this process.
 
     "inline" is a due sensor's whole step as the forked child runs it (arming
     SIGALRM, the lock, read, store); "read", "store" and "pread only" (the
     system calls of its files alone) split it, outside the loop's total."""
     shared = SharedRing(1 << 12, 1 + sum(len(s.channels) for s in sensors), len(sensors))
-    loop = SamplingLoop(sensors, period_s, shared, shared.header[EPOCH], parent=os.getppid())
+    loop = SamplingLoop(sensors, period_s, shared, shared.header[EPOCH], parent=None)
     loop.alarm = True
-    every = [every_ticks(s, period_s) for s in sensors]
+    every = [every_ticks(s.min_period_s, period_s) for s in sensors]
     steps = ["alive", "row_reset", *(f"{step} {s.name}" for step in ("inline", "read", "store", "pread only")
-                                      for s in sensors), "ring_write"]
+                                      for s in sensors), "publish"]
     n, ns = len(sensors), np.zeros((ticks, len(steps)), np.int64)
     fds = [[os.open(path, os.O_RDONLY) for path in sensor_files(s)] for s in sensors]
-    row, clock = np.full(shared.ring.shape[1], np.nan), time.perf_counter_ns
+    clock = time.perf_counter_ns
     previous = signal.signal(signal.SIGALRM, lambda *_: None)
     for tick in range(ticks):
         marks = [clock(), loop.alive(), clock()]
+        row = loop._slot()
         row[:] = np.nan
         row[0] = time.monotonic()
         ns[tick, :2] = marks[2] - marks[0], clock() - marks[2]
@@ -187,7 +188,7 @@ def breakdown(sensors: list[Sensor], period_s: float, ticks: int) -> dict:
                 os.pread(fd, 1 << 16, 0)
             ns[tick, 2 + i::n][:4] = t1 - t0, t2 - t1, t3 - t2, clock() - t3
         t0 = clock()
-        loop._write(row)
+        loop._publish()
         ns[tick, -1] = clock() - t0
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, previous)
@@ -204,16 +205,16 @@ def breakdown(sensors: list[Sensor], period_s: float, ticks: int) -> dict:
 def one_round(variants: dict, binary: Path | None, args: argparse.Namespace, shift: int) -> list[dict]:
     """Every (variant, period) once; the order of the variants rotates by ``shift``."""
     results = []
-    order = VARIANTS[shift % 3:] + VARIANTS[:shift % 3]
+    order = VARIANTS[shift % len(VARIANTS):] + VARIANTS[:shift % len(VARIANTS)]
     for period_ms in args.periods:
         period_s = period_ms / 1e3
         for name in (n for n in order if n != "floor" or binary is not None):
-            sensors = variants["fake" if name == "floor" else name]
+            sensors = variants["own" if name == "own" else "fake"]
             if name == "floor":
                 result = run_floor(binary, floor_specs(sensors, period_s), period_s, args.warmup, args.seconds, args.fifo)
             else:
-                result = run_sampler(sensors, period_s, args.warmup, args.seconds, args.fifo)
-            due_per_s = 1.0 / (period_s * min(every_ticks(s, period_s) for s in sensors))  # the fastest sensor's rate
+                result = run_sampler(sensors, period_s, args.warmup, args.seconds, args.fifo, name == "fake_python")
+            due_per_s = 1.0 / (period_s * min(every_ticks(s.min_period_s, period_s) for s in sensors))  # the fastest sensor's rate
             results.append({"variant": name, "period_ms": period_ms, "due_per_s": due_per_s} | result)
             print(f"  {name:<5} {period_ms:g} ms: {result['cpu_pct']:.2f}% cpu, {result['wakeups_per_s']:.0f} wake-ups/s, "
                   f"{result['achieved_hz']:.1f} Hz, p99 {result['err_p99_ms']:.3f} ms", flush=True)
@@ -238,11 +239,20 @@ def summarize(results: list[dict], periods: list[float], breakdowns: dict) -> li
                 row |= {key: float(np.median([r[key] for r in runs])) for key in KEYS}
                 row["cpu_pct_range"] = [min(r["cpu_pct"] for r in runs), max(r["cpu_pct"] for r in runs)]
                 row["cpu_ratio_to_floor"] = row["cpu_pct"] / floor_cpu if floor_cpu else None
-                row["loop_us_per_tick"] = (float(np.median([r["work_us_per_tick"] for r in runs])) if name == "floor"
-                                           else breakdowns[f"{name} at {period_ms:g} ms"]["total_us_per_tick_mean"])
-                row["outside_loop_us_per_tick"] = row["cpu_us_per_row"] - row["loop_us_per_tick"]
+                if name == "floor":
+                    row["loop_us_per_tick"] = float(np.median([r["work_us_per_tick"] for r in runs]))
+                elif name == "fake_python":  # the C loop's own work is not timed apart from its wake-up
+                    row["loop_us_per_tick"] = breakdowns[f"fake at {period_ms:g} ms"]["total_us_per_tick_mean"]
+                else:
+                    row["loop_us_per_tick"] = None
+                row["outside_loop_us_per_tick"] = (row["cpu_us_per_row"] - row["loop_us_per_tick"]
+                                                   if row["loop_us_per_tick"] is not None else None)
                 summary.append(row)
     return summary
+
+
+def _or_dash(value: float | None) -> str:
+    return f"{value:>8.1f}" if value is not None else f"{'-':>8}"
 
 
 def print_table(summary: list[dict], breakdowns: dict) -> None:
@@ -252,7 +262,7 @@ def print_table(summary: list[dict], breakdowns: dict) -> None:
         ratio = f"{r['cpu_ratio_to_floor']:.2f}" if r["cpu_ratio_to_floor"] else "-"
         span = f"{r['cpu_pct_range'][0]:.2f}-{r['cpu_pct_range'][1]:.2f}"
         print(f"{r['variant']:<7} {r['period_ms']:>4g}ms {r['cpu_pct']:>7.2f} {span:>13} {ratio:>8} "
-              f"{r['cpu_us_per_row']:>7.1f} {r['loop_us_per_tick']:>8.1f} {r['outside_loop_us_per_tick']:>8.1f} "
+              f"{r['cpu_us_per_row']:>7.1f} {_or_dash(r['loop_us_per_tick'])} {_or_dash(r['outside_loop_us_per_tick'])} "
               f"{r['wakeups_per_s']:>7.0f} {r['due_per_s']:>6.0f} {r['achieved_hz']:>7.1f} {r['err_p99_ms']:>7.3f}")
     for key, b in breakdowns.items():
         print(f"\nper-tick breakdown, {key} ({b['ticks']} ticks in-process; mean us/tick | median us/call):")
@@ -279,7 +289,7 @@ def main() -> None:
             print(f"round {shift + 1}/{args.rounds}", flush=True)
             results += one_round(variants, binary, args, shift)
         breakdowns = {f"{name} at {p:g} ms": breakdown(variants[name], p / 1e3, args.ticks)
-                      for name in ("fake", "own") for p in args.periods}
+                      for name in ("fake",) for p in args.periods}
         specs = {f"{p:g} ms": floor_specs(variants["fake"], p / 1e3) for p in args.periods}
     summary = summarize(results, args.periods, breakdowns)
     print_table(summary, breakdowns)

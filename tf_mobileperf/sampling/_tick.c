@@ -233,5 +233,10 @@ int64_t mp_take_over(mp_loop *L, double budget_s) {
     return __atomic_compare_exchange_n(&L->reading, &i, READING_TAKEN, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) ? i : -1;
 }
 
-/* The size of mp_loop, so that native.py can check its mirror of it. */
-int64_t mp_loop_size(void) { return (int64_t)sizeof(mp_loop); }
+/* What native.py checks before it uses this build: the version of the tables' meaning (raise it with
+ * any change of an op or a field) and the sizes of the structures. */
+#define MP_ABI 2
+void mp_abi(int64_t out[6]) {
+    out[0] = MP_ABI; out[1] = sizeof(mp_loop); out[2] = sizeof(mp_sensor); out[3] = sizeof(mp_file);
+    out[4] = sizeof(mp_number); out[5] = sizeof(mp_channel);
+}

@@ -24,6 +24,7 @@ from tf_mobileperf.sensors.base import Sensor
 log = logging.getLogger(__name__)
 
 STOPPED, PYTHON, REPLACED = 0, 1, 2
+ABI = 2  # _tick.c's MP_ABI: the meaning of the tables this module builds
 _BUFFER = 1 << 16  # the largest file read: /proc/stat of a 256-core machine fits
 
 _i32, _i64, _f64 = ctypes.c_int32, ctypes.c_int64, ctypes.c_double
@@ -81,9 +82,11 @@ def load() -> ctypes.CDLL | None:
     library.mp_run.argtypes = [ctypes.POINTER(Loop)]
     library.mp_take_over.argtypes = [ctypes.POINTER(Loop), _f64]
     library.mp_run.restype = ctypes.c_int
-    library.mp_take_over.restype = library.mp_loop_size.restype = _i64
-    if library.mp_loop_size() != ctypes.sizeof(Loop):
-        _why_not = f"{found[0].name} does not match this version of the package (rebuild it)"
+    library.mp_take_over.restype = _i64
+    abi = (_i64 * 6)()
+    library.mp_abi(abi)
+    if list(abi) != [ABI] + [ctypes.sizeof(s) for s in (Loop, SensorEntry, File, Number, Channel)]:
+        _why_not = f"{found[0].name} does not match this version of the package (reinstall it to rebuild it)"
         return None
     _library = library
     return library

@@ -205,3 +205,15 @@ def test_gpu_load_thermal_zones_and_emc_are_read_by_the_c_loop_as_by_python(tick
             assert np.isnan(column).all(), channel.name
         else:
             assert np.nanmin(column) == np.nanmax(column) == pytest.approx(expected[channel.name]), channel.name
+
+
+def test_starting_and_stopping_the_sampler_leaves_no_file_descriptor_open_in_the_trainer():
+    open_fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
+    sampler = Sampler([MemorySensor()], 5.0, mode="process")
+    sampler.start().stop()
+    before = open_fds()
+    for _ in range(5):
+        sampler.start()
+        sampler.restart()
+        sampler.stop()
+    assert open_fds() == before

@@ -75,7 +75,7 @@ class SamplingLoop:
         self.alarm = False
         self.tables: native.NativeTables | None = None  # the C loop's tables, where it runs
         self.current: native.NativeLoop | None = None  # the leader's C loop
-        self._wake = os.pipe() if parent is not None else None  # the watchdog's wake-up when sampling ends
+        self._wake: tuple[int, int] | None = None  # the forked child's watchdog's wake-up when sampling ends
 
     @property
     def native(self) -> bool:
@@ -99,6 +99,7 @@ class SamplingLoop:
         every half budget."""
         self.alarm = alarm
         if alarm:
+            self._wake = os.pipe()
             signal.signal(signal.SIGALRM, self._on_alarm)
             library = native.load()
             if library is not None:

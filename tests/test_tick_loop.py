@@ -21,7 +21,7 @@ import pytest
 
 from conftest import INA3221, hwmon_rails, write
 from tf_mobileperf.sampling import native
-from tf_mobileperf.sampling.schedule import every_ticks, next_due
+from tf_mobileperf.sampling.schedule import every_ticks, next_due, plan
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import SyntheticSensor
 from tf_mobileperf.sensors.files import FileReads, parse_number
@@ -80,14 +80,20 @@ def test_memory_without_memavailable_uses_memfree(tmp_path):
     assert sensor.read() == {"ram_used": 7000 * 1024, "proc_rss": 200 * 1024, "proc_peak": 300 * 1024}
 
 
-def test_schedule_keeps_a_slow_sensors_rate_when_read_late():
+def test_schedule_spaces_a_slow_sensors_readings_evenly_on_the_wake_ups():
     assert [every_ticks(s, 0.005) for s in (0.0, 0.02, 0.05, 0.001)] == [1, 4, 10, 1]
+    assert plan([0.02, 0.05, 0.1], 0.005) == ([4, 12, 20], 4)  # 50 ms rounded up to 60: never 40 then 60 ms
+    assert plan([0.0, 0.05], 0.005) == ([1, 10], 1)
+    assert plan([], 0.005) == ([], 1)
+
+
+def test_schedule_keeps_a_slow_sensors_grid_when_read_late():
     due, reads = 0, []
-    for tick in range(0, 41, 4):  # wake-ups every 4 ticks; the sensor is due every 10
+    for tick in (0, 4, 8, 13, 16, 20, 26, 28, 32):  # wake-ups, some late; the sensor is due every 8
         if tick >= due:
             reads.append(tick)
-            due = next_due(tick, due, 10)
-    assert reads == [0, 12, 20, 32, 40]  # late by up to 3 ticks, never drifting
+            due = next_due(tick, due, 8)
+    assert reads == [0, 8, 16, 26, 32]  # the late read at 26 does not move the next one off the grid
 
 
 def test_rails_read_by_the_tick_loop_are_the_sensors_own_values(tick_loop, tmp_path):
@@ -108,7 +114,8 @@ def test_rails_read_by_the_tick_loop_are_the_sensors_own_values(tick_loop, tmp_p
 
 
 def test_the_sampler_wakes_only_when_a_sensor_is_due(tick_loop):
-    """This machine's /proc: memory every 20 ms is the fastest, CPU every 50 ms; the grid is 5 ms."""
+    """This machine's /proc: memory every 20 ms is the fastest, CPU every 50 ms (read every 60 ms, on the
+    wake-ups); the grid is 5 ms."""
     sampler = Sampler([CpuSensor(), MemorySensor()], 5.0, mode="process")
     with sampler:
         sampler.wait_for_first_row(5.0)
@@ -121,7 +128,8 @@ def test_the_sampler_wakes_only_when_a_sensor_is_due(tick_loop):
     assert len(rows) <= 51 * seconds  # not one row per 5 ms tick
     assert wakeups <= 55 * seconds  # it was 224 a second
     cpu = rows.values[:, [c.name for c in rows.channels].index("cpu_util")]
-    assert np.isfinite(cpu).sum() == pytest.approx(20 * seconds, rel=0.25)  # CPU keeps its own 50 ms
+    assert np.isfinite(cpu).sum() == pytest.approx(seconds / 0.060, rel=0.25)
+    assert np.median(np.diff(rows.t[np.isfinite(cpu)])) == pytest.approx(0.060, abs=0.002)  # evenly spaced
 
 
 def test_a_hung_file_read_is_taken_over_and_the_other_rail_goes_on(tick_loop, tmp_path):

@@ -29,7 +29,7 @@ import numpy as np
 from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.offload import OffloadedSensor, read_sensor
 from tf_mobileperf.sampling.ring import COUNT, EPOCH, SharedRing, store_reading
-from tf_mobileperf.sampling.schedule import every_ticks, inline_budget_s, next_due, next_wake, stride
+from tf_mobileperf.sampling.schedule import inline_budget_s, next_due, next_wake, plan
 from tf_mobileperf.sensors.base import Sensor
 
 log = logging.getLogger(__name__)
@@ -61,8 +61,7 @@ class SamplingLoop:
         for sensor in sensors:
             self.columns.append([(c.name, col + k) for k, c in enumerate(sensor.channels)])
             col += len(sensor.channels)
-        self.every = [every_ticks(s.min_period_s, period_s) for s in sensors]
-        self.stride = stride(self.every)
+        self.every, self.stride = plan([s.min_period_s for s in sensors], period_s)
         self.due = [0] * len(sensors)  # the tick each sensor is due (Python ticks)
         self.tick = 0  # the tick of the row being filled; a new leader goes on from it
         self.origin = time.monotonic()

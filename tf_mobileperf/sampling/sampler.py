@@ -39,7 +39,7 @@ import numpy as np
 from tf_mobileperf.sampling.child import SamplerProcess
 from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.loop import SamplingLoop
-from tf_mobileperf.sampling.schedule import every_ticks, stride
+from tf_mobileperf.sampling.schedule import plan
 from tf_mobileperf.sampling.ring import EPOCH, ERRORS, REALTIME, SharedRing
 from tf_mobileperf.sensors.base import Channel, Sensor
 
@@ -156,7 +156,7 @@ class Sampler:
     @property
     def row_period_s(self) -> float:
         """How often a row is written: the sampler wakes only when its fastest sensor is due."""
-        return self.period_s * stride([every_ticks(s.min_period_s, self.period_s) for s in self.sensors])
+        return self.period_s * plan([s.min_period_s for s in self.sensors], self.period_s)[1]
 
     @property
     def tick_loop(self) -> str:

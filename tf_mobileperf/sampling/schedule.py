@@ -4,9 +4,10 @@ It exists so that the Python tick loop (``loop.py``), the C one (``_tick.c``,
 which follows the same rules) and the owner (``sampler.Sampler``, whose
 stall detection and report need the row rate) share one definition. A
 sensor is read every ``every_ticks`` ticks on its own grid; the loop wakes
-only every ``stride`` ticks, its fastest sensor's, and reads a slower sensor
-at the first wake-up on or after its due tick, so that sensor keeps its
-rate.
+only every ``stride`` ticks, its fastest sensor's. A slower sensor's
+``every`` is rounded up to a multiple of the stride (``plan``), so each of
+its readings falls on a wake-up and its readings are evenly spaced (a 50 ms
+sensor beside a 20 ms one is read every 60 ms, never 40 then 60 ms).
 """
 
 from __future__ import annotations
@@ -26,6 +27,17 @@ def inline_budget_s(period_s: float) -> float:
 def every_ticks(min_period_s: float, period_s: float) -> int:
     """Every how many ticks of ``period_s`` a sensor of ``min_period_s`` is read (0.95 of its period, rounded up)."""
     return max(1, math.ceil(min_period_s * 0.95 / period_s - 1e-9))
+
+
+def plan(min_periods_s: list[float], period_s: float) -> tuple[list[int], int]:
+    """Every how many ticks each sensor is read, and the ticks between wake-ups.
+
+    The stride is the fastest sensor's ``every_ticks``; every other sensor's
+    is rounded up to a multiple of it, never down (a sensor is never read
+    faster than its ``min_period_s``)."""
+    every = [every_ticks(p, period_s) for p in min_periods_s]
+    step = stride(every)
+    return [-(-e // step) * step for e in every], step
 
 
 def next_due(tick: int, due: int, every: int) -> int:

@@ -4,8 +4,9 @@ It exists apart from the drawing (``figures``) so that what a figure holds
 (its lines per model, the batch sizes that failed, the limit line, the
 reason a panel is empty) is plain data that tests read as values. A line is
 drawn per model (or per configuration of a model, labelled with what
-differs) through its successful batch sizes; a quantity that no row has
-gets no line and the reason from the rows' ``unavailable``.
+differs) through its successful batch sizes, and per board where the rows
+come from several (a fleet sweep); a quantity that no row has gets no line
+and the reason from the rows' ``unavailable``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ Getter = Callable[[Row], "float | None"]
 GROUP_ORDER = ("total", "cpu", "gpu", "mem", "soc")
 #: How a setting that differs between the lines of a model is named in their labels ("cnn (mode 2)").
 SETTING_LABELS = {"power_mode": "mode"}
+#: A row's fields that name its board, the one that names it best first (per the fleet sweep's rows).
+BOARD_KEYS = ("board_type", "board", "host")
+#: The board of a row that names none, in a sweep whose other rows do.
+UNKNOWN_BOARD = "(board not recorded)"
 
 
 @dataclasses.dataclass
@@ -68,20 +73,45 @@ class FigureSpec:
     batch_sizes: list[int] = dataclasses.field(default_factory=list)
 
 
-def lines(rows: list[Row]) -> dict[str, list[Row]]:
-    """Rows by line, sorted by batch size: a line per model, or per configuration of a model with several,
-    labelled with the settings that differ."""
+def board_of(row: Row) -> str | None:
+    """The board a row ran on: its board type (a fleet sweep's), else its board's name, else its host; None
+    where the row records none (a sweep from before boards were recorded)."""
+    return next((str(row[k]) for k in BOARD_KEYS if row.get(k)), None)
+
+
+def boards(rows: list[Row]) -> list[str]:
+    """The distinct boards of the rows, sorted: one (or none) for a sweep on one board."""
+    return sorted({b for b in map(board_of, rows) if b is not None})
+
+
+def line_groups(rows: list[Row]) -> dict[tuple[str | None, str], list[Row]]:
+    """Rows by (board, line), sorted by batch size: a line per model, or per configuration of a model with
+    several on that board, named with the settings that differ; the board is None for rows of one board."""
+    several = len(boards(rows)) > 1
+
+    def board(row: Row) -> str | None:
+        return (board_of(row) or UNKNOWN_BOARD) if several else None
+
     def setting(row: Row, key: str):
         return (row.get("config") or {}).get(key)
 
-    keys = sorted({k for r in rows for k in (r.get("config") or {})})
-    varying = {model: [k for k in keys if len({json.dumps(setting(r, k)) for r in rows if r["model"] == model}) > 1]
-               for model in {r["model"] for r in rows}}
-    out: dict[str, list[Row]] = {}
-    for row in sorted(rows, key=lambda r: (r["model"], r["batch_size"])):
-        differs = ", ".join(f"{SETTING_LABELS.get(k, k)} {setting(row, k)}" for k in varying[row["model"]])
-        out.setdefault(f"{row['model']} ({differs})" if differs else row["model"], []).append(row)
+    keys = sorted({k for r in rows for k in (r.get("config") or {}) if k not in BOARD_KEYS})
+    varying = {}
+    for where, model in {(board(r), r["model"]) for r in rows}:
+        same = [r for r in rows if board(r) == where and r["model"] == model]
+        varying[where, model] = [k for k in keys if len({json.dumps(setting(r, k)) for r in same}) > 1]
+    out: dict[tuple[str | None, str], list[Row]] = {}
+    for row in sorted(rows, key=lambda r: (board(r) or "", r["model"], r["batch_size"])):
+        where = board(row)
+        differs = ", ".join(f"{SETTING_LABELS.get(k, k)} {setting(row, k)}" for k in varying[where, row["model"]])
+        out.setdefault((where, f"{row['model']} ({differs})" if differs else row["model"]), []).append(row)
     return out
+
+
+def lines(rows: list[Row]) -> dict[str, list[Row]]:
+    """Rows by line label: "cnn" (or "cnn (mode 2)") on one board, "cnn on orin-nano" where several boards ran."""
+    groups = line_groups(rows).items()
+    return {line if where is None else f"{line} on {where}": group for (where, line), group in groups}
 
 
 def why_missing(rows: list[Row], *keys: str) -> str:

@@ -6,7 +6,9 @@ sample, and peak memory of the training process with the memory limit in the
 same quantity and the failed batch sizes marked (``figure_specs`` says what
 each figure holds, ``figures`` draws it, ``report_html`` writes the page).
 A quantity no sensor measured leaves its panel empty with the reason inside.
-Imports no TensorFlow.
+Where the rows come from several boards (a fleet sweep), every figure has a
+line per board and model, and the page a table of each board's best batch
+size for samples/s and for J/sample (``boards``). Imports no TensorFlow.
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ It exists so that a sweep can be read (or mailed, or archived) without
 Python, TensorBoard or a network: the figures are embedded as ``data:``
 PNGs, there is no script and no external style sheet, and every value from
 the results is HTML-escaped. A value not measured reads "n/a", never 0.
+Where the rows come from several boards, a column names each row's board
+and a table gives each board's best batch size (``boards``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import html
 from pathlib import Path
 from typing import Callable
 
-from tf_mobileperf.tools.figure_specs import Row, cpu_util_all_cores, lines
+from tf_mobileperf.tools.boards import best_batch
+from tf_mobileperf.tools.figure_specs import UNKNOWN_BOARD, Row, board_of, boards, cpu_util_all_cores, lines
 
 #: Table columns: heading and how a row's cell is written.
 COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
@@ -53,12 +56,25 @@ def _num(value: float | None, factor: float = 1.0) -> str:
 
 
 def _table(rows: list[Row]) -> str:
-    head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in COLUMNS)
+    columns = ([("board", lambda r: board_of(r) or UNKNOWN_BOARD)] if len(boards(rows)) > 1 else []) + COLUMNS
+    head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in columns)
     body = "".join(
         f"<tr{'' if r.get('success') else ' class=failed'}>"
-        + "".join(f"<td>{html.escape(cell(r))}</td>" for _, cell in COLUMNS) + "</tr>"
+        + "".join(f"<td>{html.escape(cell(r))}</td>" for _, cell in columns) + "</tr>"
         for group in lines(rows).values() for r in group)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _best_table(rows: list[Row]) -> str:
+    """Per board and line, the best batch size for samples/s and for J/sample; only where several boards ran."""
+    if len(boards(rows)) < 2:
+        return ""
+    cells = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(text)}</td>" for text in (
+            b.board, b.line, b.samples_per_s.text(), b.j_per_sample.text())) + "</tr>" for b in best_batch(rows))
+    return ("<h2>Best batch size per board</h2><p>Among the successful configurations: the most samples/s and "
+            "the fewest joules per sample.</p><table id=best-batch><thead><tr><th>board</th><th>model</th>"
+            "<th>most samples/s</th><th>fewest J/sample</th></tr></thead><tbody>" + cells + "</tbody></table>")
 
 
 def _figure(path: Path, title: str) -> str:
@@ -70,11 +86,14 @@ def _figure(path: Path, title: str) -> str:
 def write_report(directory: Path, rows: list[Row], figures: list[tuple[Path, str]]) -> Path:
     """Writes ``directory/report.html`` from the rows and the (PNG, title) figures; returns its path."""
     models = ", ".join(sorted({str(r["model"]) for r in rows}))
+    several = boards(rows) if len(boards(rows)) > 1 else []
+    on = f" on {len(several)} boards ({html.escape(', '.join(several))})" if several else ""
     page = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Sweep {html.escape(directory.name)}"
             f"</title><style>{STYLE}</style></head><body><h1>Sweep {html.escape(str(directory))}</h1>"
-            f"<p>{len(rows)} configurations of {html.escape(models)}. Averages cover the measured steps "
+            f"<p>{len(rows)} configurations of {html.escape(models)}{on}. Averages cover the measured steps "
             "(warm-up excluded); n/a: not measured on this device (the figures say why).</p>"
-            + _table(rows) + "".join(_figure(path, title) for path, title in figures) + "</body></html>")
+            + _table(rows) + _best_table(rows) + "".join(_figure(path, title) for path, title in figures)
+            + "</body></html>")
     out = directory / "report.html"
     out.write_text(page, encoding="utf-8")
     return out

@@ -1,10 +1,13 @@
 // Across runs: one quantity against batch size, the seed's sweep. One series per
-// model (or per run folder), x on a log2 axis labelled 1, 2, 4, ..., y picked from
+// model (or per run folder; per board and model where the runs come from several
+// boards, with their best batch sizes in a table under the chart), x on a log2
+// axis labelled 1, 2, 4, ..., y picked from
 // every per-run quantity the reports carry; a configuration that failed is a red
 // cross at its batch size (on its series' value where it has one, else on the
 // x axis) with its cause on hover, and listed under the chart.
 import uPlot from "uplot";
 import { el, fmt } from "./format.js";
+import { bestBatchTable, boardAndModel, boardsOf, successMean } from "./boards.js";
 import { channelsOf, processPeak } from "./header.js";
 import { energyPerStep, naturalCompare } from "./runs.js";
 
@@ -17,6 +20,8 @@ const GROUPINGS = [
   ["model", (r) => r.summary.model ?? "(no model)"],
   ["run folder", (r) => folderOf(r.run)],
 ];
+// Several boards: a line per board and model first.
+const groupings = (runs) => (boardsOf(runs).length > 1 ? [["board and model", boardAndModel], ...GROUPINGS] : GROUPINGS);
 
 // Mean power of a rail group: the total is the report's own (the input rail, or
 // the sum of the rails); another group sums its rails' means.
@@ -51,11 +56,8 @@ function quantities(runs) {
 function chartData(points, groupKey, get) {
   const sizes = [...new Set(points.map((r) => r.summary.batch_size))].sort((a, b) => a - b);
   const groups = [...new Set(points.map(groupKey))].sort(naturalCompare);
-  const series = groups.map((g) => sizes.map((bs) => {
-    const values = points.filter((r) => groupKey(r) === g && r.summary.batch_size === bs && r.summary.success !== false)
-      .map((r) => finite(get(r.summary))).filter((v) => v !== null);
-    return values.length ? values.reduce((a, b) => a + b, 0) / values.length : null;
-  }));
+  const series = groups.map((g) => sizes.map((bs) =>
+    successMean(points.filter((r) => groupKey(r) === g && r.summary.batch_size === bs), get)));
   const failed = points.filter((r) => r.summary.success === false).map((r) => ({
     x: Math.log2(r.summary.batch_size), y: finite(get(r.summary)), group: groupKey(r),
     text: `${r.run}: batch size ${r.summary.batch_size} failed at step ${r.summary.failed_step ?? "?"}: ${(r.summary.error || "no error recorded").split("\n")[0]}`,
@@ -113,16 +115,19 @@ export function batchSizeChart(runs, width) {
   const quantity = el("select", { class: "quantity" }, ...qs.map((q, i) => el("option", { value: String(i),
     text: `${q.label} (${q.unit})${measured[i] ? "" : ": not measured"}` })));
   quantity.value = String(Math.max(0, measured.indexOf(true)));
-  const grouping = el("select", { class: "grouping" }, ...GROUPINGS.map(([label], i) => el("option", { value: String(i), text: label })));
+  const choices = groupings(points);
+  const grouping = el("select", { class: "grouping" }, ...choices.map(([label], i) => el("option", { value: String(i), text: label })));
   const chart = el("div");
   const draw = () => {
     const q = qs[Number(quantity.value)];
     chart.replaceChildren();
-    drawChart(chart, chartData(points, GROUPINGS[Number(grouping.value)][1], q.get), q, width);
+    drawChart(chart, chartData(points, choices[Number(grouping.value)][1], q.get), q, width);
   };
   quantity.addEventListener("change", draw);
   grouping.addEventListener("change", draw);
   box.append(el("div", {}, el("label", {}, "y: ", quantity), " one line per ", el("label", {}, grouping)), chart);
+  const best = bestBatchTable(points);
+  if (best) box.append(best);
   draw();
   return box;
 }

@@ -53,7 +53,7 @@ function explained(s) {
       `time between one step's end and the next one's begin (input pipeline, callbacks, Python) as a share of that time plus the steps' own, ${overSteps}`],
     ["step time", steps.mean != null ? `${fmt(steps.mean * 1e3, "ms")} mean, ${fmt(steps.p99 * 1e3, "ms")} p99` : NOT_MEASURED,
       steps.mean != null ? `each step's window, on_train_batch_begin to on_train_batch_end on time.monotonic: mean and 99th percentile ${overSteps}; median ${fmt(steps.p50 * 1e3, "ms")}` : why(s, "step_time_s")],
-    ["sampling", sampling.achieved_hz ? `${fmt(sampling.achieved_hz, "Hz")} of ${fmt(sampling.requested_hz, "Hz")}, p99 interval error ${fmt(sampling.interval_error_p99_ms, "ms")}, ${sampling.gaps} gaps` : NOT_MEASURED,
+    ["sampling", sampling.achieved_hz ? `${fmt(sampling.achieved_hz, "Hz")} of ${fmt(sampling.row_hz ?? sampling.requested_hz, "Hz")}${sampling.row_hz && sampling.row_hz < sampling.requested_hz ? ` (on a ${fmt(sampling.requested_hz, "Hz")} grid, woken only when a sensor is due)` : ""}, p99 interval error ${fmt(sampling.interval_error_p99_ms, "ms")}, ${sampling.gaps} gaps` : NOT_MEASURED,
       `the sampler (${sampling.mode || "?"}${sampling.realtime ? ", real-time priority" : ""}) over the whole run: rows per second achieved of requested, 99th percentile of |interval - period|, intervals longer than 2 periods; ${sampling.samples ?? "?"} samples, ${sampling.dropped ?? "?"} dropped`],
   ];
 }

@@ -1,0 +1,206 @@
+"""`mobileperf plot` of a sweep over several boards: a line per (board, model) against batch size, and the best
+batch size per board in report.html.
+
+The rows and run directories come from three real sweeps on this machine (real child processes): "agx-orin"
+is cnn and lstm at batch 1 and 4 on a replayed AGX Orin tegrastats log (replay sensor), "tx2" is cnn at batch
+1 and 4 on a replayed TX2 log (replay sensor), "nano" is cnn at batch 64 on 224 px inputs under a 1 GiB memory
+limit (this machine's own sensors), which runs out of memory: a board with no successful row. The board
+labels (``board_type``, ``board``, ``host``, ``jetpack`` in each row, ``board_type`` in its configuration;
+``device.board`` and ``device.hostname`` in each run's report) are set by the test, the way the fleet sweep
+writes them, and the run directories moved to DIR/runs/<board_type>/<run name>. Copies of the figures and of
+the page go to tests/_output/.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import shutil
+from pathlib import Path
+
+import matplotlib.colors
+import matplotlib.image
+import numpy as np
+import pytest
+
+from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (the fixture)
+from test_plot import line_pixels, run_cli, spec
+from tf_mobileperf.tools.boards import NO_SUCCESS, best_batch
+from tf_mobileperf.tools.figure_specs import lines
+from tf_mobileperf.tools.plot import plot
+
+DATA = Path(__file__).parent / "data"
+#: board_type -> (board, host, jetpack), as the fleet sweep records them.
+BOARDS = {
+    "agx-orin": ("NVIDIA Jetson AGX Orin Developer Kit (p3701-0005)", "agx-orin-1", "6.0"),
+    "tx2": ("NVIDIA Jetson TX2 Developer Kit (p3310-1000)", "tx2-1", "4.6.4"),
+    "nano": ("NVIDIA Jetson Nano Developer Kit (p3450-0000)", "nano-1", "4.6.4"),
+}
+
+
+def replay_log(tmp: Path, name: str) -> Path:
+    """The recorded log repeated to 1200 lines, a minute at 20x (a line a second: its timestamps are dropped, or
+    the repeats of a two-line log would be read as one second)."""
+    text = "".join(re.sub(r"^\d\d-\d\d-\d{4} \d\d:\d\d:\d\d ", "", line)
+                   for line in (DATA / f"{name}_tegrastats.log").read_text().splitlines(keepends=True))
+    path = tmp / f"{name}_long.log"
+    path.write_text(text * (1200 // text.count("\n")))
+    return path
+
+
+def relabel(run: Path, device: dict) -> None:
+    """Sets the board of a run's report and of its run summary (the dashboard's entry) to ``device``'s fields."""
+    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
+    from tensorboard.compat.proto import event_pb2
+    from tensorboard.summary.writer.record_writer import RecordWriter
+    from tensorboard.util import tensor_util
+    from tf_mobileperf_tensorboard import metadata
+    from tf_mobileperf_tensorboard.summary import run_summary
+
+    for name in ("report.json", "summary.json"):
+        if not (run / name).exists():  # a child killed before its first report
+            continue
+        data = json.loads((run / name).read_text())
+        data["device"] |= device
+        (run / name).write_text(json.dumps(data))
+    for path in (run / "train").glob("events.out.tfevents.*"):
+        events = [event_pb2.Event.FromString(r) for r in RawEventFileLoader(str(path)).Load()]
+        for event in events:
+            for value in event.summary.value:
+                if value.tag == metadata.RUN_TAG:
+                    summary = json.loads(tensor_util.make_ndarray(value.tensor).item())
+                    if "device" in summary:
+                        summary["device"] |= device
+                        value.CopyFrom(run_summary(summary).value[0])
+        with open(path, "wb") as f:
+            writer = RecordWriter(f)
+            for event in events:
+                writer.write(event.SerializeToString())
+            writer.close()
+
+
+@pytest.fixture(scope="session")
+def fleet(tmp_path_factory) -> Path:
+    """DIR/results.json of the three boards' rows and DIR/runs/<board_type>/<run name>, as a fleet sweep writes."""
+    return make_fleet(tmp_path_factory.getbasetemp())
+
+
+@functools.cache
+def make_fleet(base: Path) -> Path:
+    """The fleet under the session's ``base``, made once (the dashboard's test module imports the fixture too)."""
+    tmp = base / "fleet"
+    tmp.mkdir()
+    sweeps = {
+        "agx-orin": ["--models", "cnn,lstm", "--batch-sizes", "1,4", "--steps", "5",
+                     "--sensors", f"replay:{replay_log(tmp, 'orin')}@20"],
+        "tx2": ["--models", "cnn", "--batch-sizes", "1,4", "--steps", "5",
+                "--sensors", f"replay:{replay_log(tmp, 'tx2')}@20"],
+        "nano": ["--models", "cnn", "--batch-sizes", "64", "--input-size", "224", "--memory-limit", "1GiB",
+                 "--steps", "4"],
+    }
+    out = tmp / "fleet"
+    rows = []
+    for board_type, argv in sweeps.items():
+        code, _, stderr = run_cli(["sweep", *argv, "--out", str(tmp / board_type)])
+        assert code == 0, stderr[-3000:]
+        board, host, jetpack = BOARDS[board_type]
+        for row in json.loads((tmp / board_type / "results.json").read_text()):
+            run = out / "runs" / board_type / Path(row["logdir"]).name
+            run.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(row["logdir"], run)
+            relabel(run, {"board": board, "hostname": host, "jetpack": jetpack})
+            rows.append(row | {"board_type": board_type, "board": board, "host": host, "jetpack": jetpack,
+                               "logdir": str(run), "config": row["config"] | {"board_type": board_type}})
+    (out / "results.json").write_text(json.dumps(rows))
+    return out
+
+
+def rows_of(out: Path) -> list[dict]:
+    return json.loads((out / "results.json").read_text())
+
+
+def test_figures_draw_a_line_per_board_and_model_through_its_rows(fleet):
+    rows = rows_of(fleet)
+    assert [r["success"] for r in rows] == [True] * 6 + [False]  # the nano ran out of memory
+    throughput = spec(rows, "throughput").panels[0]
+    assert [s.label for s in throughput.series] == ["cnn on agx-orin", "lstm on agx-orin", "cnn on tx2"]
+    by_key = {(r["board_type"], r["model"], r["batch_size"]): r for r in rows}
+    for series in throughput.series:
+        model, board = series.label.split(" on ")
+        assert series.points == [(b, by_key[board, model, b]["samples_per_s"]) for b in (1, 4)]
+    per_sample = spec(rows, "energy").panels[1]
+    total = [s for s in per_sample.series if not s.dashed]  # the active energy, dashed, beside each
+    assert [s.label for s in total] == ["cnn on agx-orin", "lstm on agx-orin", "cnn on tx2"]
+    assert [s.beside for s in per_sample.series if s.dashed] == [s.label for s in total]
+    for series in total:
+        model, board = series.label.split(" on ")
+        assert series.points == [(b, by_key[board, model, b]["energy_per_sample_j"]) for b in (1, 4)]
+        assert all(j > 0 for _, j in series.points)  # the replayed boards' power
+    process = spec(rows, "memory").panels[0]
+    assert [(f.label, f.oom) for f in process.failures] == [("cnn on nano", [64])]
+    assert "cnn on nano" in lines(rows)
+
+
+def colour_pixels(png: Path, colour: str) -> int:
+    """How many pixels of ``png`` are ``colour`` (a line's, its markers' and its legend entry's)."""
+    image = matplotlib.image.imread(png)[..., :3]
+    return int((np.abs(image - np.array(matplotlib.colors.to_rgb(colour))).sum(axis=-1) < 0.15).sum())
+
+
+def test_plot_of_several_boards_writes_every_figure_with_its_lines(fleet):
+    written = plot(fleet)
+    for name in ("throughput", "energy", "step_time"):
+        png = fleet / f"{name}.png"
+        assert png in written and line_pixels(png) > 500, name
+        for colour in ("C0", "C1", "C2"):  # the three lines' colours, in the order of their labels
+            assert colour_pixels(png, colour) > 100, (name, colour)
+        assert colour_pixels(png, "C3") == 0, name  # no fourth line: the nano trained nothing
+        shutil.copy(png, OUTPUT / f"plot-boards-{name}.png")
+
+
+def test_best_batch_per_board_is_the_most_samples_per_s_and_the_fewest_joules_per_sample(fleet):
+    rows = rows_of(fleet)
+    table = {(b.board, b.line): b for b in best_batch(rows)}
+    assert list(table) == [("agx-orin", "cnn"), ("agx-orin", "lstm"), ("nano", "cnn"), ("tx2", "cnn")]
+    for (board, model), best in table.items():
+        ok = [r for r in rows if r["board_type"] == board and r["model"] == model and r["success"]]
+        if not ok:
+            assert best.samples_per_s.why == best.j_per_sample.why == NO_SUCCESS
+            assert best.samples_per_s.text() == NO_SUCCESS
+            continue
+        fastest = max(ok, key=lambda r: r["samples_per_s"])
+        thriftiest = min(ok, key=lambda r: r["energy_per_sample_j"])
+        assert (best.samples_per_s.batch_size, best.samples_per_s.value) == (fastest["batch_size"],
+                                                                             fastest["samples_per_s"])
+        assert (best.j_per_sample.batch_size, best.j_per_sample.value) == (thriftiest["batch_size"],
+                                                                           thriftiest["energy_per_sample_j"])
+        assert best.samples_per_s.text() == f"batch {fastest['batch_size']}: {fastest['samples_per_s']:.4g} samples/s"
+        assert best.j_per_sample.text().endswith(" J/sample")
+
+
+def test_one_board_keeps_a_line_per_model_and_no_best_batch_table(fleet, tmp_path):
+    rows = [r for r in rows_of(fleet) if r["board_type"] == "agx-orin"]
+    assert [s.label for s in spec(rows, "throughput").panels[0].series] == ["cnn", "lstm"]
+    old = [{k: v for k, v in r.items() if k not in ("board_type", "board", "host", "jetpack")} for r in rows]
+    assert [s.label for s in spec(old, "throughput").panels[0].series] == ["cnn", "lstm"]  # a sweep from before
+    (tmp_path / "results.json").write_text(json.dumps(rows))
+    page = plot(tmp_path)[-1].read_text()
+    assert "Best batch size per board" not in page and "<th>board</th>" not in page
+
+
+@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed")
+def test_report_html_shows_the_best_batch_size_per_board(fleet, browser):  # noqa: F811
+    page = plot(fleet)[-1]
+    browser.get(page.as_uri())
+    cells = browser.execute_script(
+        "return [...document.querySelectorAll('#best-batch tbody tr')].map((r) => [...r.cells].map((c) => c.innerText))")
+    expected = [[b.board, b.line, b.samples_per_s.text(), b.j_per_sample.text()] for b in best_batch(rows_of(fleet))]
+    assert cells == expected
+    assert cells[2] == ["nano", "cnn", NO_SUCCESS, NO_SUCCESS]
+    boards = browser.execute_script("return [...document.querySelectorAll('table')][0].tBodies[0].rows.length")
+    assert boards == 7
+    first = browser.execute_script("return [...document.querySelectorAll('table')][0].rows[0].cells[0].innerText")
+    assert first == "board"
+    browser.find_element("css selector", "#best-batch").screenshot(str(OUTPUT / "plot-boards-best-batch.png"))
+    browser.save_screenshot(str(OUTPUT / "plot-boards-report.png"))

@@ -14,6 +14,7 @@ import os
 
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import Probe, Sensor
+from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.sensors.power_mode import power_mode
 from tf_mobileperf.session.collector import Collector, Guard
 from tf_mobileperf.session.options import MonitorOptions
@@ -28,8 +29,9 @@ _MEASURED = ("energy", "power", "cpu_util", "gpu_util", "mem_peak_gb", "step_tim
 
 
 def device_metadata(sensors: list[Sensor], guard: Guard) -> dict:
-    """Static facts of the machine and its sensors, and its power mode (nvpmodel, jetson_clocks)."""
+    """Static facts of the machine (its board, L4T and JetPack) and its sensors, and its power mode."""
     device = {"hostname": os.uname().nodename, "cpu_count": os.cpu_count()}
+    guard("board identity", lambda: device.update(identify().to_dict()))
     for sensor in sensors:
         guard("sensor metadata", lambda s=sensor: device.update(s.metadata()))
     if "power_mode" not in device:  # a sensor (a replay, jtop) may know it already

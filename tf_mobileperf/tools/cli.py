@@ -111,20 +111,8 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
                    help="sweep directory: results.json/.csv, a TensorBoard run per configuration")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="mobileperf", description="What a training step costs on this device: its sensors, "
-                     "sweeps of models x batch sizes, predictions and figures.")
-    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
-    sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("sensors", help="list the sensors on this machine and test the sampling rate",
-                       description="List the sensors on this machine, why the others are absent, and test the "
-                                   "sampling rate.")
-    p.add_argument("--root", default="/", help="root of the sysfs/procfs tree")
-    p.add_argument("--period-ms", type=_period_ms, default=5.0, help="sampling period for the test")
-    p.add_argument("--seconds", type=lambda text: _finite(text, 0.0), default=2.0,
-                   help="length of the sampling test (0 skips it)")
-    p.set_defaults(func=cmd_sensors)
-
+def _add_sweep(sub: argparse._SubParsersAction) -> None:
+    """The sweep command: its models and batch sizes, a run's options, power modes, the fleet (--ray)."""
     p = sub.add_parser("sweep", help="models x batch sizes, each in its own process, OOM recorded as a result",
                        description="Train models x batch sizes, each in its own process; an OOM is a result.")
     p.add_argument("--models", type=_names, required=True, help="comma-separated zoo names: " + ", ".join(zoo_names()))
@@ -141,7 +129,30 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run jetson_clocks (on) or keep the mode's own clock limits (off) in every mode (root)")
     p.add_argument("--settle-s", type=lambda text: _finite(text, 0.0), default=5.0,
                    help="seconds to wait after a mode change for the clocks to settle")
+    p.add_argument("--ray", metavar="ADDRESS", default=None,
+                   help="run every configuration on the boards of the Ray cluster at ADDRESS (the head's "
+                        "host:port), one task per configuration and board type; needs the [fleet] extra")
+    p.add_argument("--boards", type=_board_types, default=None,
+                   help="with --ray: comma-separated board types (the nodes' board:<type> resources); "
+                        "none: every board type of the cluster")
     p.set_defaults(func=cmd_sweep)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="mobileperf", description="What a training step costs on this device: its sensors, "
+                     "sweeps of models x batch sizes, predictions and figures.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("sensors", help="list the sensors on this machine and test the sampling rate",
+                       description="List the sensors on this machine, why the others are absent, and test the "
+                                   "sampling rate.")
+    p.add_argument("--root", default="/", help="root of the sysfs/procfs tree")
+    p.add_argument("--period-ms", type=_period_ms, default=5.0, help="sampling period for the test")
+    p.add_argument("--seconds", type=lambda text: _finite(text, 0.0), default=2.0,
+                   help="length of the sampling test (0 skips it)")
+    p.set_defaults(func=cmd_sensors)
+
+    _add_sweep(sub)
 
     p = sub.add_parser("predict", help="measure a few batch sizes, predict memory, time and energy at others",
                        description="Measure a few batch sizes; predict memory, time and energy at others.")
@@ -181,6 +192,13 @@ def _names(text: str) -> list[str]:
     if unknown or not names:
         raise argparse.ArgumentTypeError(f"unknown model(s) {unknown}; known: {', '.join(zoo_names())}")
     return names
+
+
+def _board_types(text: str) -> list[str]:
+    types = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
+    if not types:
+        raise argparse.ArgumentTypeError(f"board types must be comma-separated names, got {text!r}")
+    return types
 
 
 def _modes(text: str) -> tuple[int, ...]:

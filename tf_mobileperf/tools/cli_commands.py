@@ -93,6 +93,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.find_max_batch and plan.active:
         raise ValueError("--find-max-batch searches in the board's current mode; "
                          "it takes no --power-modes or --jetson-clocks")
+    if args.ray is None and args.boards:
+        raise ValueError("--boards picks the board types of a fleet sweep: it needs --ray ADDRESS")
+    if args.ray is not None:
+        if args.find_max_batch or plan.active:
+            raise ValueError("--ray runs a sweep of models x batch sizes in each board's current mode; "
+                             "it takes no --find-max-batch, --power-modes or --jetson-clocks")
+        from tf_mobileperf.tools.fleet import fleet_sweep
+
+        return _print_rows(args, fleet_sweep(args.ray, args.models, args.batch_sizes, config, args.boards), plan)
     if args.find_max_batch:
         for model in args.models:
             start = 1
@@ -103,14 +112,21 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             print(f"{model}: largest batch that fits: {size if size else 'none (batch 1 fails)'} ({len(tried)} runs; "
                   f"the search from batch 1 takes {baseline} runs)")
         return 0
-    rows = sweep(args.models, args.batch_sizes, config, plan)
+    return _print_rows(args, sweep(args.models, args.batch_sizes, config, plan), plan)
+
+
+def _print_rows(args: argparse.Namespace, rows: list[dict], plan) -> int:
+    """The sweep's table on stdout; 1 if a configuration did not run (it is retried by a rerun)."""
     mode = f"{'mode':>4} " if plan.active else ""
-    print(f"{'model':<10} {'batch':>5} {mode}{'ok':>3} {'step ms':>9} {'samples/s':>10} {'J/step':>10} "
+    width = max((len(r.get("board_type") or "") for r in rows), default=0)  # a fleet sweep's: a column
+    board = f"{'board':<{width}} " if width else ""
+    print(f"{board}{'model':<10} {'batch':>5} {mode}{'ok':>3} {'step ms':>9} {'samples/s':>10} {'J/step':>10} "
           f"{'J/sample':>10} {'proc GiB':>9} {'RAM GiB':>9}  cause")
     for r in rows:
         step_ms = None if r.get("step_time_s_mean") is None else r["step_time_s_mean"] * 1e3
         mode = f"{(r.get('config') or {}).get('power_mode', ''):>4} " if plan.active else ""
-        print(f"{r['model']:<10} {r['batch_size']:>5} {mode}{'yes' if r['success'] else 'no':>3} {_cell(step_ms, 9)} "
+        board = f"{r.get('board_type') or '':<{width}} " if width else ""
+        print(f"{board}{r['model']:<10} {r['batch_size']:>5} {mode}{'yes' if r['success'] else 'no':>3} {_cell(step_ms, 9)} "
               f"{_cell(r.get('samples_per_s'))} {_cell(r.get('energy_per_step_j'))} "
               f"{_cell(r.get('energy_per_sample_j'))} "
               f"{_cell(r.get('proc_peak_gb'), 9)} {_cell(r.get('mem_peak_gb'), 9)}  {r.get('cause') or ''}")

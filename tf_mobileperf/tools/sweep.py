@@ -3,10 +3,11 @@
 Results go to ``DIR/results.json`` and ``DIR/results.csv`` (one row per
 configuration, the report's summary keys; ``sweep_results``), written after
 every configuration so a sweep can be resumed. A row is keyed on its whole configuration (model,
-batch size, steps, warm-up steps, input size, memory limit, sensors, power mode, jetson_clocks): a rerun
-skips the configurations already measured and runs any other. Each
-configuration is also a TensorBoard run under ``DIR/runs/``, so the
-dashboard's cross-run view compares them.
+batch size, steps, warm-up steps, input size, memory limit, sensors, power mode, jetson_clocks, and the
+board type in a fleet sweep, ``fleet``): a rerun skips the configurations already measured and runs any
+other. Each row says where it ran (``host``, ``board``, ``jetpack``, ``board_type``). Each
+configuration is also a TensorBoard run under ``DIR/runs/`` (``DIR/runs/<board type>/`` in a fleet
+sweep), so the dashboard's cross-run view compares them.
 
 A child that runs out of memory records ``success: False``; a child killed
 by a signal (SIGKILL from the kernel's OOM killer) is recorded the same way,
@@ -31,8 +32,6 @@ import math
 import os
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Iterable
 
@@ -40,10 +39,11 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from tf_mobileperf.output.files import StepProgress, local_dir
+from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.session.options import check_int, resolve_sensors
 from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, PROGRESS_FILE
 from tf_mobileperf_tensorboard.reader import read_steps
-from tf_mobileperf.tools import power_modes
+from tf_mobileperf.tools import power_modes, sweep_child
 from tf_mobileperf.tools.power_modes import PowerPlan
 from tf_mobileperf.tools.search import search_largest
 from tf_mobileperf.tools.sweep_results import Results, SweepError
@@ -67,6 +67,7 @@ class SweepConfig:
     timeout_s: float = 1800.0
     power_mode: int | None = None  #: the nvpmodel mode the configuration runs in (None: the board's, untouched)
     jetson_clocks: str | None = None  #: "on" or "off" (None: as the board had it)
+    board_type: str | None = None  #: the Ray board resource it runs on, "orin-nano" (None: a local sweep)
 
     def __post_init__(self) -> None:
         self.out = local_dir(self.out)
@@ -88,8 +89,13 @@ class SweepConfig:
         key = {"steps": self.steps, "warmup_steps": self.warmup_steps, "input_size": self.input_size,
                "memory_limit": self.memory_limit, "sensors": self.sensors}
         # Only where set, so that the rows of sweeps that leave the board alone keep their keys.
-        board = {"power_mode": self.power_mode, "jetson_clocks": self.jetson_clocks}
+        board = {"power_mode": self.power_mode, "jetson_clocks": self.jetson_clocks, "board_type": self.board_type}
         return key | {k: v for k, v in board.items() if v is not None}
+
+    @property
+    def runs(self) -> Path:
+        """Where its TensorBoard runs go: DIR/runs, or DIR/runs/<board type> in a fleet sweep."""
+        return self.out / "runs" / (self.board_type or "")
 
 
 def open_sensors_once(spec: str) -> None:
@@ -112,41 +118,25 @@ def run_name(model: str, batch_size: int, config: SweepConfig) -> str:
 
 def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
     """Runs one configuration in a child process; returns its result row (``retry: True`` if it is not one)."""
-    logdir = config.out / "runs" / run_name(model, batch_size, config)
-    cmd = [sys.executable, "-m", "tf_mobileperf.tools.sweep_child", "--model", model, "--batch-size", str(batch_size),
-           "--steps", str(config.steps), "--warmup-steps", str(config.warmup_steps), "--sensors", config.sensors,
-           "--logdir", str(logdir)]
-    if config.input_size:
-        cmd += ["--input-size", str(config.input_size)]
+    logdir = config.runs / run_name(model, batch_size, config)
     shutil.rmtree(logdir, ignore_errors=True)  # what an unfinished earlier try left: this run replaces it
-    # Few malloc arenas: each reserves 64 MB of address space, which RLIMIT_AS would count.
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"), MALLOC_ARENA_MAX="2")
-    if config.memory_limit:
-        cmd += ["--memory-limit", str(config.memory_limit)]
-        # oneDNN's CPU kernels (TF's default on x86) crash with SIGSEGV when an allocation fails under
-        # RLIMIT_AS (seen on AVX-512/AMX CPUs); TF's own kernels raise ResourceExhaustedError.
-        env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace",
-                            env=env)
-    try:
-        _, stderr = proc.communicate(timeout=config.timeout_s)
-        returncode = proc.returncode
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        _, stderr = proc.communicate()
-        returncode = None
-    except BaseException:  # Ctrl-C in the sweep: the child goes too
-        proc.kill()
-        proc.wait()
-        raise
-    logdir = _claimed_by(logdir, proc.pid)
-    row = _row(returncode, stderr or "", logdir, config)
-    row.update(model=model, batch_size=batch_size, config=config.key(), logdir=str(logdir))
+    done = sweep_child.run(sweep_child.options(model, batch_size, config, logdir), config.memory_limit,
+                           config.timeout_s)
+    logdir = _claimed_by(logdir, done.pid)
+    row = _row(done.returncode, done.stderr, logdir, config)
+    row.update(model=model, batch_size=batch_size, config=config.key(), logdir=str(logdir), **_where(config))
     for total, per_step in (("energy_total", "energy_per_step_j"), ("energy_active_total", "energy_active_per_step_j")):
         row[per_step] = (row[total] / row["steps_measured"]
                          if row.get(total) is not None and row.get("steps_measured") else None)
     row["step_time_s_mean"] = (row.get("step_time_s") or {}).get("mean")
     return row
+
+
+def _where(config: SweepConfig) -> dict:
+    """Where a row ran: the host, its board and JetPack (``sensors.board``), the fleet's board type (or None)."""
+    found = identify()
+    return {"host": os.uname().nodename, "board": found.board, "jetpack": found.jetpack,
+            "board_type": config.board_type}
 
 
 def _claimed_by(logdir: Path, pid: int) -> Path:

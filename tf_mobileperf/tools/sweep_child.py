@@ -12,23 +12,100 @@ device with that memory limit.
 It writes ``summary.json`` into the directory its measurement claimed (DIR,
 or DIR/run-N if DIR held another one), or exits with ``SETUP_FAILED`` and
 one line on stderr if it could not set the run up.
+
+``run`` is the parent's side, the same in a local sweep and in a fleet
+sweep's Ray task: the child runs in a process group of its own (with its
+sampler), which is killed whole on a timeout or an interrupt (Ctrl-C, a
+cancelled task); the child also dies with its parent (``PR_SET_PDEATHSIG``),
+so a killed sweep or a lost Ray worker leaves none behind.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import dataclasses
 import json
 import logging
 import os
 import resource
+import signal
+import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tf_mobileperf.tools.sizes import parse_size
 
+if TYPE_CHECKING:
+    from tf_mobileperf.tools.sweep import SweepConfig
 
 #: Exit status of a child that could not set its run up (unknown model, bad sensors, unwritable logdir).
 SETUP_FAILED = 3
+#: The parent's pid, given to the child: it asks to die with that parent.
+PARENT_ENV = "MOBILEPERF_SWEEP_PARENT"
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclasses.dataclass
+class Exit:
+    """How a child ended: its pid, its exit status (None: timed out, killed) and its stderr."""
+
+    pid: int
+    returncode: int | None
+    stderr: str
+
+
+def options(model: str, batch_size: int, config: SweepConfig, logdir: Path) -> list[str]:
+    """The child's command-line options for one configuration."""
+    args = ["--model", model, "--batch-size", str(batch_size), "--steps", str(config.steps),
+            "--warmup-steps", str(config.warmup_steps), "--sensors", config.sensors, "--logdir", str(logdir)]
+    if config.input_size:
+        args += ["--input-size", str(config.input_size)]
+    if config.memory_limit:
+        args += ["--memory-limit", str(config.memory_limit)]
+    return args
+
+
+def run(args: list[str], memory_limit: int | None, timeout_s: float) -> Exit:
+    """Runs a child with ``args`` in a process group of its own and waits for it (at most ``timeout_s``)."""
+    # Few malloc arenas: each reserves 64 MB of address space, which RLIMIT_AS would count.
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"), MALLOC_ARENA_MAX="2")
+    env[PARENT_ENV] = str(os.getpid())
+    if memory_limit:
+        # oneDNN's CPU kernels (TF's default on x86) crash with SIGSEGV when an allocation fails under
+        # RLIMIT_AS (seen on AVX-512/AMX CPUs); TF's own kernels raise ResourceExhaustedError.
+        env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+    proc = subprocess.Popen([sys.executable, "-m", "tf_mobileperf.tools.sweep_child", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace", env=env,
+                            start_new_session=True)
+    try:
+        _, stderr = proc.communicate(timeout=timeout_s)
+        return Exit(proc.pid, proc.returncode, stderr or "")
+    except subprocess.TimeoutExpired:
+        _kill_group(proc.pid)
+        _, stderr = proc.communicate()
+        return Exit(proc.pid, None, stderr or "")
+    except BaseException:  # Ctrl-C in the sweep, a cancelled Ray task: the child and its sampler go too
+        _kill_group(proc.pid)
+        proc.wait()
+        raise
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # gone already
+        os.killpg(pid, signal.SIGKILL)
+
+
+def _die_with_parent() -> None:
+    """SIGKILL for this child when its parent dies (Linux); it exits now if the parent is gone already."""
+    parent = os.environ.get(PARENT_ENV)
+    if parent is None or not sys.platform.startswith("linux"):
+        return
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != int(parent):
+        sys.exit(f"sweep child: its parent {parent} is gone")
 
 
 def _emulate_memory_limit(limit: int) -> dict:
@@ -80,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sensors", default="auto")
     parser.add_argument("--logdir", required=True)
     args = parser.parse_args(argv)
+    _die_with_parent()
     logging.basicConfig(level=logging.WARNING)
 
     import tensorflow as tf

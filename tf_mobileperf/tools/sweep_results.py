@@ -21,13 +21,14 @@ from tf_mobileperf.output.files import write_json
 
 log = logging.getLogger(__name__)
 
-#: Summary keys copied to results.csv (scalars only).
-CSV_KEYS = ["model", "batch_size", "power_mode", "power_mode_name", "jetson_clocks", "steps", "warmup_steps",
-            "input_size", "sensors", "success", "failed_step", "cause", "steps_measured", "energy_total",
-            "energy_per_step_j", "energy_per_sample_j", "energy_active_total", "energy_active_per_step_j",
-            "energy_active_per_sample_j", "samples_per_s", "power_avg", "gpu_util_avg", "cpu_util_avg", "mem_peak_gb",
-            "proc_peak_gb", "step_time_s_mean", "memory_limit_bytes", "limited_quantity", "limited_peak_gb",
-            "limited_cap_gb"]
+#: Summary keys copied to results.csv (scalars only): where the row ran, then its configuration and results.
+CSV_KEYS = ["board_type", "host", "board", "jetpack", "model", "batch_size", "power_mode",
+            "power_mode_name", "jetson_clocks", "steps", "warmup_steps", "input_size", "sensors", "success",
+            "failed_step", "cause", "steps_measured", "energy_total", "energy_per_step_j",
+            "energy_per_sample_j", "energy_active_total", "energy_active_per_step_j",
+            "energy_active_per_sample_j", "samples_per_s", "power_avg", "gpu_util_avg", "cpu_util_avg",
+            "mem_peak_gb", "proc_peak_gb", "step_time_s_mean", "memory_limit_bytes", "limited_quantity",
+            "limited_peak_gb", "limited_cap_gb"]
 LOCK_FILE = ".sweep.lock"
 
 

@@ -17,6 +17,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import keras
 import pytest
 
 from helpers.training import data, small_model
@@ -29,10 +30,12 @@ pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian 
 CPU_RUN, POWER_RUNS, CLOCK_RUN = "cpu-only/train", ("power-bs8/train", "power-bs16/train"), "clocks/train"
 
 
-def train(logdir: Path, sensors: list, batch_size: int, samples: int = 640) -> None:
+def train(logdir: Path, sensors: list, batch_size: int, samples: int = 640, step_s: float = 0.0) -> None:
+    """Trains the small model measured into ``logdir``; each step takes at least ``step_s`` (a sleep after it)."""
     x, y = data(samples)
     cb = MobilePerfCallback(logdir, idle_s=0, sensors=sensors, batch_size=batch_size)
-    small_model().fit(x, y, batch_size=batch_size, epochs=1, callbacks=[cb], verbose=0)
+    pace = keras.callbacks.LambdaCallback(on_train_batch_end=lambda *_, **__: time.sleep(step_s))
+    small_model().fit(x, y, batch_size=batch_size, epochs=1, callbacks=[cb, pace], verbose=0)
 
 
 def power_sensor() -> SyntheticSensor:
@@ -83,9 +86,10 @@ def serving(logdir: Path):
 @pytest.fixture(scope="module")
 def tensorboard(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("tb")
-    # Long enough (about 2 s) that CPU utilization, read every 60 ms and first known at its second reading,
+    # At least 2.4 s (240 steps of at least 10 ms, however fast this machine trains: a quiet one trained the
+    # unpaced run in 0.2 s), so CPU utilization, read every 60 ms and first known at its second reading,
     # covers the run's time axis to within a reading at either end.
-    train(logdir / "cpu-only", [CpuSensor(), MemorySensor()], batch_size=8, samples=1920)
+    train(logdir / "cpu-only", [CpuSensor(), MemorySensor()], batch_size=8, samples=1920, step_s=0.01)
     train(logdir / "clocks", [cpu_with_clocks(tmp_path_factory.mktemp("sysfs") / "root")], batch_size=8)
     for run in POWER_RUNS:
         batch = int(run.split("-bs")[1].split("/")[0])

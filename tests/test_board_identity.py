@@ -87,3 +87,11 @@ def test_device_metadata_carries_the_board_and_survives_a_failure_to_read_it(mon
         device = reporting.device_metadata([], Guard())
     assert "board" not in device and device["hostname"]  # the rest of the metadata is there
     assert "board identity failed" in caplog.text
+
+
+def test_a_board_type_from_the_environment_names_the_board_in_the_device_metadata(monkeypatch):
+    """A fleet sweep's child (or a user labelling a board's runs) sets MOBILEPERF_BOARD_TYPE; unset, no key."""
+    monkeypatch.setenv("MOBILEPERF_BOARD_TYPE", "orin-nano")
+    assert reporting.device_metadata([], Guard())["board_type"] == "orin-nano"
+    monkeypatch.delenv("MOBILEPERF_BOARD_TYPE")
+    assert "board_type" not in reporting.device_metadata([], Guard())

@@ -128,6 +128,7 @@ def test_two_models_by_three_batch_sizes_on_two_board_types_each_row_on_its_boar
         logdir = Path(row["logdir"])  # the run came back to the driver, under its board type
         assert logdir.parent == out / "runs" / row["board_type"] and (logdir / "summary.json").is_file()
         assert json.loads((logdir / "summary.json").read_text())["batch_size"] == row["batch_size"]
+        assert json.loads((logdir / "report.json").read_text())["device"]["board_type"] == row["board_type"]
     assert {r["ray_node"] for r in rows if r["board_type"] == "orin-nano"} <= {n.node_id for n in fleet.nodes["orin-nano"]}
     header = (out / "results.csv").read_text().splitlines()[0].split(",")
     assert header[:4] == ["board_type", "host", "board", "jetpack"]

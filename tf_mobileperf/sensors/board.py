@@ -10,6 +10,10 @@ sensors so that tests use fake trees.
   AGX Orin Developer Kit"); its module's part number is in ``compatible``
   ("nvidia,p3737-0000+p3701-0005": carrier + module). Elsewhere the DMI
   product name names the machine. None, with the reason, where neither is.
+- board_type: the type a fleet names this board by (``board:orin-nano``, its
+  Ray resource), from the environment variable ``MOBILEPERF_BOARD_TYPE``
+  that a fleet sweep sets for its child; a user may set it to label the runs
+  of a board so that the dashboard compares boards by it. Absent otherwise.
 - l4t: from ``/etc/nv_tegra_release`` ("# R35 (release), REVISION: 4.1, ..."
   is 35.4.1); jetpack: looked up from L4T in NVIDIA's releases (None for one
   not in the table, with the reason).
@@ -18,6 +22,7 @@ sensors so that tests use fake trees.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from pathlib import Path
 
@@ -27,6 +32,8 @@ from tf_mobileperf.sensors.base import under_root
 DEVICE_TREES = ("/proc/device-tree", "/sys/firmware/devicetree/base")
 DMI_PRODUCT = "/sys/class/dmi/id/product_name"
 TEGRA_RELEASE = "/etc/nv_tegra_release"
+#: The environment variable that names the board's type (set by a fleet sweep for its child).
+BOARD_TYPE_ENV = "MOBILEPERF_BOARD_TYPE"
 _RELEASE = re.compile(r"#\s*R(\d+)\s*\(release\),\s*REVISION:\s*(\d+)(?:\.(\d+))?")
 _MODULE = re.compile(r"p\d{4}-\d{4}")
 #: L4T (Jetson Linux) release -> the JetPack that ships it (NVIDIA's release notes).
@@ -44,13 +51,17 @@ class BoardIdentity:
     """The board's name (with its module) and software release; None where unknown, with the reason."""
 
     board: str | None = None
+    board_type: str | None = None
     l4t: str | None = None
     jetpack: str | None = None
     reasons: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """For the report's device metadata: ``board``, ``l4t``, ``jetpack`` and ``<key>_reason`` for each None."""
+        """For the report's device metadata: ``board``, ``l4t``, ``jetpack`` and ``<key>_reason`` for each None;
+        ``board_type`` where one is set."""
         out = {"board": self.board, "l4t": self.l4t, "jetpack": self.jetpack}
+        if self.board_type:
+            out["board_type"] = self.board_type
         return out | {f"{key}_reason": why for key, why in self.reasons.items()}
 
 
@@ -91,7 +102,7 @@ def l4t_release(text: str) -> str | None:
 
 def identify(root: str | Path = "/") -> BoardIdentity:
     """What is known of the board under ``root``."""
-    identity = BoardIdentity()
+    identity = BoardIdentity(board_type=os.environ.get(BOARD_TYPE_ENV) or None)
     identity.board, why = board_name(root)
     if why:
         identity.reasons["board"] = why

@@ -121,7 +121,7 @@ def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
     logdir = config.runs / run_name(model, batch_size, config)
     shutil.rmtree(logdir, ignore_errors=True)  # what an unfinished earlier try left: this run replaces it
     done = sweep_child.run(sweep_child.options(model, batch_size, config, logdir), config.memory_limit,
-                           config.timeout_s)
+                           config.timeout_s, config.board_type)
     logdir = _claimed_by(logdir, done.pid)
     row = _row(done.returncode, done.stderr, logdir, config)
     row.update(model=model, batch_size=batch_size, config=config.key(), logdir=str(logdir), **_where(config))

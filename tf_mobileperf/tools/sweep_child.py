@@ -36,6 +36,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tf_mobileperf.sensors.board import BOARD_TYPE_ENV
 from tf_mobileperf.tools.sizes import parse_size
 
 if TYPE_CHECKING:
@@ -68,11 +69,14 @@ def options(model: str, batch_size: int, config: SweepConfig, logdir: Path) -> l
     return args
 
 
-def run(args: list[str], memory_limit: int | None, timeout_s: float) -> Exit:
-    """Runs a child with ``args`` in a process group of its own and waits for it (at most ``timeout_s``)."""
+def run(args: list[str], memory_limit: int | None, timeout_s: float, board_type: str | None = None) -> Exit:
+    """Runs a child with ``args`` in a process group of its own and waits for it (at most ``timeout_s``);
+    ``board_type`` (a fleet's) goes into its report's device."""
     # Few malloc arenas: each reserves 64 MB of address space, which RLIMIT_AS would count.
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"), MALLOC_ARENA_MAX="2")
     env[PARENT_ENV] = str(os.getpid())
+    if board_type:
+        env[BOARD_TYPE_ENV] = board_type
     if memory_limit:
         # oneDNN's CPU kernels (TF's default on x86) crash with SIGSEGV when an allocation fails under
         # RLIMIT_AS (seen on AVX-512/AMX CPUs); TF's own kernels raise ResourceExhaustedError.

@@ -132,6 +132,17 @@ def test_the_sampler_wakes_only_when_a_sensor_is_due(tick_loop):
     assert np.median(np.diff(rows.t[np.isfinite(cpu)])) == pytest.approx(0.060, abs=0.002)  # evenly spaced
 
 
+def test_the_first_row_starts_the_grid(tick_loop):
+    """The first row is tick 0 of the grid: it was read about 7 ms (14 ms while training) after the grid's
+    origin, as opening the files came between, and its short first interval was the p99 of a short run."""
+    sampler = Sampler([CpuSensor(), MemorySensor()], 5.0, mode="process")
+    with sampler:
+        sampler.wait_for_first_row(5.0)
+        time.sleep(0.3)
+        rows = sampler.drain()
+    assert np.diff(rows.t)[0] == pytest.approx(0.020, abs=0.004)
+
+
 def test_a_hung_file_read_is_taken_over_and_the_other_rail_goes_on(tick_loop, tmp_path):
     """A rail whose file blocks (a FIFO without a writer: open() waits, as a hung I2C read does)."""
     hwmon_rails(tmp_path, HWMON, ["VDD_IN", "VDD_SYS_GPU"])

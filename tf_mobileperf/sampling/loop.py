@@ -64,7 +64,7 @@ class SamplingLoop:
         self.every, self.stride = plan([s.min_period_s for s in sensors], period_s)
         self.due = [0] * len(sensors)  # the tick each sensor is due (Python ticks)
         self.tick = 0  # the tick of the row being filled; a new leader goes on from it
-        self.origin = time.monotonic()
+        self.origin = time.monotonic()  # the grid's tick 0: set again when the first row is read
         self.offloaded: list[OffloadedSensor | None] = [None] * len(sensors)
         self.reading: tuple[int, float] | None = None  # (sensor, start) of the leader's Python read in flight
         self.leader = 0
@@ -187,6 +187,8 @@ class SamplingLoop:
                 if self.current is not None:
                     self.tick = self.current.loop.tick
                 self._sleep_to_next()
+            else:  # the grid starts at the first row, not when the loop was built (files opened, tables made since)
+                self.origin = time.monotonic()
             if self.native:
                 self._sample_native(generation)
             else:

@@ -5,8 +5,10 @@
  * Why: a tick of the same loop in Python costs about three times the CPU of
  * the same wake-ups and reads in C (benchmarks/sampler_cost.py), and on a
  * saturated board every microsecond the sampler runs is taken from training.
- * Sensors that are not plain files (CPU utilization from /proc/stat, NVML,
- * jtop) stay in Python: mp_run returns MP_PYTHON with the row pending when
+ * Sensors declared as files are INA3221 rails, CPU utilization and clocks
+ * (/proc/stat deltas), memory, GPU load, EMC and thermal zones. The others
+ * (RAPL's wrapping counters, throttle events, NVML, jtop, replays) stay in
+ * Python: mp_run returns MP_PYTHON with the row pending when
  * one of them is due, Python reads them into the row, and the next mp_run
  * publishes it. native.py loads this library with ctypes (no Python headers
  * are needed to build it); without it, loop.py runs the same schedule in

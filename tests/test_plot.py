@@ -167,6 +167,20 @@ def test_batch_size_axis_reads_1_2_4_to_64():
     plt.close(fig)
 
 
+def test_a_value_below_zero_is_inside_the_axis():
+    """Active energy under the idle baseline (a replay's idle stretch drew more than a step) is a negative
+    value: the axis goes down to it instead of cutting it off at 0; otherwise it starts at 0."""
+    from tf_mobileperf.tools.figure_specs import Panel, Series
+
+    fig, ax = plt.subplots()
+    draw_panel(ax, Panel("energy", "energy (J)", [Series("active", [(1, -0.02), (4, 0.01)], dashed=True)]), [1, 4])
+    assert ax.get_ylim()[0] <= -0.02
+    draw_panel(ax2 := fig.add_subplot(2, 1, 2), Panel("energy", "energy (J)", [Series("total", [(1, 0.3), (4, 0.4)])]),
+               [1, 4])
+    assert ax2.get_ylim()[0] == 0
+    plt.close(fig)
+
+
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed")
 def test_report_html_opens_in_chromium_with_every_figure(replay_sweep, browser):  # noqa: F811
     page = plot(replay_sweep)[-1]

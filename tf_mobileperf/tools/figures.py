@@ -66,7 +66,9 @@ def draw_panel(ax, panel: Panel, sizes: list[int]) -> None:
     for limit in panel.limits:
         ax.plot(*zip(*limit.points), color="red", linestyle=":", marker="_", markersize=14, label=limit.label)
     if panel.series:
-        ax.set_ylim(0, ax.get_ylim()[1] * 1.25)  # room for the legend above the lines
+        # From 0 (or below, where a value is: active energy under the idle baseline), room for the legend above.
+        low = min([0.0] + [y for series in panel.series for _, y in series.points if math.isfinite(y)])
+        ax.set_ylim(low * 1.1, ax.get_ylim()[1] * 1.25)
     _failures(ax, panel)
     _batch_axis(ax, sizes)
     ax.set_title("\n".join(textwrap.wrap(panel.title, 48)), fontsize=10)

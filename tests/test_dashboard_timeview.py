@@ -31,10 +31,17 @@ CPU_RUN, POWER_RUNS, CLOCK_RUN = "cpu-only/train", ("power-bs8/train", "power-bs
 
 
 def train(logdir: Path, sensors: list, batch_size: int, samples: int = 640, step_s: float = 0.0) -> None:
-    """Trains the small model measured into ``logdir``; each step takes at least ``step_s`` (a sleep after it)."""
+    """Trains the small model measured into ``logdir``; each step takes at least ``step_s``, spent busy after it
+    (a sleep would leave the CPU idle, its line along the bottom edge of the chart)."""
     x, y = data(samples)
     cb = MobilePerfCallback(logdir, idle_s=0, sensors=sensors, batch_size=batch_size)
-    pace = keras.callbacks.LambdaCallback(on_train_batch_end=lambda *_, **__: time.sleep(step_s))
+
+    def busy(*_, **__) -> None:
+        end = time.perf_counter() + step_s
+        while time.perf_counter() < end:
+            pass
+
+    pace = keras.callbacks.LambdaCallback(on_train_batch_end=busy)
     small_model().fit(x, y, batch_size=batch_size, epochs=1, callbacks=[cb, pace], verbose=0)
 
 

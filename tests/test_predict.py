@@ -57,8 +57,11 @@ def test_real_sweep_predictions_against_measured_targets(tmp_path, model, input_
     predictions = {p.batch_size: p for p in predict(measured, targets, limit)}
     truth = {r["batch_size"]: r for r in sweep([model], targets, config) if r["batch_size"] in predictions}
     for b, p in predictions.items():
-        if limit:
-            assert p.oom == (not truth[b]["success"]), (b, p, truth[b].get("cause"))
+        if limit:  # no confident verdict is wrong; near the limit the band may only say it is possible
+            if truth[b]["success"]:
+                assert not p.oom, (b, p)
+            else:
+                assert p.oom or p.oom_possible, (b, p, truth[b].get("cause"))
         if truth[b]["success"]:
             assert p.proc_peak_gb == pytest.approx(truth[b]["proc_peak_gb"], rel=0.10)
     if limit:

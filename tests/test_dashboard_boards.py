@@ -114,7 +114,9 @@ def test_crossrun_chart_draws_a_line_per_board_and_model_with_the_rows_values(te
     browser.find_element("css selector", ".crossrun").screenshot(str(OUTPUT / "boards-crossrun-samples.png"))
     pick(browser, ".crossrun select.quantity", "energy per sample")
     lines = browser.execute_script(LINES)  # the replayed boards measured energy; the nano trained no step
-    assert [n for n, _, p in lines if p > 150] == sorted({label(r) for r in table if r["success"]})
+    # Near 0 J/sample the lines of boards that all trained on this machine can lie on each other (37 pixels
+    # of cnn on AGX Orin showed under cnn on TX2): each is drawn, however much of it shows.
+    assert [n for n, _, p in lines if p > 0] == sorted({label(r) for r in table if r["success"]})
     assert [p for n, _, p in lines if "Nano" in n] == [0]
     browser.find_element("css selector", ".crossrun").screenshot(str(OUTPUT / "boards-crossrun-energy.png"))
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -86,8 +86,8 @@ def _figure(path: Path, title: str) -> str:
 def write_report(directory: Path, rows: list[Row], figures: list[tuple[Path, str]]) -> Path:
     """Writes ``directory/report.html`` from the rows and the (PNG, title) figures; returns its path."""
     models = ", ".join(sorted({str(r["model"]) for r in rows}))
-    several = boards(rows) if len(boards(rows)) > 1 else []
-    on = f" on {len(several)} boards ({html.escape(', '.join(several))})" if several else ""
+    names = boards(rows)
+    on = f" on {len(names)} boards ({html.escape(', '.join(names))})" if len(names) > 1 else ""
     page = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Sweep {html.escape(directory.name)}"
             f"</title><style>{STYLE}</style></head><body><h1>Sweep {html.escape(str(directory))}</h1>"
             f"<p>{len(rows)} configurations of {html.escape(models)}{on}. Averages cover the measured steps "

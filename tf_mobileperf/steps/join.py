@@ -1,15 +1,46 @@
 """Join samples to training steps: energy, mean, peak per step and channel.
 
-Every function here is vectorized over steps and samples (``searchsorted``
-and ``reduceat``); nothing loops over samples in Python.
+Every function here is vectorized over steps and samples (``searchsorted``,
+``interp`` and ``reduceat``); nothing loops over samples in Python.
 
-Energy of a step is the integral of power over exactly [start, end]: the
-trapezoid rule between samples, with the power at the two edges linearly
-interpolated, so a constant power P gives P * duration to float precision.
+Energy of a step from a power channel is the integral of power over exactly
+[start, end]: the trapezoid rule between samples, with the power at the two
+edges linearly interpolated, so a constant power P gives P * duration to
+float precision.
+
+Energy of a step from a cumulative energy counter (kind "energy") is the
+counter's increase over the step, read off the instants the counter
+*changed*, not off every reading. A counter is often read faster than it
+updates (NVML's total energy: read every 10 ms, updated every ~100 ms), and
+its readings are then a staircase; interpolating the readings would give a
+10 ms step either 0 J or a whole update's energy. So the readings are
+reduced to change points (``counter_series``): the first valid reading
+starts the series, and each new value gets the instant it appeared,
+estimated as the midpoint between the last reading still showing the old
+value and the first showing the new one (error: +-half a read interval).
+Where the counter changes at nearly every read (its update period is under
+1.5 read intervals), each reading is the counter at its own read instant
+instead. A value still held one update period before the last reading is
+known until then. The counter is interpolated linearly between these points
+to each step's start and end; over contiguous steps the per-step values add
+up to the counter's own difference.
+
+A channel's *update period* is the median spacing of the instants its value
+changed (``update_period_s``), which is not its read period. Every step says
+how its energy was obtained (``StepValues.method``): "measured" when the
+step lasts at least two update periods of the sensor (at least one whole
+update interval lies inside it, and each interpolated edge is at most half
+its length), else "interpolated": its energy is the counter (or the
+power) interpolated between update instants, right on average and in total
+but not resolved per step. A channel whose value never changed is taken to
+update at every read.
+
 A window that the samples do not cover on both sides, or that overlaps a gap
 between two valid samples longer than the channel's allowed gap (see
 ``join``), gets NaN and is flagged incomplete instead of being integrated
-across the hole.
+across the hole. A counter window must also lie between the series' first
+and last points, and may not overlap a backwards step of the counter (a
+driver reload, a wrap): the energy there is unknown, never negative.
 """
 
 from __future__ import annotations
@@ -18,7 +49,7 @@ import dataclasses
 
 import numpy as np
 
-from tf_mobileperf.sensors.base import Channel
+from tf_mobileperf.sensors.base import RAIL_KINDS, Channel
 from tf_mobileperf_tensorboard.metadata import GAP_FACTOR, MIN_GAP_S, allowed_gap_s, own_period_s
 
 
@@ -55,16 +86,88 @@ def _range_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.nd
     return out
 
 
+def _interval_max(t: np.ndarray, per_interval: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Largest ``per_interval[k]`` (interval k = [t[k], t[k+1]]) over the intervals each window overlaps."""
+    first = np.clip(np.searchsorted(t, starts, side="right") - 1, 0, len(t) - 2)
+    last = np.clip(np.searchsorted(t, ends, side="left") - 1, 0, len(t) - 2)
+    return _range_reduce(np.maximum, per_interval, first, np.maximum(last + 1, first + 1))
+
+
 def _coverage(t: np.ndarray, starts: np.ndarray, ends: np.ndarray, max_gap_s: float) -> np.ndarray:
     """True where samples bracket the window and no interval inside it exceeds max_gap_s."""
     if len(t) < 2:
         return np.zeros(len(starts), dtype=bool)
     covered = (t[0] <= starts) & (ends <= t[-1])
-    # Intervals overlapping [s, e] are k in [first, last], interval k = [t[k], t[k+1]].
-    first = np.clip(np.searchsorted(t, starts, side="right") - 1, 0, len(t) - 2)
-    last = np.clip(np.searchsorted(t, ends, side="left") - 1, 0, len(t) - 2)
-    longest = _range_reduce(np.maximum, np.diff(t), first, np.maximum(last + 1, first + 1))
-    return covered & (longest <= max_gap_s)
+    return covered & (_interval_max(t, np.diff(t), starts, ends) <= max_gap_s)
+
+
+def _median_spacing(t: np.ndarray) -> float | None:
+    return float(np.median(np.diff(t))) if len(t) > 1 else None
+
+
+def change_instants(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """Where a series of valid readings changed value: the index of each first reading of a new value, the
+    instant it is taken to have appeared, and the update period (median spacing of those instants; None
+    with fewer than two changes).
+
+    The instant is the midpoint between the last reading of the old value and the first of the new one
+    (+-half a read interval); where the value changes at nearly every read (update period under 1.5 read
+    intervals), it is the reading's own instant."""
+    j = np.flatnonzero(v[1:] != v[:-1]) + 1
+    instants = 0.5 * (t[j - 1] + t[j])
+    period = _median_spacing(instants)
+    read = _median_spacing(t)
+    if period is not None and read is not None and period < 1.5 * read:
+        instants = t[j]
+    return j, instants, period
+
+
+def update_period_s(t: np.ndarray, v: np.ndarray) -> float | None:
+    """The median time between changes of the finite readings ``v`` (None with fewer than two changes)."""
+    ok = np.isfinite(v)
+    return change_instants(t[ok], v[ok])[2]
+
+
+@dataclasses.dataclass
+class CounterSeries:
+    """A cumulative counter reduced to the points where its value is known (see the module docstring).
+
+    ``cum`` is the counter's increase from ``t[0]`` to each point; a backwards step adds nothing and
+    marks its interval ``broken`` (interval k = [t[k], t[k+1]])."""
+
+    t: np.ndarray
+    cum: np.ndarray
+    broken: np.ndarray
+    update_period_s: float | None
+
+
+def counter_series(t: np.ndarray, v: np.ndarray) -> CounterSeries:
+    """The change points of the finite counter readings ``v`` at ``t`` (at least one reading)."""
+    j, instants, period = change_instants(t, v)
+    points_t = np.concatenate([t[:1], instants])
+    points_v = np.concatenate([v[:1], v[j]])
+    # A value held one update period before the last reading was still the counter's then.
+    known_until = t[-1] - (period or 0.0)
+    if known_until > points_t[-1]:
+        points_t, points_v = np.append(points_t, known_until), np.append(points_v, points_v[-1])
+    steps = np.diff(points_v)
+    broken = steps < 0
+    cum = np.concatenate([[0.0], np.cumsum(np.where(broken, 0.0, steps))])
+    return CounterSeries(points_t, cum, broken, period)
+
+
+def settled_until(t: np.ndarray, values: np.ndarray, channels: list[Channel], stale_s: float) -> float:
+    """The time up to which every energy counter's series is final: the earliest last point of the
+    counters (inf without one). A counter without a valid reading in the last ``stale_s`` is left out:
+    its windows will be incomplete whatever comes."""
+    ends = []
+    for i, channel in enumerate(channels):
+        if channel.kind != "energy":
+            continue
+        ok = np.isfinite(values[:, i])
+        if ok.any() and t[ok][-1] >= t[-1] - stale_s:
+            ends.append(counter_series(t[ok], values[ok, i]).t[-1])
+    return min(ends, default=np.inf)
 
 
 @dataclasses.dataclass
@@ -73,12 +176,17 @@ class StepValues:
 
     ``value`` is the kind's main reduction (``PRIMARY``): energy for power
     rails and energy counters, the mean for utilization, clocks and
-    temperatures, the peak for memory and states.
+    temperatures, the peak for memory and states. Power and energy channels
+    also have their ``update_period_s`` (None where it could not be told)
+    and, per step, how the energy was obtained (``method``: MEASURED,
+    INTERPOLATED, or None where the energy is unknown).
     """
 
     channel: Channel
     reductions: dict[str, np.ndarray]
     complete: np.ndarray
+    update_period_s: float | None = None
+    method: np.ndarray | None = None
 
     @property
     def value(self) -> np.ndarray:
@@ -101,10 +209,6 @@ def _energy(t, power, s, e):
     return _integral_to(t, power, cum, e) - _integral_to(t, power, cum, s)
 
 
-def _counter_delta(t, counter, s, e):
-    return np.interp(e, t, counter) - np.interp(s, t, counter)
-
-
 def _peak(t, values, s, e):
     inside = _range_reduce(np.fmax, values, np.searchsorted(t, s, "left"), np.searchsorted(t, e, "right"))
     return np.fmax(inside, np.maximum(np.interp(s, t, values), np.interp(e, t, values)))
@@ -115,9 +219,21 @@ def window_energy(t, power, starts, ends, max_gap_s) -> tuple[np.ndarray, np.nda
     return _per_window(_energy, t, power, starts, ends, max_gap_s)
 
 
-def window_counter_delta(t, counter, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
-    """Increase of a cumulative counter (J) over each window, interpolated at the edges."""
-    return _per_window(_counter_delta, t, counter, starts, ends, max_gap_s)
+def window_counter_delta(t, counter, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """Increase of a cumulative counter (J) over each window, interpolated between its change points;
+    NaN where incomplete. Also returns the counter's update period."""
+    ok = np.isfinite(counter)
+    t, counter = t[ok], counter[ok]
+    out = np.full(len(starts), np.nan)
+    complete = _coverage(t, starts, ends, max_gap_s)
+    if not complete.any():
+        return out, complete, None
+    series = counter_series(t, counter)
+    complete &= (series.t[0] <= starts) & (ends <= series.t[-1])
+    if len(series.t) > 1:
+        complete &= ~(_interval_max(series.t, series.broken.astype(np.float64), starts, ends) > 0)
+    out[complete] = np.interp(ends[complete], series.t, series.cum) - np.interp(starts[complete], series.t, series.cum)
+    return out, complete, series.update_period_s
 
 
 def window_peak(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
@@ -139,16 +255,28 @@ REDUCTIONS = {
 PRIMARY = {kind: names[0] for kind, names in REDUCTIONS.items()}
 
 
-def _reduce(kind: str, t, column, starts, ends, max_gap) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Every reduction of ``kind`` over the windows, and which windows are complete."""
+MEASURED, INTERPOLATED = "measured", "interpolated"
+
+
+def energy_method(durations: np.ndarray, energy: np.ndarray, resolution_s: float) -> np.ndarray:
+    """Per window: MEASURED where it lasts at least two update periods (``resolution_s``), else
+    INTERPOLATED; None where its energy is unknown."""
+    method = np.where(durations >= 2.0 * resolution_s, MEASURED, INTERPOLATED).astype(object)
+    method[~np.isfinite(energy)] = None
+    return method
+
+
+def _reduce(kind: str, t, column, starts, ends, max_gap) -> tuple[dict[str, np.ndarray], np.ndarray, float | None]:
+    """Every reduction of ``kind`` over the windows, which windows are complete, and the update period of
+    power and energy channels."""
     duration = ends - starts
 
     def per_second(total: np.ndarray) -> np.ndarray:
         return np.divide(total, duration, out=np.full(len(starts), np.nan), where=duration > 0)
 
     if kind == "energy":
-        delta, complete = window_counter_delta(t, column, starts, ends, max_gap)
-        return {"energy_j": delta, "mean": per_second(delta)}, complete
+        delta, complete, period = window_counter_delta(t, column, starts, ends, max_gap)
+        return {"energy_j": delta, "mean": per_second(delta)}, complete, period
     integral, complete = window_energy(t, column, starts, ends, max_gap)
     out = {"energy_j": integral} if kind == "power" else {}
     out["mean"] = per_second(integral)
@@ -157,7 +285,8 @@ def _reduce(kind: str, t, column, starts, ends, max_gap) -> tuple[dict[str, np.n
         out["peak"] = window_peak(t, column, starts, ends, max_gap)[0]
     if "min" in names:
         out["min"] = -window_peak(t, -column, starts, ends, max_gap)[0]
-    return {name: out[name] for name in names}, complete
+    period = update_period_s(t, column) if kind == "power" else None
+    return {name: out[name] for name in names}, complete, period
 
 
 def join(
@@ -174,9 +303,12 @@ def join(
 
     Every channel gets the reductions of its kind (``REDUCTIONS``): power
     rails their energy in J (the integral), mean and peak power; energy
-    counters their increase and mean power; utilization, clocks, memory and
-    temperatures time-weighted means and their peak (the lowest clock);
-    states their peak.
+    counters their increase (between their change points) and mean power;
+    utilization, clocks, memory and temperatures time-weighted means and
+    their peak (the lowest clock); states their peak. Power and energy
+    channels also get their update period and each step's energy method
+    (``energy_method``; a channel whose value never changed is taken to
+    update at every read).
 
     Args:
         period_s: The sampler period. A channel's allowed gap between two
@@ -194,8 +326,10 @@ def join(
     out = {}
     for i, channel in enumerate(channels):
         column = values[:, i]
-        own = own_period_s(t, column)
-        max_gap = allowed_gap_s(max(period_s, period_s if own is None else own), gap_factor, min_gap_s)
-        reductions, complete = _reduce(channel.kind, t, column, starts, ends, max_gap)
-        out[channel.name] = StepValues(channel, reductions, complete)
+        read = max(period_s, period_s if (own := own_period_s(t, column)) is None else own)
+        max_gap = allowed_gap_s(read, gap_factor, min_gap_s)
+        reductions, complete, update = _reduce(channel.kind, t, column, starts, ends, max_gap)
+        method = (energy_method(ends - starts, reductions["energy_j"], update or read)
+                  if channel.kind in RAIL_KINDS else None)
+        out[channel.name] = StepValues(channel, reductions, complete, update, method)
     return out

@@ -1,0 +1,122 @@
+"""Energy counters read faster than they update (synthetic staircases, as NVML's total-energy counter on an
+H200: read every 10 ms, updated every ~100 ms): the join reads them off their change points, says which
+steps it resolved ("measured") and which it only interpolated, and never gives a negative energy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tf_mobileperf.sensors.base import Channel
+from tf_mobileperf.steps.join import INTERPOLATED, MEASURED, counter_series, join, settled_until
+
+COUNTER = Channel("gpu0_energy", "energy", "synthetic staircase counter", device="gpu", rail="gpu0")
+POWER = Channel("gpu0_power", "power", "synthetic staircase power", device="gpu", rail="gpu0")
+
+T0, UPDATE_S, READ_S = 100.0, 0.1, 0.01
+
+
+def power(t):
+    """The synthetic GPU's power (W): slow enough that a chord over one 100 ms update stays within 0.2 J."""
+    return 200.0 + 50.0 * np.sin(2 * np.pi * 0.25 * (t - T0))
+
+
+def energy(t):
+    """The exact integral of ``power`` from T0 (J)."""
+    return 200.0 * (t - T0) - 50.0 / (2 * np.pi * 0.25) * (np.cos(2 * np.pi * 0.25 * (t - T0)) - 1.0)
+
+
+def staircase(seconds=4.0, read_phase=0.0037, update_s=UPDATE_S, read_s=READ_S):
+    """Reads every ``read_s`` of a counter that takes the exact energy every ``update_s`` and holds it between."""
+    t = T0 + read_phase + np.arange(0.0, seconds, read_s)
+    last_update = T0 + np.floor((t - T0) / update_s + 1e-9) * update_s
+    return t, energy(last_update), power(last_update)
+
+
+def contiguous(first, durations):
+    edges = first + np.concatenate([[0.0], np.cumsum(durations)])
+    return edges[:-1], edges[1:]
+
+
+def test_staircase_counter_resolves_300ms_steps_within_1_percent_and_marks_them_measured():
+    t, counter, _ = staircase()
+    # 0.26 .. 0.34 s: a window holds two or three updates, so reading the staircase directly is off by a third
+    starts, ends = contiguous(T0 + 0.5, np.tile([0.26, 0.30, 0.34], 3))
+    out = join(t, counter[:, None], [COUNTER], starts, ends, period_s=READ_S)["gpu0_energy"]
+    exact = energy(ends) - energy(starts)
+    assert out.complete.all()
+    np.testing.assert_allclose(out.value, exact, rtol=0.01)
+    assert out.method.tolist() == [MEASURED] * len(starts)
+    assert out.update_period_s == pytest.approx(UPDATE_S, rel=1e-6)
+
+
+def test_staircase_counter_gives_10ms_steps_the_interpolated_share_and_the_exact_total():
+    t, counter, _ = staircase()
+    starts, ends = contiguous(T0 + 0.5, np.full(250, 0.01))
+    out = join(t, counter[:, None], [COUNTER], starts, ends, period_s=READ_S)["gpu0_energy"]
+    exact = energy(ends) - energy(starts)
+    assert out.complete.all()
+    assert abs(out.value.sum() - exact.sum()) / exact.sum() < 0.01
+    # Each step gets the mean power of its update interval times its duration, never 0 J or a whole update.
+    np.testing.assert_allclose(out.value, exact, rtol=0.05)
+    assert out.method.tolist() == [INTERPOLATED] * len(starts)
+
+
+def test_the_sum_of_contiguous_steps_is_the_counters_own_difference():
+    t, counter, _ = staircase()
+    starts, ends = contiguous(T0 + 0.52, np.full(100, 0.013))
+    out = join(t, counter[:, None], [COUNTER], starts, ends, period_s=READ_S)["gpu0_energy"]
+    series = counter_series(t, counter)
+    whole = np.interp(ends[-1], series.t, series.cum) - np.interp(starts[0], series.t, series.cum)
+    assert out.value.sum() == pytest.approx(whole, rel=1e-12)
+
+
+def test_a_staircase_power_channel_marks_steps_shorter_than_two_updates_interpolated():
+    t, _, watts = staircase()
+    starts = np.array([T0 + 0.5, T0 + 1.0, T0 + 2.0])
+    ends = starts + np.array([0.01, 0.15, 0.3])
+    out = join(t, watts[:, None], [POWER], starts, ends, period_s=READ_S)["gpu0_power"]
+    assert out.update_period_s == pytest.approx(UPDATE_S, rel=1e-6)
+    assert out.method.tolist() == [INTERPOLATED, INTERPOLATED, MEASURED]
+
+
+def test_a_counter_that_changes_at_every_read_is_read_at_its_read_instants():
+    t = T0 + np.arange(0.0, 2.0, 0.005)
+    out = join(t, (40.0 * (t - T0))[:, None], [COUNTER], np.array([T0 + 0.5]), np.array([T0 + 0.53]),
+               period_s=0.005)["gpu0_energy"]
+    assert out.value[0] == pytest.approx(40.0 * 0.03, rel=1e-9)
+    assert out.method.tolist() == [MEASURED]  # 30 ms >= two 5 ms updates
+
+
+def test_a_counter_going_backwards_is_a_gap_never_negative_energy():
+    t, counter, _ = staircase()
+    reload = T0 + 2.0  # the driver reloads: the counter starts again near 0
+    counter = np.where(t >= reload, counter - energy(reload) + 3.0, counter)
+    starts = np.array([T0 + 1.0, T0 + 1.95, T0 + 2.5])
+    ends = starts + 0.3
+    out = join(t, counter[:, None], [COUNTER], starts, ends, period_s=READ_S)["gpu0_energy"]
+    assert out.complete.tolist() == [True, False, True]
+    assert np.isnan(out.value[1]) and out.method[1] is None
+    exact = energy(ends) - energy(starts)
+    np.testing.assert_allclose(out.value[[0, 2]], exact[[0, 2]], rtol=0.01)
+
+
+def test_a_step_after_the_counters_last_update_waits_for_the_next_one():
+    t, counter, _ = staircase(seconds=1.0)
+    series = counter_series(t, counter)
+    last_change = series.t[-1]
+    assert t[-1] - last_change < UPDATE_S  # the last reads still show the latest value: no point there
+    starts, ends = np.array([last_change - 0.3, last_change - 0.02]), np.array([last_change - 0.01, t[-1]])
+    out = join(t, counter[:, None], [COUNTER], starts, ends, period_s=READ_S)["gpu0_energy"]
+    assert out.complete.tolist() == [True, False]
+    assert settled_until(t, counter[:, None], [COUNTER], stale_s=1.0) == pytest.approx(last_change)
+
+
+def test_a_counter_that_held_its_value_past_an_update_is_known_flat_until_one_update_before_the_last_read():
+    t, counter, _ = staircase(seconds=1.0)
+    counter = np.where(t > T0 + 0.6, counter[np.searchsorted(t, T0 + 0.6)], counter)  # no energy after 0.6 s
+    series = counter_series(t, counter)
+    assert series.t[-1] == pytest.approx(t[-1] - UPDATE_S)
+    out = join(t, counter[:, None], [COUNTER], np.array([T0 + 0.75]), np.array([T0 + 0.85]),
+               period_s=READ_S)["gpu0_energy"]
+    assert out.complete[0] and out.value[0] == 0.0

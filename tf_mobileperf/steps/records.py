@@ -6,7 +6,9 @@ quantities derived from them by the channels' roles (``Roles``): energy and
 power per rail and in total, the energy above the idle baseline
 (``energy_active_j``), CPU utilization overall and per core, GPU
 utilization, peak memory of the board, whether the board throttled
-(``throttled``). ``StepTotals`` keeps what the
+(``throttled``), and per rail how its energy was obtained
+(``energy_method``: "measured" or "interpolated", see ``steps.join``; the
+total is "measured" only when each of its rails is). ``StepTotals`` keeps what the
 report's summary needs without keeping every step, so a long run's memory
 stays bounded.
 """
@@ -21,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.steps.join import REDUCTIONS, StepValues
+from tf_mobileperf.steps.join import INTERPOLATED, MEASURED, REDUCTIONS, StepValues
 
 GIB = float(2**30)
 
@@ -48,6 +50,7 @@ class StepRecord:
     energy_j: dict[str, float | None] = dataclasses.field(default_factory=dict)
     energy_active_j: dict[str, float | None] = dataclasses.field(default_factory=dict)  # energy - idle power x time
     power_w: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    energy_method: dict[str, str | None] = dataclasses.field(default_factory=dict)  # rail -> MEASURED/INTERPOLATED
     cpu_util: float | None = None
     cpu_util_per_core: dict[str, float | None] = dataclasses.field(default_factory=dict)
     gpu_util: float | None = None
@@ -71,6 +74,7 @@ class StepRecord:
         row |= {f"energy_j/{k}": v for k, v in self.energy_j.items()}
         row |= {f"energy_active_j/{k}": v for k, v in self.energy_active_j.items()}
         row |= {f"power_w/{k}": v for k, v in self.power_w.items()}
+        row |= {f"energy_method/{k}": v for k, v in self.energy_method.items()}
         row |= {f"{name}/{r}": v for name, values in self.channels.items() for r, v in values.items()}
         return row
 
@@ -81,12 +85,13 @@ BASE_FIELDS = ["step", "start_s", "end_s", "duration_s", "batches", "warmup", "t
 
 
 def csv_fields(channels: list[Channel]) -> list[str]:
-    """The columns of ``steps.csv``: the seed's, ``throttled`` with a throttle sensor, energy, active energy
-    and power per rail, every channel's reductions."""
+    """The columns of ``steps.csv``: the seed's, ``throttled`` with a throttle sensor, energy, active energy,
+    power and energy method per rail, every channel's reductions."""
     rails = [c.name for c in energy_rails(channels)]
     rails += ["total"] if rails else []
     throttled = ["throttled"] if Roles.of(channels).throttle else []
-    return (BASE_FIELDS + throttled + [f"{q}/{r}" for q in ("energy_j", "energy_active_j", "power_w") for r in rails]
+    return (BASE_FIELDS + throttled + [f"{q}/{r}" for q in ("energy_j", "energy_active_j", "power_w", "energy_method")
+                                       for r in rails]
             + [f"{c.name}/{r}" for c in channels for r in REDUCTIONS[c.kind]])
 
 
@@ -98,6 +103,11 @@ def energy_rails(channels: list[Channel]) -> list[Channel]:
     """
     counted = {c.rail for c in channels if c.kind == "energy"}
     return [c for c in channels if c.kind == "energy" or (c.kind == "power" and c.rail not in counted)]
+
+
+def unused_power(rail: Channel, channels: list[Channel]) -> list[str]:
+    """The power channels of ``rail``'s rail that its energy does not come from (a counter wins)."""
+    return [c.name for c in channels if c.kind == "power" and c.rail == rail.rail and c is not rail]
 
 
 @dataclasses.dataclass
@@ -137,6 +147,8 @@ def _fill_energy(step: StepRecord, joined: dict[str, StepValues], roles: Roles, 
     for rail in roles.rails:
         energy = _num(joined[rail.name].value[i])
         step.energy_j[rail.name] = energy
+        method = joined[rail.name].method
+        step.energy_method[rail.name] = None if method is None else method[i]
         step.power_w[rail.name] = _num(energy / duration) if energy is not None and duration > 0 else None
         if not joined[rail.name].complete[i]:
             step.incomplete.append(rail.name)
@@ -145,9 +157,17 @@ def _fill_energy(step: StepRecord, joined: dict[str, StepValues], roles: Roles, 
         step.energy_j["total"] = None if any(p is None for p in parts) else sum(parts)
         step.power_w["total"] = (step.energy_j["total"] / duration
                                  if step.energy_j["total"] is not None and duration > 0 else None)
+        step.energy_method["total"] = _total_method([step.energy_method[c.name] for c in roles.total])
     for rail, energy in step.energy_j.items():
         idle = idle_w.get(rail)
         step.energy_active_j[rail] = energy - idle * duration if energy is not None and idle is not None else None
+
+
+def _total_method(parts: list[str | None]) -> str | None:
+    """MEASURED when every rail of the total is, INTERPOLATED when one is; None when one is unknown."""
+    if not parts or any(p is None for p in parts):
+        return None
+    return MEASURED if all(p == MEASURED for p in parts) else INTERPOLATED
 
 
 def _throttled(step: StepRecord, throttle: list[Channel]) -> bool | None:
@@ -187,7 +207,9 @@ class StepTotals:
     whose every rail is known (``energy_complete`` of ``count``, covering
     ``energy_time_s`` and ``energy_batches``), so rails and total cover the
     same steps; averages of the other quantities cover the steps that have
-    them.
+    them. Per rail it counts the energy-complete steps by energy method
+    (``methods``) and keeps the update period each join estimated
+    (``note_update_periods``; ``update_period_s`` is their median).
     """
 
     def __init__(self) -> None:
@@ -203,6 +225,8 @@ class StepTotals:
         self.throttled = 0  # measured steps in which the board throttled
         self.cores: list[str] | None = None
         self._extremes: dict[str, float] = {}  # "<channel>/peak" -> largest, "<channel>/min" -> smallest
+        self.methods: dict[str, dict[str, int]] = {}  # rail -> method -> energy-complete steps
+        self._update_periods: dict[str, array.array] = {}  # channel -> one estimate per join
 
     def add(self, step: StepRecord) -> None:
         """Adds one measured (not warm-up, not failed) step."""
@@ -219,6 +243,9 @@ class StepTotals:
             self.energy_batches += step.batches
             values |= {f"energy/{rail}": e for rail, e in step.energy_j.items()}
             values |= {f"active/{rail}": e for rail, e in step.energy_active_j.items()}
+            for rail, method in step.energy_method.items():
+                counts = self.methods.setdefault(rail, {MEASURED: 0, INTERPOLATED: 0})
+                counts[method] = counts.get(method, 0) + 1
         for key, value in values.items():
             if value is not None:
                 self._sums[key] = self._sums.get(key, 0.0) + value
@@ -240,6 +267,17 @@ class StepTotals:
                 elif reduction == "mean":
                     self._sums[key] = self._sums.get(key, 0.0) + value
                     self._counts[key] = self._counts.get(key, 0) + 1
+
+    def note_update_periods(self, joined: dict[str, StepValues]) -> None:
+        """Keeps the update period of each power and energy channel that one join estimated."""
+        for name, values in joined.items():
+            if values.update_period_s is not None:
+                self._update_periods.setdefault(name, array.array("d")).append(values.update_period_s)
+
+    def update_period_s(self, channel: str) -> float | None:
+        """The median of the update periods the joins estimated for ``channel``; None if none did."""
+        periods = self._update_periods.get(channel)
+        return float(np.median(periods)) if periods else None
 
     def channel_summary(self, channels: list[Channel]) -> dict[str, dict[str, float | None]]:
         """Each channel over the measured steps: the mean of its step means, its highest peak, its lowest

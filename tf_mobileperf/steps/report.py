@@ -16,6 +16,17 @@ Beside each energy is the energy above the idle baseline (``energy_active_j``,
 the first step, times the time), and the summary says which rails the total
 sums (``total_rails``; ``input_rail`` when the board measures its input) and
 in how many measured steps the board throttled (``throttled_steps``).
+
+``energy_sources`` says, per rail, where its energy comes from: the channel,
+whether it is a counter's difference ("counter") or integrated power
+("power"), the power channels of the same rail left out because a counter
+measures it (NVML's ``gpu0_power`` beside ``gpu0_energy``), the sensor's
+update period, and how many energy-complete measured steps it resolved
+("measured") or only interpolated (``steps.join``); ``energy_total_methods``
+counts the same for the total. Energy totals are sums
+of per-step values taken from one interpolation of each counter, so over
+contiguous steps a counter rail's total is the counter's own difference from
+the first step's start to the last step's end.
 """
 
 from __future__ import annotations
@@ -26,7 +37,13 @@ from typing import Any
 import numpy as np
 
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, energy_rails
+from tf_mobileperf.steps.join import INTERPOLATED, MEASURED
+from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, energy_rails, unused_power
+
+#: How a step's energy method is chosen (``steps.join.energy_method``), as the report states it.
+METHOD_RULE = ("measured: the step lasts at least two update periods of its rail's sensor; interpolated: a "
+               "shorter step, whose energy is the counter (or power) interpolated between the sensor's updates: "
+               "right on average and in total, not resolved per step")
 
 
 @dataclasses.dataclass
@@ -97,6 +114,9 @@ class Report:
             "total_rails": [c.name for c in roles.total],
             "input_rail": roles.input_rail,
             "throttled_steps": totals.throttled if roles.throttle else None,
+            "energy_sources": self._energy_sources(),
+            "energy_method_rule": METHOD_RULE,
+            "energy_total_methods": totals.methods.get("total"),
             "energy_steps_complete": {"complete": totals.energy_complete, "measured": totals.count,
                                       "time_s": energy_time, "measured_time_s": total_time},
             "cpu_util_per_core": per_core,
@@ -118,6 +138,19 @@ class Report:
             "unavailable": self.unavailable,
             "steps_not_kept": self.steps_not_kept,
         }
+
+    def _energy_sources(self) -> dict[str, dict[str, Any]]:
+        """Per rail: the channel its energy comes from and how, its update period, steps by energy method."""
+        out = {}
+        for rail in energy_rails(self.channels):
+            counts = self.totals.methods.get(rail.name, {})
+            out[rail.name] = {"rail": rail.rail, "channel": rail.name,
+                              "from": "counter" if rail.kind == "energy" else "power",
+                              "power_not_used": unused_power(rail, self.channels),
+                              "update_period_s": self.totals.update_period_s(rail.name),
+                              "steps_measured": counts.get(MEASURED, 0),
+                              "steps_interpolated": counts.get(INTERPOLATED, 0)}
+        return out
 
     def _per_sample(self, energy: float | None) -> float | None:
         """``energy`` of the energy-complete steps per sample they trained; None without a batch size."""

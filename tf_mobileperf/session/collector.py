@@ -7,6 +7,18 @@ whose windows are covered, adds them to the totals, writes them to
 any more. It also watches the sampler: one that died or stopped writing is
 recorded as an outage, warned about once and restarted once.
 
+An energy counter's value at a step's end is known only once the counter has
+updated after it (``steps.join``: NVML's counter updates every ~100 ms), so
+a step is joined when every counter has changed since its end (or
+``SETTLE_MAX_S`` later), samples are kept for a few update periods before
+the oldest step not yet joined, and the idle window and the run's last step
+wait for that update (again at most ``SETTLE_MAX_S``).
+
+Channels that never gave a valid value are named once, at the first
+measured step (``warn_unread``), with the library's own words for the
+failure where the sampler has them (``unread_reasons``); a channel that
+stops answering later is warned about as a gap.
+
 Before the first step it samples ``idle_s`` seconds with nothing training:
 the idle power of each rail (``idle_power_w``), subtracted from each step's
 energy as its ``energy_active_j``. Only rails have a baseline, so a run
@@ -35,6 +47,32 @@ from tf_mobileperf.steps import join as join_mod
 from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, fill_steps
 
 log = logging.getLogger(__name__)
+
+#: The longest a step waits for the energy counters to update after its end.
+SETTLE_MAX_S = 1.0
+
+
+def never_valued(stats: SamplingStats) -> list[str]:
+    """The channels without a single valid reading so far."""
+    return [c.name for c, n in zip(stats.channels, stats.valid) if n == 0]
+
+
+def unread_reasons(names: list[str], sampler: Sampler | None, default: str) -> dict[str, str]:
+    """Channel -> why it has no value, in the sensor library's words where the sampler kept them
+    (``error_texts``: a channel's last failed read), with its sensor's failed reads (``errors``);
+    ``default`` where there is neither. ``error_texts`` is optional on a sampler."""
+    texts = getattr(sampler, "error_texts", None)
+    texts = texts() if callable(texts) else {}
+    failed = sampler.errors() if sampler is not None else {}
+    sensor_of = {c.name: s.name for s in sampler.sensors for c in s.channels} if sampler is not None else {}
+    out = {}
+    for name in names:
+        text = texts.get(name) or texts.get(sensor_of.get(name, ""))
+        count = failed.get(name, failed.get(sensor_of.get(name, ""), 0))
+        reads = f"{count} failed read{'s' if count != 1 else ''}" if count else ""
+        out[name] = (f"{text} ({reads})" if text and reads else text
+                     or (f"no valid reading ({reads})" if reads else default))
+    return out
 
 
 class Guard:
@@ -82,6 +120,11 @@ class Collector:
         self._writers: RunWriters | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._counters = any(c.kind == "energy" for c in self.channels)
+        # Samples kept before the oldest step not yet joined: a few updates of the slowest counter once known.
+        self._counter_margin_s = SETTLE_MAX_S if self._counters else 0.0
+        self._unread_warned: set[str] = set()
+        self._measured_seen = False  # the first measured step has closed: unread channels are named now
 
     @property
     def buffered_rows(self) -> int:
@@ -137,8 +180,7 @@ class Collector:
         start = self._options.clock()
         time.sleep(self._options.idle_s)
         end = self._options.clock()
-        time.sleep(min(0.2, 3 * self._slowest_s))  # a sample past the window's end
-        self._take(self.sampler.drain(), final=False)
+        self._settle(end, final=False)
         window = StepRecord(step=-1, start_s=start, end_s=end)
         t, values = self._buffered()
         fill_steps([window], join_mod.join(t, values, self.channels, np.array([start]), np.array([end]),
@@ -150,21 +192,37 @@ class Collector:
                                  f"power of {', '.join(unknown)} (a sensor gap, or a clock that did not advance)")
             log.warning("mobileperf: %s; their active energy is null", self.idle_problem)
 
+    def _settle(self, until_s: float, final: bool) -> None:
+        """Drains samples past ``until_s``, and until every energy counter has updated after it (at most
+        ``SETTLE_MAX_S``): a window ending there is known only then."""
+        time.sleep(min(0.2, 3 * self._slowest_s))  # a sample past the window's end
+        self._take(self.sampler.drain(), final)
+        deadline = time.monotonic() + SETTLE_MAX_S
+        while self._counters and self._settled_until() < until_s and time.monotonic() < deadline:
+            time.sleep(self._slowest_s)
+            self._take(self.sampler.drain(), final)
+
+    def _settled_until(self) -> float:
+        """Up to when every energy counter's interpolation is final in the samples held (inf without one)."""
+        t, values = self._buffered()
+        return join_mod.settled_until(t, values, self.channels, SETTLE_MAX_S) if len(t) else -np.inf
+
     def _buffered(self) -> tuple[np.ndarray, np.ndarray]:
         """Every sample held, as one time array and one (samples, channels) array."""
         return (np.concatenate([b.t for b in self._buffer]) if self._buffer else np.empty(0),
                 np.concatenate([b.values for b in self._buffer]) if self._buffer else np.empty((0, len(self.channels))))
 
     def stop(self) -> None:
-        """Stops the thread, then the sampler after a sample past the last step's end.
+        """Stops the thread, then the sampler after a sample past the last step's end (and an update of every
+        energy counter after it, ``_settle``).
 
         Not from the thread itself: a monitor garbage collected in it ends from there."""
-        if self.sampler:
-            time.sleep(min(0.2, 3 * self._slowest_s))
         self._stop.set()
         if self._thread and self._thread is not threading.current_thread():
             self._thread.join()
         if self.sampler:
+            if self.last_end is not None:
+                self._guard("wait for the energy counters", self._settle, self.last_end, True)
             self.sampler.stop()
 
     def _loop(self) -> None:
@@ -182,7 +240,7 @@ class Collector:
             # Steps close in time order, so the steps ready to join are a prefix of the pending ones;
             # without channels, every closed step is ready.
             n = len(self._pending) if final or not self.channels else bisect.bisect_left(
-                [s.end_s for s in self._pending], last_t - margin)
+                [s.end_s for s in self._pending], self._joinable_until(last_t - margin))
             ready, self._pending = self._pending[:n], self._pending[n:]
             # Samples are kept from the oldest step not yet joined, the open one included.
             starts = [s.start_s for s in self._pending] + ([self.open.start_s] if self.open else [])
@@ -190,16 +248,27 @@ class Collector:
             self._join(ready)
         self._trim(min(starts) if starts else None)
 
+    def _joinable_until(self, limit: float) -> float:
+        """Steps ending by then can be joined: ``limit``, or earlier while an energy counter has not
+        updated since (but not more than ``SETTLE_MAX_S`` earlier)."""
+        if not self._counters:
+            return limit
+        return min(limit, max(self._settled_until(), limit - SETTLE_MAX_S))
+
     def _take(self, rows: Samples, final: bool) -> None:
         if not final:
             self._watch_sampler(rows)
         if not len(rows):
             return
         gapped = self.stats.add(rows)
-        if gapped:
+        unread = set(never_valued(self.stats))
+        stopped = [name for name in gapped if name not in unread]
+        if stopped:
             log.warning("mobileperf: no valid reading of %s for longer than the allowed gap (a sensor "
                         "stopped answering?); energy over the gap is marked incomplete, the sampling "
-                        "section of the report counts the gaps", ", ".join(gapped))
+                        "section of the report counts the gaps", ", ".join(stopped))
+        if self._measured_seen and any(name in unread for name in gapped):
+            self._warn_unread([name for name in gapped if name in unread])
         self._buffer.append(rows)
         if self._writers.series:
             self._guard("write samples", self._writers.series.append, rows.t, rows.values)
@@ -223,18 +292,48 @@ class Collector:
             self._restarted = True
             self._guard("restart the sampler", self.sampler.restart)
 
+    def warn_unread(self) -> None:
+        """At the first measured step: one warning naming the channels with no valid value yet, each with its
+        error where the sampler has one. A channel still within its first allowed gap, without an error,
+        is not named now: if it stays without a value, it is once its gap shows."""
+        self._measured_seen = True
+        unread = never_valued(self.stats)
+        reasons = unread_reasons(unread, self.sampler, "")
+        waited = self.stats.last - self.stats.first if self.stats.rows else 0.0
+        past_gap = {c.name for c, gap in zip(self.stats.channels, self.stats.allowed_gap) if waited > gap}
+        self._warn_unread([name for name in unread if reasons[name] or name in past_gap])
+
+    def _warn_unread(self, names: list[str]) -> None:
+        """One warning line for those of ``names`` not named yet (the main thread and the collector's may ask)."""
+        with self.lock:
+            names = [c.name for c in self.channels if c.name in names and c.name not in self._unread_warned]
+            self._unread_warned.update(names)
+        if names:
+            reasons = unread_reasons(names, self.sampler, "no reading yet")
+            log.warning("mobileperf: no valid value yet from %s; their quantities are null in the report, "
+                        "which lists them under 'unavailable'",
+                        ", ".join(f"{name} ({reasons[name]})" for name in names))
+
     def _join(self, steps: list[StepRecord]) -> None:
         if self.channels and self._buffer:
             t, values = self._buffered()
             joined = join_mod.join(t, values, self.channels, np.array([s.start_s for s in steps]),
                                    np.array([s.end_s for s in steps]), self._options.period_s)
             fill_steps(steps, joined, self.channels, self.idle_power_w)
+            self.totals.note_update_periods(joined)
+            self._note_counter_margin(joined)
         for step in steps:
             if not step.warmup and not step.failed:
                 self.totals.add(step)
         self._guard("write steps.csv", self._writers.csv.write, [s.csv_row() for s in steps])
         self._guard("write scalars", self._writers.scalars.write_steps, steps)
         self._forget_old_steps()
+
+    def _note_counter_margin(self, joined: dict[str, join_mod.StepValues]) -> None:
+        """Keeps three update periods of the slowest counter before the oldest step not yet joined."""
+        periods = [v.update_period_s for v in joined.values() if v.channel.kind == "energy" and v.update_period_s]
+        if periods:
+            self._counter_margin_s = min(SETTLE_MAX_S, 3 * max(periods))
 
     # -- retention -----------------------------------------------------------
     def _forget_old_steps(self) -> None:
@@ -252,5 +351,6 @@ class Collector:
         """Forgets samples older than any pending step needs (keeps a margin for edges)."""
         if not self._buffer:
             return
-        keep_from = (oldest_needed if oldest_needed is not None else self._buffer[-1].t[-1]) - 4 * self._slowest_s
+        margin = max(4 * self._slowest_s, self._counter_margin_s)
+        keep_from = (oldest_needed if oldest_needed is not None else self._buffer[-1].t[-1]) - margin
         self._buffer = [b for b in self._buffer if len(b) and b.t[-1] >= keep_from]

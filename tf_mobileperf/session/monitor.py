@@ -14,7 +14,9 @@ GPU, a step's end waits for the Keras backend's device:
 ``tf_mobileperf.session.backend.device_sync``), and owns the session's life:
 ``begin`` claims the logdir, opens the writers and starts the collector
 (``session.collector``: sampler, join, writes); ``end`` joins what is left
-and writes the report (``session.reporting``). Options: ``session.options``;
+and writes the report (``session.reporting``). At the first measured step,
+the channels that have given no valid value yet are named in one warning
+(``Collector.warn_unread``). Options: ``session.options``;
 TF profiler: ``session.profiling``. Monitoring never breaks training.
 
 A measurement belongs to the process that began it. It always ends with a
@@ -98,6 +100,7 @@ class PerfMonitor:
         self._started = False
         self._sync = None  # waits for the GPU at a step's end; found at begin()
         self._pid = os.getpid()
+        self._first_measured = False  # the first measured step closed: sensors without a value are named then
         self._slowest_s = max([s.min_period_s for s in self._probe.sensors] + [self.options.period_s])
         self.profiler = Profiler(self.options.profile_steps, self._guard)
         self.collector = Collector(self.sampler, self.options, self._slowest_s, self._guard)
@@ -236,6 +239,9 @@ class PerfMonitor:
         if failed:
             step.end_s, step.failed = self.options.clock(), True
         count = self.collector.close_step(step)
+        if not (step.failed or step.warmup or self._first_measured):
+            self._first_measured = True
+            self._guard("name the sensors without a value", self.collector.warn_unread)
         self.profiler.keep(step)
         self._writers.progress.set(step.step if step.failed else count)
 

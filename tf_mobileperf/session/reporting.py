@@ -3,8 +3,10 @@
 Builds the report from what the collector kept, names the reason for every
 quantity that is ``null`` (``unavailable``: no such sensor, no batch size, no
 measured step, no idle baseline, no input rail, ...; a missing sensor is
-found by the channels' roles and explained by the probe), and gives the
-static facts of the device.
+found by the channels' roles and explained by the probe; a channel that
+never gave a valid value, in the sensor library's own words with its failed
+reads, ``session.collector.unread_reasons``), and gives the static facts of
+the device.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import Probe, Sensor
 from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.sensors.power_mode import power_mode
-from tf_mobileperf.session.collector import Collector, Guard
+from tf_mobileperf.session.collector import Collector, Guard, never_valued, unread_reasons
 from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.steps.records import Roles
@@ -93,9 +95,12 @@ def no_measured_steps(count: int, failure: tuple[int, str] | None, warmup_steps:
 
 
 def unavailable(options: MonitorOptions, probe: Probe, collector: Collector,
-                failure: tuple[int, str] | None, no_profiler: str | None) -> dict[str, str]:
-    """Quantity -> why the report has no value for it."""
+                failure: tuple[int, str] | None, no_profiler: str | None,
+                sampler: Sampler | None = None) -> dict[str, str]:
+    """Quantity -> why the report has no value for it; a channel that never gave a valid value -> why."""
     out = missing_sensors(collector.channels, probe)
+    if collector.stats.rows:
+        out |= unread_reasons(never_valued(collector.stats), sampler, "no valid reading in the run")
     out |= board_reasons(collector.channels, probe, options, collector.idle_problem,
                          collector.idle_power_w is not None)
     if options.batch_size is None:
@@ -121,6 +126,6 @@ def build_report(options: MonitorOptions, probe: Probe, collector: Collector, sa
         warmup_steps=options.warmup_steps, steps=list(collector.steps), totals=collector.totals,
         steps_not_kept=collector.not_kept, channels=collector.channels,
         sampling=collector.stats.summary(sampler), sensors=[s.describe() for s in probe.sensors],
-        device=device, unavailable=unavailable(options, probe, collector, failure, no_profiler),
+        device=device, unavailable=unavailable(options, probe, collector, failure, no_profiler, sampler),
         batch_size=options.batch_size, model=model, idle_power_w=collector.idle_power_w,
     )

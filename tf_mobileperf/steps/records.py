@@ -207,7 +207,7 @@ class StepTotals:
     whose every rail is known (``energy_complete`` of ``count``, covering
     ``energy_time_s`` and ``energy_batches``), so rails and total cover the
     same steps; averages of the other quantities cover the steps that have
-    them. Per rail it counts the energy-complete steps by energy method
+    them. Per rail it counts the steps whose energy it knows by energy method
     (``methods``) and keeps the update period each join estimated
     (``note_update_periods``; ``update_period_s`` is their median).
     """
@@ -225,7 +225,7 @@ class StepTotals:
         self.throttled = 0  # measured steps in which the board throttled
         self.cores: list[str] | None = None
         self._extremes: dict[str, float] = {}  # "<channel>/peak" -> largest, "<channel>/min" -> smallest
-        self.methods: dict[str, dict[str, int]] = {}  # rail -> method -> energy-complete steps
+        self.methods: dict[str, dict[str, int]] = {}  # rail -> method -> measured steps with its energy known
         self._update_periods: dict[str, array.array] = {}  # channel -> one estimate per join
 
     def add(self, step: StepRecord) -> None:
@@ -243,9 +243,10 @@ class StepTotals:
             self.energy_batches += step.batches
             values |= {f"energy/{rail}": e for rail, e in step.energy_j.items()}
             values |= {f"active/{rail}": e for rail, e in step.energy_active_j.items()}
-            for rail, method in step.energy_method.items():
+        for rail, method in step.energy_method.items():
+            if method is not None:
                 counts = self.methods.setdefault(rail, {MEASURED: 0, INTERPOLATED: 0})
-                counts[method] = counts.get(method, 0) + 1
+                counts[method] += 1
         for key, value in values.items():
             if value is not None:
                 self._sums[key] = self._sums.get(key, 0.0) + value

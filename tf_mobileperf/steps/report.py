@@ -21,7 +21,7 @@ in how many measured steps the board throttled (``throttled_steps``).
 whether it is a counter's difference ("counter") or integrated power
 ("power"), the power channels of the same rail left out because a counter
 measures it (NVML's ``gpu0_power`` beside ``gpu0_energy``), the sensor's
-update period, and how many energy-complete measured steps it resolved
+update period, and how many measured steps with its energy known it resolved
 ("measured") or only interpolated (``steps.join``); ``energy_total_methods``
 counts the same for the total. Energy totals are sums
 of per-step values taken from one interpolation of each counter, so over
@@ -140,7 +140,8 @@ class Report:
         }
 
     def _energy_sources(self) -> dict[str, dict[str, Any]]:
-        """Per rail: the channel its energy comes from and how, its update period, steps by energy method."""
+        """Per rail: the channel its energy comes from and how, its update period, measured steps by energy
+        method (those with the rail's energy known)."""
         out = {}
         for rail in energy_rails(self.channels):
             counts = self.totals.methods.get(rail.name, {})

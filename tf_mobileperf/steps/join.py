@@ -101,31 +101,28 @@ def _coverage(t: np.ndarray, starts: np.ndarray, ends: np.ndarray, max_gap_s: fl
     return covered & (_interval_max(t, np.diff(t), starts, ends) <= max_gap_s)
 
 
-def _median_spacing(t: np.ndarray) -> float | None:
-    return float(np.median(np.diff(t))) if len(t) > 1 else None
+def _median_spacing(t: np.ndarray, at_most: int = 4096) -> float | None:
+    """The median interval of the increasing ``t`` (None with fewer than two), from at most ``at_most``
+    intervals spread over it: a robust typical spacing, cheap for a million samples."""
+    spacing = np.diff(t)
+    if len(spacing) > at_most:
+        spacing = spacing[:: len(spacing) // at_most]
+    return float(np.median(spacing)) if len(spacing) else None
 
 
-def change_instants(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, float | None]:
-    """Where a series of valid readings changed value: the index of each first reading of a new value, the
-    instant it is taken to have appeared, and the update period (median spacing of those instants; None
-    with fewer than two changes).
-
-    The instant is the midpoint between the last reading of the old value and the first of the new one
-    (+-half a read interval); where the value changes at nearly every read (update period under 1.5 read
-    intervals), it is the reading's own instant."""
+def _changes(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """Where valid readings changed value: the index of each first reading of a new value, the midpoint
+    between it and the reading before, and the update period (median spacing of those midpoints; None
+    with fewer than two changes)."""
     j = np.flatnonzero(v[1:] != v[:-1]) + 1
-    instants = 0.5 * (t[j - 1] + t[j])
-    period = _median_spacing(instants)
-    read = _median_spacing(t)
-    if period is not None and read is not None and period < 1.5 * read:
-        instants = t[j]
-    return j, instants, period
+    midpoints = 0.5 * (t[j - 1] + t[j])
+    return j, midpoints, _median_spacing(midpoints)
 
 
 def update_period_s(t: np.ndarray, v: np.ndarray) -> float | None:
     """The median time between changes of the finite readings ``v`` (None with fewer than two changes)."""
     ok = np.isfinite(v)
-    return change_instants(t[ok], v[ok])[2]
+    return _changes(t[ok], v[ok])[2]
 
 
 @dataclasses.dataclass
@@ -141,9 +138,16 @@ class CounterSeries:
     update_period_s: float | None
 
 
-def counter_series(t: np.ndarray, v: np.ndarray) -> CounterSeries:
-    """The change points of the finite counter readings ``v`` at ``t`` (at least one reading)."""
-    j, instants, period = change_instants(t, v)
+def counter_series(t: np.ndarray, v: np.ndarray, read_s: float | None = None) -> CounterSeries:
+    """The change points of the finite counter readings ``v`` at ``t`` (at least one reading).
+
+    A new value appeared at the midpoint between the last reading of the old value and the first of the
+    new one (+-half a read interval); where the counter changes at nearly every read (its update period
+    is under 1.5 read intervals ``read_s``, by default the median one), at the reading's own instant."""
+    j, instants, period = _changes(t, v)
+    read_s = _median_spacing(t) if read_s is None else read_s
+    if period is not None and read_s is not None and period < 1.5 * read_s:
+        instants = t[j]
     points_t = np.concatenate([t[:1], instants])
     points_v = np.concatenate([v[:1], v[j]])
     # A value held one update period before the last reading was still the counter's then.
@@ -219,16 +223,17 @@ def window_energy(t, power, starts, ends, max_gap_s) -> tuple[np.ndarray, np.nda
     return _per_window(_energy, t, power, starts, ends, max_gap_s)
 
 
-def window_counter_delta(t, counter, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray, float | None]:
+def window_counter_delta(t, counter, starts, ends, max_gap_s,
+                         read_s: float | None = None) -> tuple[np.ndarray, np.ndarray, float | None]:
     """Increase of a cumulative counter (J) over each window, interpolated between its change points;
-    NaN where incomplete. Also returns the counter's update period."""
+    NaN where incomplete. Also returns the counter's update period (``counter_series``)."""
     ok = np.isfinite(counter)
     t, counter = t[ok], counter[ok]
     out = np.full(len(starts), np.nan)
     complete = _coverage(t, starts, ends, max_gap_s)
     if not complete.any():
         return out, complete, None
-    series = counter_series(t, counter)
+    series = counter_series(t, counter, read_s)
     complete &= (series.t[0] <= starts) & (ends <= series.t[-1])
     if len(series.t) > 1:
         complete &= ~(_interval_max(series.t, series.broken.astype(np.float64), starts, ends) > 0)
@@ -266,16 +271,17 @@ def energy_method(durations: np.ndarray, energy: np.ndarray, resolution_s: float
     return method
 
 
-def _reduce(kind: str, t, column, starts, ends, max_gap) -> tuple[dict[str, np.ndarray], np.ndarray, float | None]:
+def _reduce(kind: str, t, column, starts, ends, max_gap,
+            read_s: float) -> tuple[dict[str, np.ndarray], np.ndarray, float | None]:
     """Every reduction of ``kind`` over the windows, which windows are complete, and the update period of
-    power and energy channels."""
+    power and energy channels (``read_s``: the channel's read period)."""
     duration = ends - starts
 
     def per_second(total: np.ndarray) -> np.ndarray:
         return np.divide(total, duration, out=np.full(len(starts), np.nan), where=duration > 0)
 
     if kind == "energy":
-        delta, complete, period = window_counter_delta(t, column, starts, ends, max_gap)
+        delta, complete, period = window_counter_delta(t, column, starts, ends, max_gap, read_s)
         return {"energy_j": delta, "mean": per_second(delta)}, complete, period
     integral, complete = window_energy(t, column, starts, ends, max_gap)
     out = {"energy_j": integral} if kind == "power" else {}
@@ -328,7 +334,7 @@ def join(
         column = values[:, i]
         read = max(period_s, period_s if (own := own_period_s(t, column)) is None else own)
         max_gap = allowed_gap_s(read, gap_factor, min_gap_s)
-        reductions, complete, update = _reduce(channel.kind, t, column, starts, ends, max_gap)
+        reductions, complete, update = _reduce(channel.kind, t, column, starts, ends, max_gap, read)
         method = (energy_method(ends - starts, reductions["energy_j"], update or read)
                   if channel.kind in RAIL_KINDS else None)
         out[channel.name] = StepValues(channel, reductions, complete, update, method)

@@ -15,15 +15,18 @@ updates (NVML's total energy: read every 10 ms, updated every ~100 ms), and
 its readings are then a staircase; interpolating the readings would give a
 10 ms step either 0 J or a whole update's energy. So the readings are
 reduced to change points (``counter_series``): the first valid reading
-starts the series, and each new value gets the instant it appeared,
-estimated as the midpoint between the last reading still showing the old
-value and the first showing the new one (error: +-half a read interval).
-Where the counter changes at nearly every read (its update period is under
-1.5 read intervals), each reading is the counter at its own read instant
-instead. A value still held one update period before the last reading is
-known until then. The counter is interpolated linearly between these points
-to each step's start and end; over contiguous steps the per-step values add
-up to the counter's own difference.
+starts the series (its value may be up to one update old, so windows right
+after it are the least certain), and each new value gets the instant it
+appeared, estimated as the midpoint between the last reading still showing
+the old value and the first showing the new one (error: +-half a read
+interval). Where the counter changes at nearly every read (its update
+period is under 1.5 read intervals), each reading is the counter at its own
+read instant instead. The series ends at the last change, or, for a value
+held longer than one update period, one update period before the last
+reading (it is known until then); a window ending later is incomplete until
+the counter updates again. The counter is interpolated linearly between
+these points to each step's start and end; over contiguous steps the
+per-step values add up to the counter's own difference.
 
 A channel's *update period* is the median spacing of the instants its value
 changed (``update_period_s``), which is not its read period. Every step says

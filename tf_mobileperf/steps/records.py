@@ -99,7 +99,9 @@ def energy_rails(channels: list[Channel]) -> list[Channel]:
     """Channels that give a rail's energy: energy counters, and power channels of rails without one.
 
     A rail measured both ways (NVML's power and its energy counter) uses the
-    counter, which the hardware integrates itself.
+    counter, which the hardware integrates itself; the report's
+    ``energy_sources`` names, per rail, the channel used and the power
+    channels left out (``unused_power``).
     """
     counted = {c.rail for c in channels if c.kind == "energy"}
     return [c for c in channels if c.kind == "energy" or (c.kind == "power" and c.rail not in counted)]

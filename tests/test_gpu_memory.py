@@ -17,6 +17,7 @@ from tf_mobileperf import PerfMonitor
 from tf_mobileperf.sensors import SyntheticSensor
 from tf_mobileperf.session import gpu_memory
 from tf_mobileperf.session.gpu_memory import GpuMemory
+from tf_mobileperf.tools.figure_specs import figures
 
 GIB = 2**30
 
@@ -161,3 +162,14 @@ def test_cpu_run_reports_null_with_the_reason_never_zero(tmp_path):
     assert summary["gpu_mem_peak_gb"] is None and summary["gpu_mem_source"] is None
     assert "no GPU device visible to tensorflow" in summary["unavailable"]["gpu_mem_peak_gb"]
 
+
+def test_the_sweeps_memory_figure_shows_gpu_memory_apart_only_where_rows_have_it():
+    row = {"model": "cnn", "batch_size": 8, "success": True, "mem_peak_gb": 12.0, "proc_peak_gb": 3.0}
+    cpu = next(f for f in figures([row]) if f.name == "memory")
+    assert len(cpu.panels) == 2  # a CPU sweep: no GPU panel
+    gpu_row = row | {"gpu_mem_peak_gb": 1.5, "gpu_device_mem_peak_gb": 2.5}
+    panels = next(f for f in figures([gpu_row]) if f.name == "memory").panels
+    assert [p.title.split(" (")[0] for p in panels] == [
+        "peak memory of the training process", "RAM in use on the board", "GPU memory: allocator peak"]
+    assert [(s.label, s.points, s.dashed) for s in panels[2].series] == [
+        ("cnn", [(8, 1.5)], False), ("cnn: GPU device memory in use (NVML)", [(8, 2.5)], True)]

@@ -144,6 +144,21 @@ def test_each_step_and_the_report_carry_the_allocator_peak_apart_from_system_ram
     assert [float(r["gpu_mem_peak_gb"]) for r in rows] == [9, 1, 4, 2] and rows[0]["mem_peak_gb"] == ""
 
 
+def test_a_step_that_runs_out_of_memory_keeps_the_peak_it_reached(tmp_path, monkeypatch):
+    allocator = FakeAllocator()
+    fake = gpu_memory.Allocator("fake allocator", "GPU:0", read=lambda: allocator.peak, reset=allocator.reset)
+    monkeypatch.setitem(gpu_memory.ALLOCATORS, "tensorflow", lambda: fake)
+    monkeypatch.setattr(gpu_memory.backend, "active", lambda: "tensorflow")
+    perf = PerfMonitor(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=0).begin()
+    with pytest.raises(MemoryError):
+        with perf.step():
+            allocator.allocate(7 * GIB)
+            raise MemoryError("out of memory")
+    perf.fail(MemoryError("reported again, after the step closed"))  # a step never begun: no reading
+    perf.end()
+    assert [(s.failed, s.gpu_mem_peak_gb) for s in perf.report.steps] == [(True, 7.0), (True, None)]
+
+
 def test_nvml_device_memory_is_reported_as_its_own_quantity(tmp_path, monkeypatch):
     device_used = SyntheticSensor(memory_b={"gpu0_mem_used": lambda t: 6 * GIB},
                                   groups={"gpu0_mem_used": "mem"}, roles={"gpu0_mem_used": {"device": "gpu"}})

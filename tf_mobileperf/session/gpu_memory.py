@@ -195,8 +195,7 @@ class GpuMemory:
         allocator's cache included."""
         totals = report.totals
         device = [c for c in report.channels if c.kind == "memory" and c.device == "gpu"]
-        peaks = [p for p in (totals.channel_summary(device).get(c.name, {}).get("peak") for c in device)
-                 if p is not None]
+        peaks = [v["peak"] for v in totals.channel_summary(device).values() if v.get("peak") is not None]
         fields = {
             "gpu_mem_peak_gb": totals.gpu_mem_peak_gb,
             "gpu_mem_source": self.source,

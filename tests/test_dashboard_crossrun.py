@@ -179,6 +179,9 @@ def test_every_header_number_explains_itself_on_hover(tensorboard, browser):
     assert "over the 7 measured steps (the 3 warm-up steps left out)" in titles["step time"]
     assert titles["peak memory (process)"].startswith("highest resident memory of the training process")
     assert "proc_peak (memory (/proc/meminfo): /proc/" in titles["peak memory (process)"]
+    # GPU memory apart from system RAM: the allocator's peak, and NVML's device memory, each saying why it is absent.
+    assert titles["GPU peak (allocator)"].startswith("not measured: no GPU device visible to")
+    assert titles["GPU memory in use (device)"].startswith("not measured: no GPU memory sensor (NVML)")
 
 
 def test_op_tables_rank_by_energy_or_time_without_suffixes_and_show_the_top_15(tensorboard, browser):

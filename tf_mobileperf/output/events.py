@@ -37,6 +37,7 @@ def step_scalars(step: StepRecord) -> dict[str, float]:
         "mobileperf/cpu_util": step.cpu_util,
         "mobileperf/gpu_util": step.gpu_util,
         "mobileperf/mem_peak_gb": step.mem_peak_gb,
+        "mobileperf/gpu_mem_peak_gb": step.gpu_mem_peak_gb,
         "mobileperf/gap_before_s": step.gap_before_s,
     }
     values |= {f"mobileperf/power_w/{rail}": w for rail, w in step.power_w.items()}

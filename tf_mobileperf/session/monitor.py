@@ -43,6 +43,7 @@ from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.session import backend
 from tf_mobileperf.session.cluster import combine, from_tf_config
 from tf_mobileperf.session.collector import Collector, Guard
+from tf_mobileperf.session.gpu_memory import GpuMemory
 from tf_mobileperf.session.interrupts import deferred
 from tf_mobileperf.session.options import MonitorOptions, resolve_sensors
 from tf_mobileperf.session.profiling import Profiler
@@ -99,6 +100,7 @@ class PerfMonitor:
         self._failure: tuple[int, str] | None = None
         self._started = False
         self._sync = None  # waits for the GPU at a step's end; found at begin()
+        self.gpu_memory = GpuMemory()  # the allocator's peak of each step; chosen at begin()
         self._pid = os.getpid()
         self._first_measured = False  # the first measured step closed: sensors without a value are named then
         self._slowest_s = max([s.min_period_s for s in self._probe.sensors] + [self.options.period_s])
@@ -121,6 +123,7 @@ class PerfMonitor:
         if self._started:
             return self
         self._sync = backend.device_sync()
+        self.gpu_memory.start()
         if self.profiler.unavailable:
             log.warning("mobileperf: %s; no trace", self.profiler.unavailable)
         self.logdir = claim_logdir(self.logdir)  # or the first free <logdir>/run-N, with a warning
@@ -188,6 +191,7 @@ class PerfMonitor:
 
     def step_begin(self) -> None:
         self.profiler.step_begins(self.collector.count, self.layout.run_dir)
+        self.gpu_memory.begin_step()
         step = self.collector.next_step(self.options.clock(), traced=self.profiler.tracing)
         self.collector.begin_step(step)
         self._writers.progress.set(step.step)
@@ -238,6 +242,8 @@ class PerfMonitor:
     def _close_step(self, step: StepRecord, failed: bool = False) -> None:
         if failed:
             step.end_s, step.failed = self.options.clock(), True
+        if step is self.collector.open:  # begun by step_begin: the allocator's peak since then is the step's
+            step.gpu_mem_peak_gb = self.gpu_memory.end_step_gb()
         count = self.collector.close_step(step)
         if not (step.failed or step.warmup or self._first_measured):
             self._first_measured = True
@@ -255,5 +261,6 @@ class PerfMonitor:
         self.collector.collect(final)
 
     def _build_report(self) -> Report:
-        return build_report(self.options, self._probe, self.collector, self.sampler, self._failure, self.device,
-                            self.model_name, self.profiler.unavailable)
+        return self.gpu_memory.attach(build_report(self.options, self._probe, self.collector, self.sampler,
+                                                   self._failure, self.device, self.model_name,
+                                                   self.profiler.unavailable), self._probe)

@@ -5,8 +5,10 @@ A ``StepRecord`` keeps every reduction the join computed for every channel
 quantities derived from them by the channels' roles (``Roles``): energy and
 power per rail and in total, the energy above the idle baseline
 (``energy_active_j``), CPU utilization overall and per core, GPU
-utilization, peak memory of the board, whether the board throttled
-(``throttled``), and per rail how its energy was obtained
+utilization, peak memory of the board (system RAM: ``mem_peak_gb``) and of
+the GPU's allocator (``gpu_mem_peak_gb``, set by the monitor from the
+Keras backend, see ``tf_mobileperf.session.gpu_memory``), whether the board
+throttled (``throttled``), and per rail how its energy was obtained
 (``energy_method``: "measured" or "interpolated", see ``steps.join``; the
 total is "measured" only when each of its rails is). ``StepTotals`` keeps what the
 report's summary needs without keeping every step, so a long run's memory
@@ -54,7 +56,8 @@ class StepRecord:
     cpu_util: float | None = None
     cpu_util_per_core: dict[str, float | None] = dataclasses.field(default_factory=dict)
     gpu_util: float | None = None
-    mem_peak_gb: float | None = None
+    mem_peak_gb: float | None = None  # system RAM in use (a board memory channel)
+    gpu_mem_peak_gb: float | None = None  # the framework allocator's peak on the GPU (not NVML's device memory)
     throttled: bool | None = None  # a throttle state above 0 in the step; None without a throttle sensor
     incomplete: list[str] = dataclasses.field(default_factory=list)
     gap_before_s: float | None = None  # since the previous step ended: input, callbacks, the loop's own work
@@ -68,7 +71,8 @@ class StepRecord:
         row = {"step": self.step, "start_s": self.start_s, "end_s": self.end_s, "duration_s": self.duration_s,
                "batches": self.batches, "warmup": int(self.warmup), "traced": int(self.traced),
                "failed": int(self.failed), "cpu_util": self.cpu_util, "gpu_util": self.gpu_util,
-               "mem_peak_gb": self.mem_peak_gb, "gap_before_s": self.gap_before_s}
+               "mem_peak_gb": self.mem_peak_gb, "gpu_mem_peak_gb": self.gpu_mem_peak_gb,
+               "gap_before_s": self.gap_before_s}
         if self.throttled is not None:  # a column only with a throttle sensor (csv_fields)
             row["throttled"] = int(self.throttled)
         row |= {f"energy_j/{k}": v for k, v in self.energy_j.items()}
@@ -81,7 +85,7 @@ class StepRecord:
 
 #: The columns of ``steps.csv`` that every run has.
 BASE_FIELDS = ["step", "start_s", "end_s", "duration_s", "batches", "warmup", "traced", "failed",
-               "cpu_util", "gpu_util", "mem_peak_gb", "gap_before_s"]
+               "cpu_util", "gpu_util", "mem_peak_gb", "gpu_mem_peak_gb", "gap_before_s"]
 
 
 def csv_fields(channels: list[Channel]) -> list[str]:
@@ -224,6 +228,7 @@ class StepTotals:
         self._sums: dict[str, float] = {}
         self._counts: dict[str, int] = {}
         self.mem_peak_gb: float | None = None
+        self.gpu_mem_peak_gb: float | None = None
         self.throttled = 0  # measured steps in which the board throttled
         self.cores: list[str] | None = None
         self._extremes: dict[str, float] = {}  # "<channel>/peak" -> largest, "<channel>/min" -> smallest
@@ -255,6 +260,8 @@ class StepTotals:
                 self._counts[key] = self._counts.get(key, 0) + 1
         if step.mem_peak_gb is not None:
             self.mem_peak_gb = max(self.mem_peak_gb or 0.0, step.mem_peak_gb)
+        if step.gpu_mem_peak_gb is not None:
+            self.gpu_mem_peak_gb = max(self.gpu_mem_peak_gb or 0.0, step.gpu_mem_peak_gb)
         self.throttled += bool(step.throttled)
         self._add_channels(step.channels)
 

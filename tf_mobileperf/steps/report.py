@@ -71,6 +71,7 @@ class Report:
     model: str | None = None
     steps_not_kept: int = 0
     idle_power_w: dict[str, float | None] | None = None  # per rail and "total"; None: no baseline measured
+    gpu_memory: dict[str, Any] = dataclasses.field(default_factory=dict)  # see session.gpu_memory.report_fields
 
     @property
     def measured(self) -> list[StepRecord]:
@@ -108,6 +109,7 @@ class Report:
             "power_avg": power_avg_w.get("total"),
             "energy_total": energy_total,
             "mem_peak_gb": totals.mem_peak_gb,
+            **self.gpu_memory,
             "power_avg_w": power_avg_w,
             "energy_j": energy_j,
             **self._active_energy(list(energy_j)),

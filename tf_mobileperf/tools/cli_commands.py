@@ -121,7 +121,7 @@ def _print_rows(args: argparse.Namespace, rows: list[dict], plan) -> int:
     width = max((len(r.get("board_type") or "") for r in rows), default=0)  # a fleet sweep's: a column
     board = f"{'board':<{width}} " if width else ""
     print(f"{board}{'model':<10} {'batch':>5} {mode}{'ok':>3} {'step ms':>9} {'samples/s':>10} {'J/step':>10} "
-          f"{'J/sample':>10} {'proc GiB':>9} {'RAM GiB':>9}  cause")
+          f"{'J/sample':>10} {'proc GiB':>9} {'RAM GiB':>9} {'GPU GiB':>9}  cause")
     for r in rows:
         step_ms = None if r.get("step_time_s_mean") is None else r["step_time_s_mean"] * 1e3
         mode = f"{(r.get('config') or {}).get('power_mode', ''):>4} " if plan.active else ""
@@ -129,8 +129,10 @@ def _print_rows(args: argparse.Namespace, rows: list[dict], plan) -> int:
         print(f"{board}{r['model']:<10} {r['batch_size']:>5} {mode}{'yes' if r['success'] else 'no':>3} {_cell(step_ms, 9)} "
               f"{_cell(r.get('samples_per_s'))} {_cell(r.get('energy_per_step_j'))} "
               f"{_cell(r.get('energy_per_sample_j'))} "
-              f"{_cell(r.get('proc_peak_gb'), 9)} {_cell(r.get('mem_peak_gb'), 9)}  {r.get('cause') or ''}")
-    print("proc GiB: peak RSS of the training process; RAM GiB: system RAM in use (every process)")
+              f"{_cell(r.get('proc_peak_gb'), 9)} {_cell(r.get('mem_peak_gb'), 9)} {_cell(r.get('gpu_mem_peak_gb'), 9)}  "
+              f"{r.get('cause') or ''}")
+    print("proc GiB: peak RSS of the training process; RAM GiB: system RAM in use (every process); "
+          "GPU GiB: peak of the framework's GPU allocator (null without a GPU)")
     print(f"results: {args.out / 'results.csv'}   dashboard: tensorboard --logdir {args.out / 'runs'}")
     not_run = sum(1 for r in rows if r.get("retry"))
     if not_run:

@@ -250,4 +250,19 @@ def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
         process.why_empty = None
     system = panel(groups, "RAM in use on the board (every process)", "memory (GiB)", lambda r: r.get("mem_peak_gb"),
                    "mem_peak_gb")
-    return FigureSpec("memory", "Peak memory", [process, system])
+    gpu = gpu_memory_panel(groups)
+    return FigureSpec("memory", "Peak memory", [process, system] + ([gpu] if gpu.series else []))
+
+
+def gpu_memory_panel(groups: dict[str, list[Row]]) -> Panel:
+    """GPU memory apart from system RAM: the framework allocator's peak (solid), and beside it (dashed) the
+    device memory in use by NVML (every process's, the allocator's cache included). No line on a CPU sweep."""
+    out = panel(groups, "GPU memory: allocator peak", "GPU memory (GiB)", lambda r: r.get("gpu_mem_peak_gb"),
+                "gpu_mem_peak_gb")
+    device = panel(groups, out.title, "GPU memory (GiB)", lambda r: r.get("gpu_device_mem_peak_gb")).series
+    out.series += [Series(f"{s.label}: GPU device memory in use (NVML)", s.points, dashed=True, beside=s.label)
+                   for s in device]
+    if device:
+        out.title += " (solid: allocator peak; dashed: device memory in use, NVML)"
+        out.why_empty = None
+    return out

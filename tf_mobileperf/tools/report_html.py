@@ -34,6 +34,7 @@ COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
     ("CPU util (%)", lambda r: _num(cpu_util_all_cores(r))),
     ("process peak (GiB)", lambda r: _num(r.get("proc_peak_gb"))),
     ("board RAM peak (GiB)", lambda r: _num(r.get("mem_peak_gb"))),
+    ("GPU peak, allocator (GiB)", lambda r: _num(r.get("gpu_mem_peak_gb"))),
     ("cause of failure", lambda r: str(r.get("cause") or "")),
 ]
 

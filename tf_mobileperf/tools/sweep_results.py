@@ -27,7 +27,7 @@ CSV_KEYS = ["board_type", "host", "board", "jetpack", "model", "batch_size", "po
             "failed_step", "cause", "steps_measured", "energy_total", "energy_per_step_j",
             "energy_per_sample_j", "energy_active_total", "energy_active_per_step_j",
             "energy_active_per_sample_j", "samples_per_s", "power_avg", "gpu_util_avg", "cpu_util_avg",
-            "mem_peak_gb", "proc_peak_gb", "step_time_s_mean", "memory_limit_bytes", "limited_quantity",
+            "mem_peak_gb", "gpu_mem_peak_gb", "gpu_device_mem_peak_gb", "proc_peak_gb", "step_time_s_mean", "memory_limit_bytes", "limited_quantity",
             "limited_peak_gb", "limited_cap_gb"]
 LOCK_FILE = ".sweep.lock"
 

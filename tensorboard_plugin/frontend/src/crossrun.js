@@ -48,6 +48,7 @@ function quantities(runs) {
     ...clusters.map((c) => ({ label: `CPU utilization: ${c} cluster`, unit: "%", get: (s) => (s.cpu_util_per_cluster || {})[c] })),
     { label: "peak memory: process (peak RSS)", unit: "GiB", get: (s) => (processPeak(s) || {}).gib },
     { label: "peak memory: system RAM in use", unit: "GiB", get: (s) => s.mem_peak_gb },
+    { label: "peak memory: GPU allocator", unit: "GiB", get: (s) => s.gpu_mem_peak_gb },
   ];
 }
 

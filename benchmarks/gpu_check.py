@@ -46,8 +46,6 @@ from overhead import StepClock  # noqa: E402
 from sampler_cost import snapshot  # noqa: E402
 
 MISSING = "n/a (field missing)"
-#: Fields of the report's ``sampling`` block about the sensors (a CPU sensor's errors), not the sampler itself.
-PER_SENSOR = ("sensor_errors", "channels", "channel_gaps", "stale_channels_updates_hz")
 #: The settings of the full check on a GPU, and of the short one on a machine without.
 GPU_DEFAULTS = {"steps": 200, "warmup_steps": 10, "batch_size": 256, "size": 64, "overhead_steps": 100, "repeats": 3}
 CPU_DEFAULTS = {"steps": 12, "warmup_steps": 2, "batch_size": 8, "size": 16, "overhead_steps": 10, "repeats": 3}
@@ -187,56 +185,28 @@ def gpu_key(values, index: int) -> str | None:
     return next((k for k in values if k.startswith(f"gpu{index}")), None)
 
 
-def find_keys(value, words: tuple[str, ...], path: str = "") -> dict:
-    """Every field under ``value`` whose name has one of ``words``: path -> value (for fields of other versions)."""
-    out = {}
-    if isinstance(value, dict):
-        for key, item in value.items():
-            here = f"{path}.{key}" if path else str(key)
-            if any(w in str(key) for w in words) and not isinstance(item, (dict, list)):
-                out[here] = item
-            out |= find_keys(item, words, here)
-    return out
-
-
 def energy_resolution(report: dict, energy_key: str | None) -> dict:
-    """How many measured steps had their energy from counter updates inside them, how many interpolated, and
-    the counter's update period; each from the report where it says so."""
-    steps = [s for s in report.get("steps") or [] if not s.get("warmup") and not s.get("failed")]
-    flagged = [find_keys(s, ("interpolat",)) for s in steps]
-    out: dict = {"steps_measured": len(steps)}
-    if steps and all(flagged):
-        interpolated = sum(1 for f in flagged if any(bool(v) for v in f.values()))
-        out |= {"steps_interpolated": interpolated, "steps_from_counter_updates": len(steps) - interpolated,
-                "fields": sorted({k for f in flagged for k in f})}
-    else:
-        out |= {"steps_interpolated": MISSING, "steps_from_counter_updates": MISSING}
-    summary = find_keys({k: v for k, v in report.items() if k != "steps"}, ("update_period", "interpolat"))
-    out["report_fields"] = summary
-    periods = {k: v for k, v in summary.items() if "update_period" in k and isinstance(v, (int, float))}
-    if periods:
-        out["update_period_s"], out["update_period_from"] = next(iter(periods.values())), next(iter(periods))
-    else:
-        updates_hz = get(report, "sampling", "channels", energy_key or "", "updates_hz")
-        if isinstance(updates_hz, (int, float)) and updates_hz > 0:
-            out["update_period_s"] = 1.0 / updates_hz
-            out["update_period_from"] = f"sampling.channels.{energy_key}.updates_hz (changes seen by the sampler)"
-        else:
-            out["update_period_s"] = MISSING
-    return out
+    """How many measured steps had their GPU energy measured (the step spans at least two counter updates)
+    and how many interpolated, and the counter's update period: the report's ``energy_sources`` entry."""
+    steps = sum(1 for s in report.get("steps") or [] if not s.get("warmup") and not s.get("failed"))
+    source = get(report, "energy_sources", energy_key or "")
+    if not isinstance(source, dict):
+        return {"steps": steps, "steps_measured": MISSING, "steps_interpolated": MISSING, "update_period_s": MISSING,
+                "from": MISSING}
+    return {"steps": steps, "steps_measured": source.get("steps_measured", MISSING),
+            "steps_interpolated": source.get("steps_interpolated", MISSING),
+            "update_period_s": source.get("update_period_s", MISSING),
+            "from": source.get("from", MISSING)}
 
 
 def sampler_share(report: dict, first: Edge | None, last: Edge | None) -> tuple[float | str, str]:
     """The sampler's CPU time per wall second (1.0 = one core): the report's, else /proc over the steps."""
-    sampling = get(report, "sampling")
-    own = {k: v for k, v in sampling.items() if k not in PER_SENSOR} if isinstance(sampling, dict) else {}
-    given = {k: v for k, v in find_keys(own, ("cpu",)).items() if isinstance(v, (int, float))}
-    if given:
-        key, value = next(iter(given.items()))
-        return value, f"report sampling.{key}"
+    share = get(report, "sampling", "cpu_share")
+    if isinstance(share, (int, float)):
+        return share, "report sampling.cpu_share"
     if first and last and first.sampler_cpu_s is not None and last.sampler_cpu_s is not None and last.t > first.t:
         return (last.sampler_cpu_s - first.sampler_cpu_s) / (last.t - first.t), "/proc/<sampler pid> over the measured steps"
-    return MISSING, "no sampling CPU field in the report and no sampler process to read"
+    return MISSING, "no sampling.cpu_share in the report and no sampler process to read"
 
 
 def gpu_figures(report: dict, first: Edge | None, last: Edge | None, index: int) -> dict:
@@ -299,7 +269,7 @@ def rows_of(figures: dict, no_gpu: str | None) -> list[tuple[str, str]]:
     rows = [
         ("backend", f"{figures['backend']} (KERAS_BACKEND={os.environ.get('KERAS_BACKEND', 'unset')})"),
         ("GPU", figures["gpu"] or f"no NVIDIA GPU: {no_gpu}"),
-        ("steps", f"{res['steps_measured']} measured after {figures['settings']['warmup_steps']} warm-up, batch "
+        ("steps", f"{res['steps']} measured after {figures['settings']['warmup_steps']} warm-up, batch "
                   f"{figures['settings']['batch_size']}, {figures['settings']['size']}x{figures['settings']['size']}x3"),
         ("step time (report, mean)", number(r["step_time_s_mean"], "ms", 1e3)),
         ("GPU energy: report", gpu(f"{number(g['report_energy_j'], 'J')} over the steps "
@@ -313,10 +283,9 @@ def rows_of(figures: dict, no_gpu: str | None) -> list[tuple[str, str]]:
                                               f"{number(g.get('counter_power_w'), 'W')} = "
                                               f"{number(g.get('power_ratio'), digits='.3f')}")),
         ("GPU utilization (report, mean)", gpu(number(r["gpu_util_avg"], "%"))),
-        ("per-step energy", gpu(f"{number(res['steps_from_counter_updates'])} steps with a counter update "
-                                f"inside, {number(res['steps_interpolated'])} interpolated")),
-        ("  counter update period", gpu(f"{number(period, 'ms', 1e3)}"
-                                        + (f" ({res['update_period_from']})" if "update_period_from" in res else ""))),
+        ("per-step energy", gpu(f"{number(res['steps_measured'])} steps measured (at least two updates long), "
+                                f"{number(res['steps_interpolated'])} interpolated, from {res['from']}")),
+        ("  counter update period", gpu(number(period, "ms", 1e3))),
         ("GPU peak memory (allocator)", gpu(f"{number(mem['gpu_mem_peak_gb'], 'GiB')} ({mem['gpu_mem_source']})")),
         ("GPU memory in use (device, NVML)", gpu(f"{number(mem['gpu_device_mem_peak_gb'], 'GiB')}")),
         ("system RAM peak (not the GPU's)", number(mem["mem_peak_gb"], "GiB")),

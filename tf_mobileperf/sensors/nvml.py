@@ -36,8 +36,9 @@ Hence two sensors, built from one probe by ``nvml_sensors`` (the registry's
 - ``NvmlEnergySensor``: the total-energy counter (Volta and newer), read in
   its own thread (``own_thread``) so that its ~4 ms call never sits in the
   sampler's 5 ms loop, every max(T/10, 10 ms, its CPU cost / 0.2%) where T is
-  the counter's change period measured at probe time (``nvml_rates``): each
-  change is placed within a tenth of its period, for at most 0.2% of a core.
+  the counter's change period measured at probe time (``nvml_rates``) and the
+  CPU cost that of one read of every GPU's counter: each change is placed
+  within a tenth of its period, for at most 0.2% of a core.
 
 Both say in ``metadata()["nvml_reads"]`` what was measured per GPU (each
 query's cost and change period) and the read period chosen and why. No
@@ -59,7 +60,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, ClassVar, Mapping
 
 from tf_mobileperf.sensors.base import RAIL_KINDS, Channel, Sensor, SensorReadError, SensorUnavailable
-from tf_mobileperf.sensors.nvml_rates import MIN_PERIOD_S, QueryRate, ReadPeriod, choose_period, paced_period, watch
+from tf_mobileperf.sensors.nvml_rates import (
+    CPU_SHARE, MIN_PERIOD_S, QueryRate, ReadPeriod, choose_period, paced_period, watch,
+)
 
 log = logging.getLogger(__name__)
 
@@ -302,8 +305,9 @@ def _probe_gpu(nvml, index: int, handle, window_s: float) -> GpuProbe:
                     {key: _BY_KEY[key].period(rates[key]) for key in working})
 
 
-def probe_nvml(indices: list[int] | None = None, library: str = LIBRARY, window_s: float = PROBE_WINDOW_S) -> NvmlProbe:
-    """Opens NVML, finds each GPU's values and measures them (all GPUs at once, ``window_s``), closes it.
+def probe_nvml(indices: list[int] | None = None, library: str = LIBRARY, window_s: float | None = None) -> NvmlProbe:
+    """Opens NVML, finds each GPU's values and measures them (all GPUs at once, for up to ``window_s``,
+    by default ``PROBE_WINDOW_S``), closes it.
 
     Raises:
         SensorUnavailable: no such library, NVML failed ("NVML: ..."), or no GPU.
@@ -312,6 +316,7 @@ def probe_nvml(indices: list[int] | None = None, library: str = LIBRARY, window_
         nvml = importlib.import_module(library)
     except ImportError as exc:
         raise SensorUnavailable("nvidia-ml-py is not installed (pip install tf-mobileperf[nvidia])") from exc
+    window_s = PROBE_WINDOW_S if window_s is None else window_s
     session = NvmlSession(library, indices)
     try:
         handles = session.handles()
@@ -424,8 +429,9 @@ class NvmlEnergySensor(_NvmlBase):
         indices, library, probed: As ``NvmlSensor``'s.
 
     Its read period is the slowest its GPUs' counters ask for (each
-    ``max(T/10, 10 ms, CPU cost / 0.2%)``), and no shorter than one read of
-    all of them takes; ``metadata()["nvml_energy_read"]`` says which.
+    ``max(T/10, 10 ms, CPU cost / 0.2%)``), no shorter than one read of all
+    of them takes, and long enough that a read of all of them costs at most
+    0.2% of a core too; ``metadata()["nvml_energy_read"]`` says which.
     """
 
     name = "nvml energy"
@@ -437,10 +443,13 @@ class NvmlEnergySensor(_NvmlBase):
     def __init__(self, indices: list[int] | None = None, library: str = LIBRARY, probed: NvmlProbe | None = None):
         super().__init__(indices, library, probed)
         slowest = max((period for _, _, period in self._reads), key=lambda p: p.period_s)
-        walls = [g.rates["energy"].wall_s for g in self.probed.gpus if "energy" in g.queries]
-        one_read = ReadPeriod(sum(walls), f"one read of its {len(walls)} GPU counter(s) takes "
-                                          f"{sum(walls) * 1e3:.1f} ms")
-        self.read_period = max((slowest, one_read), key=lambda p: p.period_s)
+        rates = [g.rates["energy"] for g in self.probed.gpus if "energy" in g.queries]
+        wall, cpu = sum(r.wall_s for r in rates), sum(r.cpu_s for r in rates)
+        whole = choose_period(wall, f"one read of its {len(rates)} GPU counter(s) takes {wall * 1e3:.1f} ms", cpu)
+        if len(rates) > 1 and whole.why.startswith("its CPU cost"):
+            whole = ReadPeriod(whole.period_s, f"one read of its {len(rates)} GPU counters costs {cpu * 1e6:.1f} us "
+                                               f"of CPU, kept within {CPU_SHARE:.1%} of a core")
+        self.read_period = max((slowest, whole), key=lambda p: p.period_s)
         self.min_period_s = self.read_period.period_s
 
     def read(self) -> dict[str, float | SensorReadError]:

@@ -30,7 +30,7 @@ class QueryRate:
     Args:
         calls: Calls made.
         wall_s: Median wall time of one call.
-        cpu_s: Median CPU time of one call (this thread's).
+        cpu_s: Mean CPU time of one call (this thread's): what a budget of CPU per second adds up.
         changes: Times the value changed between two calls.
         change_period_s: Mean time between changes; None with fewer than two.
         window_s: How long it was polled.
@@ -86,7 +86,7 @@ class _Track:
         changes = self.changed_at
         period = (changes[-1] - changes[0]) / (len(changes) - 1) if len(changes) >= 2 else None
         return QueryRate(len(self.walls), statistics.median(self.walls) if self.walls else float("nan"),
-                         statistics.median(self.cpus) if self.cpus else float("nan"), len(changes), period,
+                         statistics.fmean(self.cpus) if self.cpus else float("nan"), len(changes), period,
                          window_s, self.error)
 
 

@@ -102,7 +102,7 @@ def test_only_a_tegra_device_tree_makes_a_jetson(tmp_path):
     write(tmp_path, "tx2/sys/firmware/devicetree/base/compatible", "nvidia,p2771-0000\0nvidia,tegra186\0")
     write(tmp_path, "thor/proc/device-tree/compatible", "nvidia,tegra264\0")
     write(tmp_path, "pi/proc/device-tree/compatible", "raspberrypi,4-model-b\0brcm,bcm2711\0")
-    write(tmp_path, "server/proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.00\n")
+    write(tmp_path, "server/proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module  580.00\n")
     assert tegra_soc(tmp_path / "orin") == "tegra234" and tegra_soc(tmp_path / "tx2") == "tegra186"
     assert tegra_soc(tmp_path / "thor") == "tegra264"
     assert tegra_soc(tmp_path / "pi") is None and tegra_soc(tmp_path / "server") is None

@@ -284,6 +284,8 @@ def test_forked_sampler_reads_the_counter_as_the_exact_integral_of_power_with_no
             assert any(joules == fake.counter_mj(gpu, u) / 1000.0 for u in instants), (t, joules)
         first, last = rows.t[read][0], rows.t[read][-1]
         between = counter[read][-1] - counter[read][0]
-        spans = [fake.exact_energy_j(gpu, fake.last_update(first + a / 1000, 0.1), fake.last_update(last + b / 1000, 0.1))
-                 for a in range(0, 51, 5) for b in range(0, 51, 5)]
+        grid = fake.ENERGY_UPDATE_S
+        starts = [fake.last_update(first + ms / 1000, grid) for ms in range(0, 51, 5)]
+        ends = [fake.last_update(last + ms / 1000, grid) for ms in range(0, 51, 5)]
+        spans = [fake.exact_energy_j(gpu, start, end) for start in starts for end in ends]
         assert min(abs(between - span) for span in spans) < 0.002  # J: the counter's 1 mJ steps

@@ -11,6 +11,7 @@ is NVML's; the registry builds both sensors from one probe.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pickle
@@ -27,8 +28,8 @@ from helpers import fake_nvml_h200 as fake
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import nvml
 from tf_mobileperf.sensors.base import SensorReadError, SensorUnavailable
-from tf_mobileperf.sensors.nvml import NvmlEnergySensor, NvmlSensor, nvml_sensors, probe_nvml
-from tf_mobileperf.sensors.nvml_rates import QueryRate, choose_period, paced_period, watch
+from tf_mobileperf.sensors.nvml import NvmlEnergySensor, NvmlProbe, NvmlSensor, nvml_sensors, probe_nvml
+from tf_mobileperf.sensors.nvml_rates import QueryRate, ReadPeriod, choose_period, paced_period, watch
 from tf_mobileperf.sensors.registry import probe
 
 LIBRARY = "helpers.fake_nvml_h200"
@@ -187,10 +188,14 @@ def test_watch_measures_a_value_that_changes_every_50ms():
     assert rates["stepped"].changes == 4 and rates["stepped"].change_period_s == pytest.approx(0.05, abs=0.006)
 
 
-def test_each_value_is_read_only_when_due(sensors, monkeypatch):
+def test_each_value_is_read_only_when_due(probed, monkeypatch):
     clock = [1000.0]
     monkeypatch.setattr(nvml, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
-    values = sensors[0]
+    periods = {"power_instant": 0.05, "util": 0.1, "clock": 0.1, "memory": 0.1, "energy": 0.01}  # as on the H200
+    gpus = [dataclasses.replace(g, periods={key: ReadPeriod(periods[key], "test") for key in g.periods})
+            for g in probed.gpus]
+    values = NvmlSensor(library=LIBRARY, probed=NvmlProbe(LIBRARY, gpus))
+    assert values.min_period_s == 0.05
     names = lambda reading, *suffixes: {k for k in reading if k.rsplit("_", 1)[-1] in suffixes}  # noqa: E731
     first = values.read()
     assert set(first) == {c.name for c in values.channels}
@@ -200,6 +205,7 @@ def test_each_value_is_read_only_when_due(sensors, monkeypatch):
     assert set(values.read()) == set(first)
     clock[0] += values.min_period_s / 4
     assert values.read() == {}
+    values.close()
 
 
 def test_a_failed_call_is_a_failed_read_in_nvmls_words(sensors, monkeypatch):
@@ -214,9 +220,10 @@ def test_a_failed_call_is_a_failed_read_in_nvmls_words(sensors, monkeypatch):
                for v in counters.values())
     with Sampler(sensors, period_ms=5.0, mode="thread") as sampler:  # the sampler counts them
         sampler.wait_for_first_row()
-        time.sleep(0.15)
+        time.sleep(0.2)
     errors = sampler.errors()
-    assert errors["nvml"] >= 1 and errors["nvml energy"] >= 5
+    # one count per read: the counters' period is 10-45 ms here (their CPU cost, measured at probe, varies with load)
+    assert errors["nvml"] >= 1 and errors["nvml energy"] >= 0.5 * 0.2 / sensors[1].min_period_s
 
 
 def test_nvml_that_cannot_open_in_this_process_raises_nvmls_words(sensors, monkeypatch):
@@ -278,7 +285,7 @@ def test_forked_sampler_reads_the_counter_as_the_exact_integral_of_power_with_no
         counter = rows.values[:, names.index(f"gpu{gpu}_energy")]
         power = rows.values[:, names.index(f"gpu{gpu}_power")]
         read = ~np.isnan(counter)
-        assert read.sum() >= 20 and (~np.isnan(power)).sum() >= 5
+        assert read.sum() >= 0.5 * 0.6 / sensors[1].min_period_s and (~np.isnan(power)).sum() >= 5
         for t, joules in zip(rows.t[read], counter[read]):  # read within 50 ms of its row's time
             instants = {fake.last_update(t + d / 1000, fake.ENERGY_UPDATE_S) for d in range(51)}
             assert any(joules == fake.counter_mj(gpu, u) / 1000.0 for u in instants), (t, joules)

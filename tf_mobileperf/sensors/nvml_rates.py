@@ -21,6 +21,9 @@ from typing import Callable, Collection, Mapping
 MIN_PERIOD_S = 0.01
 #: A value's reads may cost at most this share of one core.
 CPU_SHARE = 0.002
+#: A change is placed in time only when the two calls around it are at most this far apart (a stalled poll
+#: leaves it unplaced).
+PLACED_S = 0.02
 
 
 @dataclasses.dataclass
@@ -32,7 +35,9 @@ class QueryRate:
         wall_s: Median wall time of one call.
         cpu_s: Mean CPU time of one call (this thread's): what a budget of CPU per second adds up.
         changes: Times the value changed between two calls.
-        change_period_s: Mean time between changes; None with fewer than two.
+        change_period_s: The shortest time between two changes each placed within ``PLACED_S``
+            (a value that repeats, such as utilization steady at 100%, skips a change and lengthens
+            an interval, never shortens one); None without two such changes in a row.
         window_s: How long it was polled.
         error: The library's words if a call failed (polling it stopped there).
     """
@@ -63,7 +68,7 @@ class _Track:
 
     walls: list[float] = dataclasses.field(default_factory=list)
     cpus: list[float] = dataclasses.field(default_factory=list)
-    changed_at: list[float] = dataclasses.field(default_factory=list)
+    changed_at: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # (when, within how long)
     last: tuple[float, object] | None = None  # (mid-time of the last call, its value)
     error: str | None = None
 
@@ -79,12 +84,13 @@ class _Track:
         self.cpus.append(cpu1 - cpu0)
         mid = time.monotonic() - (wall1 - wall0) / 2
         if self.last is not None and value != self.last[1]:
-            self.changed_at.append((self.last[0] + mid) / 2)  # between the two calls' middles
+            self.changed_at.append(((self.last[0] + mid) / 2, mid - self.last[0]))  # between the calls' middles
         self.last = (mid, value)
 
     def rate(self, window_s: float) -> QueryRate:
         changes = self.changed_at
-        period = (changes[-1] - changes[0]) / (len(changes) - 1) if len(changes) >= 2 else None
+        placed = [b[0] - a[0] for a, b in zip(changes, changes[1:]) if max(a[1], b[1]) <= PLACED_S]
+        period = min(placed) if placed else None
         return QueryRate(len(self.walls), statistics.median(self.walls) if self.walls else float("nan"),
                          statistics.fmean(self.cpus) if self.cpus else float("nan"), len(changes), period,
                          window_s, self.error)

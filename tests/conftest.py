@@ -158,6 +158,7 @@ def build_board(root: Path, board: str) -> Path:
         write(root, f"{devfreq}/cur_freq", "918000000\n")
     else:  # Thor: OpenRM drives the GPU
         thor_ina238(root)
+        write(root, "proc/device-tree/compatible", "nvidia,tegra264\0")  # T264, its SoC (its board parts left out)
         write(root, "proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module for aarch64  580.00\n")
     write_cores(root, spec["cores"], spec["offline"])
     online = {core: (10 * core, 100) for core in spec["cores"] if core not in spec["offline"]}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from conftest import write
-from tf_mobileperf.sensors.board import identify, l4t_release, module_of
+from tf_mobileperf.sensors.board import identify, l4t_release, module_of, tegra_soc
 from tf_mobileperf.session import reporting
 from tf_mobileperf.session.collector import Guard
 
@@ -95,3 +95,14 @@ def test_a_board_type_from_the_environment_names_the_board_in_the_device_metadat
     assert reporting.device_metadata([], Guard())["board_type"] == "orin-nano"
     monkeypatch.delenv("MOBILEPERF_BOARD_TYPE")
     assert "board_type" not in reporting.device_metadata([], Guard())
+
+
+def test_only_a_tegra_device_tree_makes_a_jetson(tmp_path):
+    write(tmp_path, "orin/proc/device-tree/compatible", ORIN_NANO_COMPATIBLE)
+    write(tmp_path, "tx2/sys/firmware/devicetree/base/compatible", "nvidia,p2771-0000\0nvidia,tegra186\0")
+    write(tmp_path, "thor/proc/device-tree/compatible", "nvidia,tegra264\0")
+    write(tmp_path, "pi/proc/device-tree/compatible", "raspberrypi,4-model-b\0brcm,bcm2711\0")
+    write(tmp_path, "server/proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module  580.00\n")
+    assert tegra_soc(tmp_path / "orin") == "tegra234" and tegra_soc(tmp_path / "tx2") == "tegra186"
+    assert tegra_soc(tmp_path / "thor") == "tegra264"
+    assert tegra_soc(tmp_path / "pi") is None and tegra_soc(tmp_path / "server") is None

@@ -17,6 +17,8 @@ import pytest
 
 from conftest import BOARDS, DATA, build_board, thor_ina238, write
 from tf_mobileperf import PerfMonitor
+from tf_mobileperf.sensors.board import identify
+from tf_mobileperf.tools.cli import main
 from tf_mobileperf.sensors import (
     CpuSensor, Ina3221HwmonSensor, Ina3221IioSensor, JetsonGpuSensor, ReplaySensor, SensorUnavailable, probe,
 )
@@ -127,7 +129,7 @@ def test_thor_ina238_without_label_is_named_from_its_device_tree_node_and_reads_
 
 def test_thor_gpu_without_nvgpu_load_is_absent_saying_openrm(tmp_path):
     root = build_board(tmp_path, "agx_thor_jp7")
-    with pytest.raises(SensorUnavailable, match="OpenRM .*AGX Thor.*NVML gives its utilization, clocks and memory"):
+    with pytest.raises(SensorUnavailable, match="OpenRM .*AGX Thor, tegra264, JetPack 7.*NVML gives its utilization"):
         JetsonGpuSensor(root)
     orin = build_board(tmp_path / "orin", "agx_orin_jp6")
     (orin / "sys/devices/platform/bus@0/17000000.gpu/load").unlink()
@@ -145,6 +147,27 @@ def test_thor_probe_takes_gpu_util_clock_and_memory_from_nvml(tmp_path, thor_nvm
     reading = nvml.read()
     assert reading["gpu0_clock"] == pytest.approx(1575e6) and reading["gpu0_util"] == 50.0
     assert nvml.metadata()["gpus"][0]["power_source"] is None
+
+
+def test_server_pcie_gpu_driven_by_openrm_is_not_a_thor_and_is_named_as_nvml_names_it(tmp_path, monkeypatch, capsys):
+    """An x86 server with an H200: the OpenRM driver's version file, no device tree, NVML (the fake H200)."""
+    from helpers import fake_nvml_h200
+    from tf_mobileperf.sensors import nvml
+
+    write(tmp_path, "proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.00\n")
+    write(tmp_path, "sys/class/dmi/id/product_name", "Standard PC (Q35 + ICH9, 2009)\n")
+    monkeypatch.setitem(sys.modules, "pynvml", fake_nvml_h200)
+    monkeypatch.setattr(nvml, "PROBE_WINDOW_S", 0.12)
+    found = probe(tmp_path, use_jtop=False, real_machine=True)
+    reason = found.absent["jetson gpu load"]
+    assert reason.startswith("no Jetson GPU load file: this is not a Jetson")
+    assert "Thor" not in reason and "OpenRM" not in reason and "JetPack" not in reason
+    gpus = next(s for s in found.sensors if s.name == "nvml").metadata()["gpus"]
+    assert [gpu["name"] for gpu in gpus.values()] == ["NVIDIA H200", "NVIDIA H200"]
+    identity = identify(tmp_path)
+    assert identity.board == "Standard PC (Q35 + ICH9, 2009)" and identity.jetpack is None
+    assert main(["sensors", "--root", str(tmp_path), "--seconds", "0"]) == 0
+    assert "jetson gpu load: no Jetson GPU load file: this is not a Jetson" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("board", sorted(BOARDS))

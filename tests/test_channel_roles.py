@@ -14,6 +14,7 @@ import pytest
 
 from conftest import DATA, stat_text, write
 from tf_mobileperf.sensors.emc import EmcSensor
+from tf_mobileperf.sensors.nvml import NvmlEnergySensor, nvml_sensors
 from tf_mobileperf.sensors.thermal import ThermalSensor
 from tf_mobileperf.sensors.throttle import ThrottleSensor
 from tf_mobileperf.sensors import (
@@ -129,18 +130,19 @@ def test_rapl_package_and_core_are_cpu_dram_and_psys_are_board(rapl_tree):
 
 
 def test_nvml_power_and_energy_counter_of_one_gpu_share_its_rail(fake_nvml):
-    sensor = NvmlSensor()
-    found = roles(sensor)
+    values, counters = nvml_sensors()
+    assert (type(values), type(counters)) == (NvmlSensor, NvmlEnergySensor)
+    found = roles(values) | roles(counters)
     assert found["gpu0_power"] == ("power", "gpu", "gpu0", None, "", "gpu")
     assert found["gpu0_energy"] == ("energy", "gpu", "gpu0", None, "", "gpu")
     assert found["gpu1_util"] == ("util", "gpu", "", None, "", "gpu")
     assert found["gpu1_mem_used"] == ("memory", "gpu", "", None, "", "mem")
     by_rail: dict[str, set[str]] = {}
-    for c in sensor.channels:
+    for c in values.channels + counters.channels:
         if c.rail:
             by_rail.setdefault(c.rail, set()).add(c.name)
     assert by_rail == {"gpu0": {"gpu0_power", "gpu0_energy"}, "gpu1": {"gpu1_power", "gpu1_energy"}}
-    assert sensor.read()["gpu1_power"] == pytest.approx(fake_nvml.WATTS[1])
+    assert values.read()["gpu1_power"] == pytest.approx(fake_nvml.WATTS[1])
 
 
 def test_jtop_rails_declare_the_same_roles_as_the_sysfs_rails(fake_jtop):
@@ -184,14 +186,14 @@ def test_synthetic_roles_that_fit_no_channel_are_refused():
 
 def test_every_channel_lies_within_what_its_sensor_class_provides(tx2_tree, orin_tree, rapl_tree, fake_nvml, fake_jtop):
     sensors = [Ina3221IioSensor(tx2_tree), Ina3221HwmonSensor(orin_tree), JetsonGpuSensor(tx2_tree), CpuSensor(tx2_tree),
-               MemorySensor(tx2_tree, pid=4242), RaplSensor(rapl_tree), NvmlSensor(), JtopSensor(),
+               MemorySensor(tx2_tree, pid=4242), RaplSensor(rapl_tree), *nvml_sensors(), JtopSensor(),
                ReplaySensor(DATA / "orin_tegrastats.log")]
     for sensor in sensors:
         declared = {(c.kind, c.device) for c in sensor.channels}
         assert declared <= type(sensor).provides, sensor.name
     # The context sensors' channels are checked against what they provide in test_context_sensors.py.
     context = {EmcSensor, ThermalSensor, ThrottleSensor}
-    assert {spec.sensor for spec in REGISTRY} == ({type(s) for s in sensors} - {ReplaySensor}) | context
+    assert {cls for spec in REGISTRY for cls in spec.classes} == ({type(s) for s in sensors} - {ReplaySensor}) | context
     assert len({spec.label for spec in REGISTRY}) == len(REGISTRY)
 
 

@@ -120,10 +120,10 @@ def test_fake_nvml_two_gpus_give_per_gpu_channels_in_one_run(tmp_path, monkeypat
 
     from helpers import fake_pynvml
     from tf_mobileperf import PerfMonitor
-    from tf_mobileperf.sensors.nvml import NvmlSensor
+    from tf_mobileperf.sensors.nvml import nvml_sensors
 
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml)
-    with PerfMonitor(tmp_path, idle_s=0, sensors=[NvmlSensor()], warmup_steps=1) as perf:
+    with PerfMonitor(tmp_path, idle_s=0, sensors=nvml_sensors(), warmup_steps=1) as perf:
         for _ in range(4):
             with perf.step():
                 time_mod.sleep(0.25)  # long steps: the counter's read lags its timestamp by up to ~0.1 ms

@@ -51,6 +51,11 @@ class SensorUnavailable(RuntimeError):
     """
 
 
+class SensorReadError(RuntimeError):
+    """A failed read, in the library's own words: raised by ``read()`` (every channel failed) or returned as
+    one channel's value (that channel failed this read); the sampler counts it as a failed read."""
+
+
 @dataclasses.dataclass(frozen=True)
 class Channel:
     """One measured quantity and its roles.

@@ -14,6 +14,10 @@ sensors so that tests use fake trees.
   Ray resource), from the environment variable ``MOBILEPERF_BOARD_TYPE``
   that a fleet sweep sets for its child; a user may set it to label the runs
   of a board so that the dashboard compares boards by it. Absent otherwise.
+- tegra_soc: whether this is a Jetson at all. Only a Tegra device tree
+  (``compatible`` naming ``nvidia,tegra...``) makes one: an OpenRM driver
+  (``/proc/driver/nvidia/version``) alone is every PCIe NVIDIA GPU on a
+  server too, and only ``nvidia,tegra264`` makes a board an AGX Thor.
 - l4t: from ``/etc/nv_tegra_release`` ("# R35 (release), REVISION: 4.1, ..."
   is 35.4.1); jetpack: looked up from L4T in NVIDIA's releases (None for one
   not in the table, with the reason).
@@ -36,6 +40,10 @@ TEGRA_RELEASE = "/etc/nv_tegra_release"
 BOARD_TYPE_ENV = "MOBILEPERF_BOARD_TYPE"
 _RELEASE = re.compile(r"#\s*R(\d+)\s*\(release\),\s*REVISION:\s*(\d+)(?:\.(\d+))?")
 _MODULE = re.compile(r"p\d{4}-\d{4}")
+_TEGRA = re.compile(r"nvidia,(tegra\d+|thor)\b")
+#: Tegra SoC -> the Jetson family built on it.
+TEGRA_FAMILIES = {"tegra210": "TX1/Nano", "tegra186": "TX2", "tegra194": "Xavier", "tegra234": "Orin",
+                  "tegra264": "AGX Thor", "thor": "AGX Thor"}
 #: L4T (Jetson Linux) release -> the JetPack that ships it (NVIDIA's release notes).
 L4T_TO_JETPACK = {
     "32.4.3": "4.4", "32.4.4": "4.4.1", "32.5.0": "4.5", "32.5.1": "4.5.1", "32.6.1": "4.6", "32.7.1": "4.6.1",
@@ -92,6 +100,15 @@ def board_name(root: str | Path = "/") -> tuple[str | None, str]:
     if product:
         return product, ""
     return None, f"no device-tree model ({', '.join(DEVICE_TREES)}) and no DMI product name ({DMI_PRODUCT})"
+
+
+def tegra_soc(root: str | Path = "/") -> str | None:
+    """The Tegra SoC ("tegra234") the device tree's ``compatible`` names; None where none does (not a Jetson)."""
+    for tree in DEVICE_TREES:
+        found = _TEGRA.search(_text(under_root(root, tree) / "compatible") or "")
+        if found:
+            return found[1]
+    return None
 
 
 def l4t_release(text: str) -> str | None:

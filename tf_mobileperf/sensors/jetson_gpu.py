@@ -4,7 +4,9 @@ The load file holds per-mille busy time (0..1000) averaged by the driver over
 its own short window; it has moved between L4T releases, so known locations
 are tried in order. AGX Thor's GPU is driven by OpenRM, which has no nvgpu
 ``load`` file: there the sensor is absent with that reason, and NVML gives
-the GPU's utilization, clocks and memory.
+the GPU's utilization, clocks and memory. Only a Tegra device tree makes a
+machine a Jetson (``board.tegra_soc``): a server's PCIe GPU is driven by
+OpenRM too, and there the reason says this is not a Jetson.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 from typing import Mapping
 
 from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.board import DEVICE_TREES, TEGRA_FAMILIES, tegra_soc
 from tf_mobileperf.sensors.files import FileReads
 
 LOAD_GLOBS = [
@@ -41,10 +44,16 @@ def _first(root: Path, patterns: list[str]) -> Path | None:
 
 
 def _no_load_reason(root: Path) -> str:
-    """Why there is no load file: no nvgpu GPU at all, or one driven by OpenRM (AGX Thor)."""
+    """Why there is no load file: not a Jetson, a Jetson GPU driven by OpenRM (AGX Thor), or none found."""
+    soc = tegra_soc(root)
+    if soc is None:
+        return (f"no Jetson GPU load file: this is not a Jetson (no Tegra SoC in the device tree's compatible, "
+                f"{' or '.join(str(root / tree.lstrip('/') / 'compatible') for tree in DEVICE_TREES)})")
     reason = f"no Jetson GPU load file under {root / 'sys/devices'} (tried gpu.0, *.ga10b, *.gv11b, ...)"
     if (root / OPENRM_VERSION).exists():
-        reason += (f": the GPU is driven by OpenRM ({root / OPENRM_VERSION}; AGX Thor, JetPack 7), "
+        board = TEGRA_FAMILIES.get(soc, soc)
+        release = ", JetPack 7" if board == "AGX Thor" else ""
+        reason += (f": the GPU is driven by OpenRM ({root / OPENRM_VERSION}; {board}, {soc}{release}), "
                    "which has no nvgpu load file; NVML gives its utilization, clocks and memory")
     return reason
 

@@ -5,13 +5,20 @@ jtop talks to its root service over a socket and refreshes at most every
 used for what sysfs does not say (board, JetPack/L4T, nvpmodel mode) and for
 power only when the INA3221 files are not readable. Off a Jetson, starting
 jtop raises ``JtopException``: that means "not present".
+
+A started jtop is a socket to its service and a thread that receives its
+updates; neither crosses a process boundary (a forked child has the object
+but not the thread, so its values would stay as they were at the fork), so
+the connection is opened in the process that reads it and a pickled sensor
+carries only its interval and channels.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Mapping
 
-from tf_mobileperf.sensors.base import NAN, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.base import NAN, Sensor, SensorReadError, SensorUnavailable
 from tf_mobileperf.sensors.ina3221 import RAIL_PROVIDES, rail_channel
 
 
@@ -27,23 +34,36 @@ class JtopSensor(Sensor):
 
     def __init__(self, interval_s: float = 0.5):
         try:
-            from jtop import JtopException, jtop
+            import jtop  # noqa: F401  (started in _connection, in the process that reads)
         except ImportError as exc:
             raise SensorUnavailable("jetson-stats is not installed (pip install tf-mobileperf[jetson])") from exc
         self.min_period_s = interval_s
+        self._jetson, self._pid = None, None
         try:
-            self._jetson = jtop(interval=interval_s)
-            self._jetson.start()
-        except JtopException as exc:
-            raise SensorUnavailable("jtop: " + " ".join(str(exc).split())) from exc
-        rails = self._rails()
+            rails = self._rails()
+        except SensorReadError as exc:
+            raise SensorUnavailable(str(exc)) from exc
         self.channels = [rail_channel(name, "jtop power['rail']") for name in rails]
         if not self.channels:
             self.close()
             raise SensorUnavailable("jtop reports no power rails")
 
+    def _connection(self):
+        """The jtop started in this process (started here on first use). Raises SensorReadError if it cannot."""
+        if self._pid != os.getpid():
+            from jtop import JtopException, jtop
+
+            self._jetson, self._pid = None, None  # a forked child's copy of the parent's: never used, never closed
+            try:
+                jetson = jtop(interval=self.min_period_s)
+                jetson.start()
+            except JtopException as exc:
+                raise SensorReadError("jtop: " + " ".join(str(exc).split())) from exc
+            self._jetson, self._pid = jetson, os.getpid()
+        return self._jetson
+
     def _rails(self) -> dict:
-        return (self._jetson.power or {}).get("rail", {})
+        return (self._connection().power or {}).get("rail", {})
 
     def read(self) -> Mapping[str, float]:
         rails = self._rails()
@@ -54,10 +74,15 @@ class JtopSensor(Sensor):
         return out
 
     def metadata(self) -> dict:
-        return jetson_metadata(self._jetson)
+        return jetson_metadata(self._connection())
 
     def close(self) -> None:
-        self._jetson.close()
+        if self._pid == os.getpid():
+            self._jetson.close()
+        self._jetson, self._pid = None, None
+
+    def __getstate__(self) -> dict:
+        return self.__dict__ | {"_jetson": None, "_pid": None}
 
 
 def jetson_metadata(jetson) -> dict:

@@ -20,7 +20,7 @@ from tf_mobileperf.sensors.emc import EmcSensor
 from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor, Ina3221IioSensor
 from tf_mobileperf.sensors.jetson_gpu import JetsonGpuSensor
 from tf_mobileperf.sensors.jtop_sensor import JtopSensor
-from tf_mobileperf.sensors.nvml import NvmlSensor
+from tf_mobileperf.sensors.nvml import NvmlEnergySensor, NvmlSensor, nvml_sensors
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
 from tf_mobileperf.sensors.rapl import RaplSensor
 from tf_mobileperf.sensors.thermal import ThermalSensor
@@ -40,22 +40,31 @@ class SensorSpec:
     Args:
         label: The key of its reason in ``Probe.absent`` when it is absent.
         sensor: Its class; ``sensor.provides`` says what it measures.
-        make: Builds it from (root of the file system tree, training pid).
+        make: Builds it from (root of the file system tree, training pid); it may
+            build several sensors from one probe (NVML: values and energy counter),
+            returned as a list.
         real_machine_only: It reads the running machine through a library
             (NVML, jtop), not files under ``root``: tried only at ``root="/"``.
         fallback_for: Tried only when none of these sensors is present.
+        companions: The classes of the other sensors ``make`` may build with it.
     """
 
     label: str
     sensor: type[Sensor]
-    make: Callable[[Path, int | None], Sensor]
+    make: Callable[[Path, int | None], Sensor | list[Sensor]]
     real_machine_only: bool = False
     fallback_for: tuple[type[Sensor], ...] = ()
+    companions: tuple[type[Sensor], ...] = ()
+
+    @property
+    def classes(self) -> tuple[type[Sensor], ...]:
+        """Every class of sensor it may build."""
+        return (self.sensor, *self.companions)
 
     @property
     def provides(self) -> frozenset[tuple[str, str]]:
         """The (kind, device) pairs of the channels it can have."""
-        return self.sensor.provides
+        return frozenset().union(*(cls.provides for cls in self.classes))
 
 
 REGISTRY: tuple[SensorSpec, ...] = (
@@ -68,7 +77,8 @@ REGISTRY: tuple[SensorSpec, ...] = (
     SensorSpec("thermal zones (sysfs)", ThermalSensor, lambda root, pid: ThermalSensor(root)),
     SensorSpec("emc (debugfs clock, actmon)", EmcSensor, lambda root, pid: EmcSensor(root)),
     SensorSpec("throttling (thermal trips, hwmon alarms, clocks)", ThrottleSensor, lambda root, pid: ThrottleSensor(root)),
-    SensorSpec("nvml", NvmlSensor, lambda root, pid: NvmlSensor(), real_machine_only=True),
+    SensorSpec("nvml", NvmlSensor, lambda root, pid: nvml_sensors(), real_machine_only=True,
+               companions=(NvmlEnergySensor,)),
     SensorSpec("jtop (jetson-stats)", JtopSensor, lambda root, pid: JtopSensor(), real_machine_only=True,
                fallback_for=(Ina3221IioSensor, Ina3221HwmonSensor)),
 )
@@ -142,9 +152,11 @@ def probe(root: str | Path = "/", pid: int | None = None, use_jtop: bool = True,
         if any(isinstance(s, spec.fallback_for) for s in sensors):
             continue
         try:
-            sensors.append(spec.make(Path(root), pid))
+            made = spec.make(Path(root), pid)
         except SensorUnavailable as exc:
             absent[spec.label] = str(exc)
+            continue
+        sensors.extend(made if isinstance(made, list) else [made])
     for label, reason in absent.items():
         log.debug("sensor %s not present: %s", label, reason)
     return Probe(sensors, absent)

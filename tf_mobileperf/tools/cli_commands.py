@@ -24,7 +24,9 @@ from tf_mobileperf.sampling.stats import SamplingStats
 MEASURE_DEFAULT = (1, 4, 16)
 
 
-def _format(value: float, unit: str) -> str:
+def _format(value: float | Exception, unit: str) -> str:
+    if isinstance(value, Exception):  # this channel's read failed; the library's words
+        return f"read failed: {value}"
     if math.isnan(value):
         return "unreadable (NaN)"
     if unit == "B":
@@ -54,7 +56,10 @@ def cmd_sensors(args: argparse.Namespace) -> int:
     out = sys.stdout
     out.write(f"Sensors found under {args.root}: {len(found.sensors)}\n")
     for sensor in found.sensors:
-        reading = sensor.read()
+        try:
+            reading = sensor.read()
+        except Exception as exc:  # every channel failed: say why on each
+            reading = {channel.name: exc for channel in sensor.channels}
         out.write(f"\n* {sensor.name} (read at most every {sensor.min_period_s * 1000:g} ms)\n")
         for channel in sensor.channels:
             value = reading.get(channel.name, math.nan)

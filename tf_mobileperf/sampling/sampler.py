@@ -57,8 +57,9 @@ MIN_PERIOD_MS = 0.5
 #: How a sampler process may be started (``Sampler(start=...)``).
 STARTS = ("auto", "spawn", "fork")
 
-#: How long ``wait_for_first_row`` waits by default: a started interpreter takes about 0.2 s on an idle
-#: x86 VM, but seconds on a loaded Jetson; it returns as soon as the row is there.
+#: How long ``wait_for_first_row`` waits by default: a started sampler process's first row comes about
+#: 0.17 s after start() on a 2-core x86 VM (``child``), but can take seconds on a loaded Jetson; it returns
+#: as soon as the row is there.
 FIRST_ROW_TIMEOUT_S = 10.0
 
 
@@ -282,7 +283,7 @@ class Sampler:
 
     def wait_for_first_row(self, timeout_s: float = FIRST_ROW_TIMEOUT_S) -> bool:
         """Blocks until the first row since ``start()`` is written (a started process takes a moment:
-        about 0.2 s, seconds on a loaded board; a forked one about 3 ms)."""
+        about 0.17 s, seconds on a loaded board; a forked one 10-25 ms)."""
         deadline = time.monotonic() + timeout_s
         while self._shared.count() == self._rows_at_start and time.monotonic() < deadline:
             if not self.running and not self._forked_after_load_failure():

@@ -56,8 +56,18 @@ log = logging.getLogger(__name__)
 #: The exit status of a started sampler process that could not load its sensors (it writes why on its status pipe).
 LOAD_FAILED = 3
 
-#: The directory holding the package: put first on the new process's path so it imports the trainer's copy.
-_PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
+#: The directory holding the package, which the new process must import before it takes the trainer's path.
+_PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _environment() -> dict[str, str]:
+    """The trainer's environment, with the package's directory on PYTHONPATH (unless it is an installation's
+    site-packages, which must not come before the standard library) and, from Python 3.11, without the
+    working directory on the path (a file there must not stand in for a module the worker imports)."""
+    env = dict(os.environ, PYTHONSAFEPATH="1")
+    if _PACKAGE_ROOT.name not in ("site-packages", "dist-packages"):
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_PACKAGE_ROOT), os.environ.get("PYTHONPATH")]))
+    return env
 
 
 def _become_sampler(shared: SharedRing, realtime: bool) -> None:
@@ -158,11 +168,10 @@ class SamplerProcess:
         """Starts ``python -m tf_mobileperf.sampling.worker`` with ``settings`` (``spawn_settings``) on its stdin."""
         death_r, death_w = os.pipe()
         status_r, status_w = os.pipe()
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [_PACKAGE_ROOT, os.environ.get("PYTHONPATH")])))
         fds = {"ring_fd": shared.fd, "death_fd": death_r, "status_fd": status_w}
         try:
             popen = subprocess.Popen([sys.executable, "-m", "tf_mobileperf.sampling.worker"], stdin=subprocess.PIPE,
-                                     pass_fds=tuple(fds.values()), env=env)
+                                     pass_fds=tuple(fds.values()), env=_environment())
         except BaseException:
             for fd in (death_r, death_w, status_r, status_w):
                 os.close(fd)

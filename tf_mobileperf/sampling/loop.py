@@ -191,7 +191,7 @@ class SamplingLoop:
             threading.Thread(target=offloaded.serve, args=(self.alive,), daemon=True,
                              name=f"mobileperf-{self.sensors[i].name}").start()
         else:
-            self._fail(i, f"read took over {self.budget_s * 1e3:.0f} ms; read in its own thread since")
+            self._fail(i, f"read held up sampling over {self.budget_s * 1e3:.0f} ms (read in its own thread from then on)")
 
     def _sample(self, generation: int) -> None:
         try:

@@ -292,3 +292,35 @@ def test_a_file_sensor_in_its_own_thread_is_read_by_that_thread():
     ram = rows.values[:, [c.name for c in rows.channels].index("ram_used")]
     assert sampler.tick_loop == "C" and np.isfinite(ram).sum() >= 0.7 * len(rows) * 0.25  # every 4th row: 20 ms
     assert np.nanmin(ram) > 0 and sampler.errors()["memory (/proc/meminfo)"] == 0
+
+
+def signal_masks(pid: int) -> tuple[str, str]:
+    """(blocked, ignored) signal masks of ``pid``'s main thread, as /proc shows them."""
+    status = dict(line.split(":\t", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines())
+    return status["SigBlk"].strip(), status["SigIgn"].strip()
+
+
+def test_the_started_process_unblocks_what_the_starting_thread_blocked_and_ignores_ctrl_c():
+    """Started from a trainer thread that blocks SIGALRM and SIGINT (as a library's threads may): the sampler's
+    watchdog must get SIGALRM; SIGINT and SIGTERM are ignored, they are the trainer's."""
+    import signal
+
+    sampler = Sampler([rail()], 5.0, start="spawn")
+
+    def start_blocked():
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGINT})
+        sampler.start()
+
+    starter = threading.Thread(target=start_blocked)
+    starter.start()
+    starter.join()
+    with sampler:
+        assert sampler.wait_for_first_row()
+        blocked, ignored = signal_masks(sampler.pid)
+        os.kill(sampler.pid, signal.SIGINT)
+        os.kill(sampler.pid, signal.SIGTERM)
+        time.sleep(0.1)
+        assert sampler.running and sampler.health() is None
+    assert int(blocked, 16) == 0
+    ignored_bits = int(ignored, 16)
+    assert ignored_bits >> (signal.SIGINT - 1) & 1 and ignored_bits >> (signal.SIGTERM - 1) & 1

@@ -1,9 +1,11 @@
 """The started sampler process: ``python -m tf_mobileperf.sampling.worker``, its settings on stdin.
 
 It exists as its own small module so that the first thing the new
-interpreter does is ignore SIGINT and SIGTERM (they are the trainer's to
-handle; see ``child._become_sampler``) before it imports anything, then takes
-the trainer's ``sys.path`` so that the sensors unpickle from the same modules.
+interpreter does, before it imports anything, is ignore SIGINT and SIGTERM
+(they are the trainer's to handle; see ``child._become_sampler``) and
+unblock the signals the trainer's thread had blocked (the watchdog waits for
+SIGALRM); then it takes the trainer's ``sys.path``, so that the sensors
+unpickle from the same modules.
 ``child.SamplerProcess.spawn`` starts it; ``child.run_spawned`` is its life.
 """
 
@@ -11,6 +13,7 @@ import signal
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_SETMASK, ())  # exec keeps the mask of the trainer's thread that started it
 
 import os  # noqa: E402
 import pickle  # noqa: E402

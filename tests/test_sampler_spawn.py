@@ -324,3 +324,28 @@ def test_the_started_process_unblocks_what_the_starting_thread_blocked_and_ignor
     assert int(blocked, 16) == 0
     ignored_bits = int(ignored, 16)
     assert ignored_bits >> (signal.SIGINT - 1) & 1 and ignored_bits >> (signal.SIGTERM - 1) & 1
+
+
+@pytest.mark.parametrize("start", ["spawn", "fork"])
+def test_the_sampler_process_ends_when_the_trainer_is_killed(start):
+    """The death pipe: its read end, in the sampler process, reads EOF once the trainer is gone."""
+    script = textwrap.dedent("""
+        import sys, time
+        from helpers.picklable import rail
+        from tf_mobileperf.sampling.sampler import Sampler
+        sampler = Sampler([rail()], 5.0, start=sys.argv[1]).start()
+        assert sampler.wait_for_first_row()
+        print(sampler.pid, sampler.start_method, flush=True)
+        time.sleep(60)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "tests"), str(REPO)]))
+    trainer = subprocess.Popen([sys.executable, "-c", script, start], stdout=subprocess.PIPE, text=True, env=env)
+    pid, method = trainer.stdout.readline().split()
+    assert method == start and started_fresh(int(pid)) == (start == "spawn")
+    trainer.kill()
+    trainer.wait()
+    killed = time.monotonic()
+    while time.monotonic() - killed < 5.0 and Path(f"/proc/{pid}").exists() and \
+            Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z":
+        time.sleep(0.01)
+    assert time.monotonic() - killed < 1.5  # EOF at once; getppid() is looked at once a second

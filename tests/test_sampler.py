@@ -1,4 +1,7 @@
-"""The background sampler, driven by the synthetic sensor (a known signal)."""
+"""The background sampler, driven by the synthetic sensor (a known signal).
+
+Lambda signals cannot be pickled, so their sampler process is forked; the module-level signals of
+``helpers.picklable`` are sampled by a process started fresh."""
 
 from __future__ import annotations
 
@@ -9,17 +12,20 @@ import time
 import numpy as np
 import pytest
 
+from helpers import picklable
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.sensors import SyntheticSensor
 
 
-@pytest.mark.parametrize("mode", ["process", "thread"])
-def test_synthetic_signal_sampled_on_monotonic_clock(mode):
-    sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 2.0 + math.sin(t)})
-    sampler = Sampler([sensor], period_ms=5.0, mode=mode)
+@pytest.mark.parametrize("mode,start", [("process", "spawn"), ("process", "fork"), ("thread", "auto")])
+def test_synthetic_signal_sampled_on_monotonic_clock(mode, start):
+    signal = picklable.offset_sine(2.0) if start == "spawn" else lambda t: 2.0 + math.sin(t)
+    sampler = Sampler([SyntheticSensor(power_w={"VDD_IN": signal})], period_ms=5.0, mode=mode)
+    assert sampler.start_method == (start if mode == "process" else None)
     sampler.start()
     sampler.start()  # idempotent
+    assert sampler.wait_for_first_row()
     time.sleep(0.5)
     rows = sampler.drain()
     sampler.stop()
@@ -55,6 +61,7 @@ def test_failing_sensor_leaves_nan_gap_and_sampling_goes_on():
     assert np.isnan(a[in_gap]).all() and (a[rows.t - t0 > 0.25] == 1.0).all()
     assert np.isnan(b[rows.t - t0 > 0.12]).all()
     assert sampler.errors()["synthetic"] > 0
+    assert sampler.error_texts() == {"b": "OSError: vanished"}  # "a" read NaN: the synthetic sensor's no reading
 
 
 def test_slow_sensor_read_at_its_own_rate():
@@ -96,9 +103,9 @@ def test_duplicate_channel_names_rejected():
         Sampler([s, SyntheticSensor(power_w={"p": lambda t: 1.0})])
 
 
-@pytest.mark.parametrize("mode", ["process", "thread"])
-def test_health_is_none_while_sampling_and_after_a_deliberate_stop(mode):
-    sampler = Sampler([SyntheticSensor(power_w={"p": lambda t: 1.0})], 5.0, mode=mode)
+@pytest.mark.parametrize("mode,start", [("process", "spawn"), ("process", "fork"), ("thread", "auto")])
+def test_health_is_none_while_sampling_and_after_a_deliberate_stop(mode, start):
+    sampler = Sampler([picklable.rail("p", 1.0)], 5.0, mode=mode, start=start)
     assert sampler.owner_pid == os.getpid() and sampler.health() is None
     with sampler:
         assert sampler.wait_for_first_row()

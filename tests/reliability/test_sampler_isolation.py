@@ -4,6 +4,7 @@ Real forks of the process that owns the sampler (os.fork with os._exit or
 sys.exit, multiprocessing's fork context, exiting normally or terminated), a
 real SIGKILL and SIGSTOP of the sampler process, and synthetic sensors that
 return non-numbers or block for 1.5 s next to a healthy synthetic 5 ms rail.
+Each with the sampler process started fresh ("spawn") and forked ("fork").
 """
 
 from __future__ import annotations
@@ -16,17 +17,22 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers import picklable
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.sensors import SyntheticSensor
 
+#: How the sampler process starts; the sensors here pickle, so either works.
+STARTS = ["spawn", "fork"]
+
 
 def rail() -> SyntheticSensor:
-    return SyntheticSensor(power_w={"rail": lambda t: 3.0})
+    return picklable.rail("rail", 3.0)
 
 
 def advancing(sampler: Sampler, seconds: float = 0.3) -> bool:
@@ -61,9 +67,10 @@ def child_stops_and_restarts(sampler: Sampler):
     sampler.start()
 
 
+@pytest.mark.parametrize("start", STARTS)
 @pytest.mark.parametrize("child", ["os._exit", "multiprocessing exit hook", "inherited sampler stopped"])
-def test_os_fork_child_leaves_the_parents_sampler_running(child):
-    with Sampler([rail()], 5.0, mode="process") as sampler:
+def test_os_fork_child_leaves_the_parents_sampler_running(child, start):
+    with Sampler([rail()], 5.0, mode="process", start=start) as sampler:
         assert sampler.wait_for_first_row()
         action = {"os._exit": lambda: None, "multiprocessing exit hook": child_exit_hook,
                   "inherited sampler stopped": lambda: child_stops_and_restarts(sampler)}[child]
@@ -73,32 +80,35 @@ def test_os_fork_child_leaves_the_parents_sampler_running(child):
     assert np.all(rows.values[:, 0] == 3.0)
 
 
-def test_child_that_calls_sys_exit_leaves_the_parents_sampler_running():
+@pytest.mark.parametrize("start", STARTS)
+def test_child_that_calls_sys_exit_leaves_the_parents_sampler_running(start):
     script = textwrap.dedent("""
         import os, sys, time
         from tf_mobileperf.sampling.sampler import Sampler
-        from tf_mobileperf.sensors import SyntheticSensor
-        sampler = Sampler([SyntheticSensor(power_w={"rail": lambda t: 3.0})], 5.0, mode="process").start()
+        from tf_mobileperf.sensors.procfs import MemorySensor
+        sampler = Sampler([MemorySensor()], 5.0, mode="process", start=sys.argv[1]).start()
         sampler.wait_for_first_row()
         pid = os.fork()
         if pid == 0:
             sys.exit(0)  # the interpreter's normal exit: atexit hooks, multiprocessing's among them
         os.waitpid(pid, 0)
         before = sampler.rows_written
-        time.sleep(0.3)
+        time.sleep(0.5)
         print("RESULT", sampler.running, sampler.rows_written - before, sampler.health())
         sampler.stop()
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", script, start], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[2])
     result = [line for line in out.stdout.splitlines() if line.startswith("RESULT")]
     assert out.returncode == 0 and result, out.stderr[-2000:]
     running, new_rows, health = result[0].split(maxsplit=3)[1:]
     assert running == "True" and int(new_rows) >= 10 and health == "None"
 
 
+@pytest.mark.parametrize("start", STARTS)
 @pytest.mark.parametrize("ending", ["returns", "terminated"])
-def test_multiprocessing_fork_child_leaves_the_parents_sampler_running(ending):
-    with Sampler([rail()], 5.0, mode="process") as sampler:
+def test_multiprocessing_fork_child_leaves_the_parents_sampler_running(ending, start):
+    with Sampler([rail()], 5.0, mode="process", start=start) as sampler:
         assert sampler.wait_for_first_row()
         worker = mp.get_context("fork").Process(target=time.sleep, args=(0.1 if ending == "returns" else 30,))
         worker.start()
@@ -110,8 +120,9 @@ def test_multiprocessing_fork_child_leaves_the_parents_sampler_running(ending):
         assert advancing(sampler) and sampler.running and sampler.health() is None
 
 
-def test_killed_sampler_is_reported_restarted_and_the_hole_counted():
-    sampler = Sampler([rail()], 5.0, mode="process")
+@pytest.mark.parametrize("start", STARTS)
+def test_killed_sampler_is_reported_restarted_and_the_hole_counted(start):
+    sampler = Sampler([rail()], 5.0, mode="process", start=start)
     stats = SamplingStats.of(sampler)
     with sampler:
         assert sampler.wait_for_first_row() and sampler.health() is None
@@ -128,8 +139,8 @@ def test_killed_sampler_is_reported_restarted_and_the_hole_counted():
         stats.add(sampler.drain())
         stats.add_outage(killed_at, None, sampler.health())
         sampler.restart()
-        restarted_at = time.monotonic()
         assert sampler.wait_for_first_row() and sampler.running and sampler.health() is None
+        restarted_at = time.monotonic()  # the hole ends with the first row (a started process takes a moment)
         stats.add_outage(killed_at, restarted_at, "sampler process exited (killed by SIGKILL)")
         time.sleep(0.3)
     rows = sampler.drain()
@@ -145,8 +156,9 @@ def test_killed_sampler_is_reported_restarted_and_the_hole_counted():
                                            "reason": "sampler process exited (killed by SIGKILL)"}]
 
 
-def test_stalled_sampler_is_reported_and_restart_replaces_it():
-    with Sampler([rail()], 5.0, mode="process") as sampler:
+@pytest.mark.parametrize("start", STARTS)
+def test_stalled_sampler_is_reported_and_restart_replaces_it(start):
+    with Sampler([rail()], 5.0, mode="process", start=start) as sampler:
         assert sampler.wait_for_first_row()
         stalled = sampler.pid
         os.kill(stalled, signal.SIGSTOP)
@@ -167,17 +179,19 @@ class Returns(SyntheticSensor):
     name = "malformed"
 
     def __init__(self, value):
-        super().__init__(power_w={"malformed_rail": lambda t: 1.0})
+        super().__init__(power_w={"malformed_rail": picklable.constant(1.0)})
         self.value = value
 
     def read(self):
         return self.value
 
 
-@pytest.mark.parametrize("mode,value", [("process", "x"), ("process", None), ("process", [1]), ("process", 1j),
-                                        ("process", {"malformed_rail": "x"}), ("thread", "x")])
-def test_non_number_is_a_failed_read_of_that_sensor_only(mode, value):
-    sampler = Sampler([Returns(value), rail()], 5.0, mode=mode)
+@pytest.mark.parametrize("mode,start,value", [
+    ("process", "spawn", "x"), ("process", "spawn", None), ("process", "fork", [1]), ("process", "spawn", 1j),
+    ("process", "spawn", {"malformed_rail": "x"}), ("process", "fork", {"malformed_rail": "x"}),
+    ("thread", "auto", "x")])
+def test_non_number_is_a_failed_read_of_that_sensor_only(mode, start, value):
+    sampler = Sampler([Returns(value), rail()], 5.0, mode=mode, start=start)
     with sampler:
         assert sampler.wait_for_first_row()
         time.sleep(0.3)
@@ -187,19 +201,25 @@ def test_non_number_is_a_failed_read_of_that_sensor_only(mode, value):
     assert np.isnan(rows.values[:, 0]).all() and np.all(rows.values[:, 1] == 3.0)
     errors = sampler.errors()
     assert errors["synthetic"] == 0 and len(rows) <= errors["malformed"] <= len(rows) + 1
+    said = f"value {value['malformed_rail']!r} (str) is not a real number" if isinstance(value, dict) else \
+        f"read() returned {value!r} ({type(value).__name__}), not a mapping"
+    assert sampler.error_texts() == {"malformed_rail": said}
 
 
 class BlocksOnce(SyntheticSensor):
-    """Synthetic channel "slow" whose value is its read time; the first read after ``block_from`` sleeps 1.5 s."""
+    """Synthetic channel "slow" whose value is its read time; the first read ``after_s`` after its first
+    read (in the process that reads it) sleeps 1.5 s."""
 
     name = "slow"
 
-    def __init__(self, block_from: float):
-        super().__init__(power_w={"slow": lambda t: t})
-        self.block_from, self.blocked = block_from, False
+    def __init__(self, after_s: float):
+        super().__init__(power_w={"slow": picklable.clock})
+        self.after_s, self.first, self.blocked = after_s, None, False
 
     def read(self):
-        if not self.blocked and time.monotonic() >= self.block_from:
+        now = time.monotonic()
+        self.first = self.first or now
+        if not self.blocked and now >= self.first + self.after_s:
             self.blocked = True
             time.sleep(1.5)
         return super().read()
@@ -215,11 +235,12 @@ def busy_cores():
         burner.wait()
 
 
-@pytest.mark.parametrize("mode", ["process", "thread"])
-def test_blocked_sensor_never_delays_the_fast_rail(mode, busy_cores):
+@pytest.mark.parametrize("mode,start", [("process", "spawn"), ("process", "fork"), ("thread", "auto")])
+def test_blocked_sensor_never_delays_the_fast_rail(mode, start, busy_cores):
     t0 = time.monotonic()
-    sampler = Sampler([BlocksOnce(t0 + 0.5), rail()], 5.0, mode=mode)
+    sampler = Sampler([BlocksOnce(0.5), rail()], 5.0, mode=mode, start=start)
     with sampler:
+        assert sampler.wait_for_first_row()  # a started process takes a moment on these busy cores
         time.sleep(4.5)
         assert sampler.health() is None
     rows = sampler.drain()
@@ -232,6 +253,8 @@ def test_blocked_sensor_never_delays_the_fast_rail(mode, busy_cores):
     assert np.median(np.diff(rail_t)) == pytest.approx(0.005, abs=0.001)
     errors = sampler.errors()  # the blocked read, and maybe a hand-off that missed its deadline under load
     assert errors["synthetic"] == 0 and 1 <= errors["slow"] <= 5
+    assert sampler.error_texts()["slow"] in ("read held up sampling over 20 ms (read in its own thread from then on)",
+                                             "read took over its deadline of 20 ms")
 
     # Where the hole is depends on when the loaded machine ran the blocking read: find it.
     read_t = rows.t[np.isfinite(slow)]

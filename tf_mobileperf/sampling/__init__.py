@@ -1,1 +1,1 @@
-"""Sampling: the forked sampler process and the quality of what it sampled."""
+"""Sampling: the sampler process (started fresh, or forked) and the quality of what it sampled."""

@@ -1,4 +1,4 @@
-/* The forked sampler's tick loop in C: it wakes only on ticks where a sensor
+/* The sampler process's tick loop in C: it wakes only on ticks where a sensor
  * is due, reads the sensors declared as kernel files (sensors/files.py) with
  * pread into one buffer, and writes each row in place in the shared ring.
  *
@@ -202,7 +202,7 @@ static int fill_row(mp_loop *L, int *python) {
         mp_sensor *s = &L->sensors[i];
         int due = L->tick >= s->due;
         if (due) s->due = L->tick - (L->tick - s->due) % s->every + s->every; /* on its own grid */
-        s->due_now = due && !s->native;
+        s->due_now = due && (!s->native || s->offloaded); /* an offloaded file sensor is read by its thread */
         if (s->offloaded || s->due_now) *python = 1;
         else if (due && !read_native(L, i)) return 0;
     }

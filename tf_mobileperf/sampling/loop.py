@@ -1,17 +1,21 @@
 """One sampling worker's loop: reads the sensors when due and writes rows into the shared ring.
 
 It exists apart from ``sampler.Sampler`` (which starts, watches and drains
-it from the trainer) because it is what runs in the forked child, or in
-thread mode in a thread of the trainer.
+it from the trainer) because it is what runs in the sampler process (started
+fresh, or forked), or in thread mode in a thread of the trainer.
 
 Sensors are read one after the other in the sampling thread (in C for those
 declared as kernel files, ``native``), so a fast rail pays no thread
 hand-off. A watchdog replaces a sampling thread that stays inside one
 sensor's read longer than ``inline_budget_s`` by a new one, and that sensor
 is read in its own thread (``offload.OffloadedSensor``) with a deadline: a
-read that misses it is a failed read, its channels NaN. In the forked child
-SIGALRM, armed while a row is filled, wakes the watchdog only when a read
-overran the budget.
+read that misses it is a failed read, its channels NaN. A sensor that
+declares ``own_thread`` is read in its own thread from the start. In the
+sampler process SIGALRM, armed while a row is filled, wakes the watchdog only
+when a read overran the budget.
+
+Every failed read counts in the sensor's error counter and leaves its words
+as the failed channels' last error text (``ring.SharedRing.set_text``).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ class SamplingLoop:
     The loop wakes only on ticks of the grid where a sensor is due: every
     ``stride`` ticks, the fastest sensor's rate; a slower sensor is read at
     the first wake-up on or after its own due tick, so it keeps its rate.
-    In the forked child the ticks run in C (``native``) where it was built;
+    In the sampler process the ticks run in C (``native``) where it was built;
     sensors without ``file_reads`` are read here when C says they are due.
     Rows are written in place in the ring and published only by the current
     sampling thread (``leader``), and only while the shared epoch is this
@@ -74,7 +78,8 @@ class SamplingLoop:
         self.alarm = False
         self.tables: native.NativeTables | None = None  # the C loop's tables, where it runs
         self.current: native.NativeLoop | None = None  # the leader's C loop
-        self._wake: tuple[int, int] | None = None  # the forked child's watchdog's wake-up when sampling ends
+        self._wake: tuple[int, int] | None = None  # the sampler process's watchdog's wake-up when sampling ends
+        self._texts: dict[int, str] = {}  # column -> its last error text written to the shared memory
 
     @property
     def native(self) -> bool:
@@ -88,7 +93,7 @@ class SamplingLoop:
     def run(self, alarm: bool, death_fd: int | None = None) -> int:
         """Samples until stopped or the parent dies; this thread is the watchdog. 1 if sampling failed.
 
-        With ``alarm`` (the forked child, whose main thread this is) each
+        With ``alarm`` (the sampler process, whose main thread this is) each
         row arms SIGALRM for the read budget, so the watchdog wakes only when
         a read overran it, when sampling ends, when the parent dies
         (``death_fd``, the read end of a pipe whose write end only the parent
@@ -103,6 +108,9 @@ class SamplingLoop:
             library = native.load()
             if library is not None:
                 self.tables = native.NativeTables(library, self.sensors, self.every, [dict(c) for c in self.columns])
+        for i, sensor in enumerate(self.sensors):
+            if sensor.own_thread:
+                self._offload(i, None)
         self._lead(0)
         if alarm:
             self._watch_child(death_fd)
@@ -173,11 +181,17 @@ class SamplingLoop:
         if self.alarm:
             signal.setitimer(signal.ITIMER_REAL, left_s + 0.001)
 
-    def _offload(self, i: int, since: float) -> None:
-        self.offloaded[i] = OffloadedSensor(self.sensors[i], since)
+    def _offload(self, i: int, since: float | None) -> None:
+        """Reads sensor i in its own thread from now on: its inline read in flight since ``since`` overran the
+        budget (a failed read), or (None) it declares ``own_thread`` and this thread is started for it."""
+        self.offloaded[i] = offloaded = OffloadedSensor(self.sensors[i], since)
         if self.tables is not None:
             self.tables.sensors[i].offloaded = 1
-        self.shared.fail(i)  # this read missed its deadline
+        if since is None:
+            threading.Thread(target=offloaded.serve, args=(self.alive,), daemon=True,
+                             name=f"mobileperf-{self.sensors[i].name}").start()
+        else:
+            self._fail(i, f"read held up sampling over {self.budget_s * 1e3:.0f} ms (read in its own thread from then on)")
 
     def _sample(self, generation: int) -> None:
         try:
@@ -239,7 +253,7 @@ class SamplingLoop:
         while True:
             code = loop.run()
             if code == native.REPLACED:
-                self.offloaded[loop.taken].serve(self.alive)
+                self.offloaded[loop.taken].serve_after_hung_read(self.alive)
                 return
             if code == native.STOPPED:
                 break
@@ -258,7 +272,7 @@ class SamplingLoop:
         if offloaded is not None:
             self._poll(i, offloaded, due, now, row)
         elif due and not self._read_inline(i, generation, row):
-            self.offloaded[i].serve(self.alive)
+            self.offloaded[i].serve_after_hung_read(self.alive)
             return False
         return True
 
@@ -288,7 +302,7 @@ class SamplingLoop:
         """Takes an offloaded sensor's finished read and asks for the next one when due."""
         values, failed = offloaded.poll(due, now, self.deadline_s[i], self.budget_s)
         if failed:
-            self.shared.fail(i)
+            self._fail(i, f"read took over its deadline of {self.deadline_s[i] * 1e3:.0f} ms")
         if values is not None:
             self._store(i, values, row)
         if offloaded.retired:  # read inline again
@@ -297,6 +311,20 @@ class SamplingLoop:
                 self.tables.sensors[i].offloaded = 0
 
     def _store(self, i: int, values: Any, row: np.ndarray) -> None:
-        """Puts sensor i's reading into ``row``; a read that is not real numbers counts as failed."""
-        if not store_reading(values, self.columns[i], row):
+        """Puts sensor i's reading into ``row``; a read that raised or is not real numbers counts as failed."""
+        failed = store_reading(values, self.columns[i], row)
+        if failed is not None:
             self.shared.fail(i)
+            for column, text in failed.items():
+                self._set_text(column, text)
+
+    def _fail(self, i: int, text: str) -> None:
+        """Counts a failed read of sensor i, and ``text`` as the last error of each of its channels."""
+        self.shared.fail(i)
+        for _, column in self.columns[i]:
+            self._set_text(column, text)
+
+    def _set_text(self, column: int, text: str) -> None:
+        if self._texts.get(column) != text:  # a sensor failing every read writes its words once
+            self._texts[column] = text
+            self.shared.set_text(column, text)

@@ -1,6 +1,6 @@
 """The C tick loop (``_tick.c``) as Python sees it: loading the library, and the tables it runs on.
 
-It exists so that ``loop.SamplingLoop`` can hand the forked child's ticks to
+It exists so that ``loop.SamplingLoop`` can hand the sampler process's ticks to
 C where the library was built (``setup.py`` builds it as an optional
 extension with the system C compiler; ctypes loads it, so no Python headers
 are needed), and run its own Python loop where not. ``load()`` says which;

@@ -1,8 +1,15 @@
-"""A sensor whose ``read()`` once held up the sampling thread, read from then on in its own thread.
+"""A sensor read in its own thread: one whose ``read()`` once held up the sampling thread, or one that
+declares ``own_thread`` (a slow device call, such as NVML's total-energy counter at about 4 ms a call).
 
 It exists so that one slow or hung sensor costs only its own channels: the
 sampling loop (``loop.SamplingLoop``) asks for a read when it is due and takes
 the result when it is there, without waiting for it.
+
+The lag this costs: a read asked for at one wake-up lands in the row of the
+first wake-up after it returned, so its values sit in a row up to one row
+period (plus the read's own time) after they were read. A read that takes
+longer than its deadline (``deadline_s``: the larger of the inline budget
+and the sensor's own period) is a failed read, its values dropped.
 """
 
 from __future__ import annotations
@@ -19,25 +26,33 @@ from tf_mobileperf.sensors.base import Sensor
 #: 5 ms rail then costs the sampler 1.8% of a core more).
 INLINE_AGAIN_AFTER = 200
 
-#: The value of a read that raised.
-_FAILED = object()
-
-
 class OffloadedSensor:
-    """A sensor that overran the inline budget, read on request by its own thread."""
+    """A sensor read on request by its own thread.
 
-    def __init__(self, sensor: Sensor, since: float):
+    Args:
+        sensor: The sensor.
+        since: The start of its read that overran the inline budget (already
+            counted as failed); None for a sensor read in its own thread from
+            the start (``Sensor.own_thread``), which is never read inline again.
+    """
+
+    def __init__(self, sensor: Sensor, since: float | None):
         self.sensor = sensor
         self.requested = threading.Event()
         self.since: float | None = since  # start of the read in flight (the hung one at first), None when idle
-        self.missed = True  # the read in flight is already counted as failed
+        self.missed = since is not None  # the read in flight is already counted as failed
         self.result: tuple[Any, float] | None = None  # (values, seconds it took) until the sampler takes it
         self.quick = 0  # reads in a row that took under half the inline budget
+        self.permanent = since is None  # never read inline again
         self.retired = False  # read inline again: this thread ends
 
+    def serve_after_hung_read(self, alive: Callable[[], bool]) -> None:
+        """``serve``, run by the thread whose inline read hung, once that read returned (too late to use)."""
+        self.since = None
+        self.serve(alive)
+
     def serve(self, alive: Callable[[], bool]) -> None:
-        """Reads on request while ``alive()``; run by the thread whose inline read hung."""
-        self.since = None  # the hung read has returned: too late to use
+        """Reads on request while ``alive()``."""
         while alive() and not self.retired:
             if not self.requested.wait(0.5):
                 continue
@@ -65,7 +80,7 @@ class OffloadedSensor:
             else:
                 failed = not self.missed
             self.quick = self.quick + 1 if took < budget_s / 2 else 0
-            if self.quick >= INLINE_AGAIN_AFTER:  # this thread is idle: no read in flight to race with
+            if self.quick >= INLINE_AGAIN_AFTER and not self.permanent:  # this thread is idle: no read in flight to race with
                 self.retired = True
                 return values, failed
         if due:
@@ -76,9 +91,9 @@ class OffloadedSensor:
 
 
 def read_sensor(sensor: Sensor) -> Any:
-    """``sensor.read()``, or if it raised a value that is no mapping (a failed read)."""
+    """``sensor.read()``, or the exception it raised (a failed read of every channel: ``ring.store_reading``)."""
     try:
         return sensor.read()
-    except Exception:  # a failing sensor leaves a NaN gap; sampling goes on
-        return _FAILED
+    except Exception as exc:  # a failing sensor leaves a NaN gap; sampling goes on
+        return exc
 

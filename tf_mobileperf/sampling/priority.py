@@ -1,4 +1,4 @@
-"""Which scheduling policy the forked sampler asks for: SCHED_FIFO or the normal one.
+"""Which scheduling policy the sampler process asks for: SCHED_FIFO or the normal one.
 
 It exists because the answer is measured, not assumed (benchmarks/overhead.py
 and benchmarks/sampler_cost.py, figures in the README): SCHED_FIFO keeps the

@@ -1,9 +1,16 @@
-"""The memory a forked sampler child shares with its parent: a header of counters and the ring of rows.
+"""The memory the sampler's worker shares with its owner: a header of counters, the ring of rows, error texts.
 
 It exists so that both sides of the sampler agree on one layout: the worker
-(``loop.SamplingLoop``, in the forked child or in thread mode a thread)
-writes rows (time, channel values...) and counts rows and failed reads in
-the header; the owner (``sampler.Sampler``) reads them while sampling goes on.
+(``loop.SamplingLoop``, in the sampler process or in thread mode a thread)
+writes rows (time, channel values...), counts rows and failed reads in the
+header and keeps each channel's last error text; the owner
+(``sampler.Sampler``) reads them while sampling goes on.
+
+The memory is a ``memfd`` (``os.memfd_create``) mapped shared: a forked child
+inherits the mapping, and a freshly started sampler process maps the same
+file from the descriptor it is handed (``SharedRing.attach``). Where memfd
+does not exist it is anonymous shared memory, which only a fork can share
+(``fd`` is None).
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from __future__ import annotations
 import math
 import mmap
 import numbers
+import os
+import weakref
 from typing import Any, Mapping
 
 import numpy as np
@@ -20,15 +29,45 @@ import numpy as np
 #: SCHED_FIFO was granted, then failed reads per sensor.
 COUNT, EPOCH, REALTIME, ERRORS = 0, 1, 2, 3
 
+#: Bytes of one channel's last error text (UTF-8, cut to fit, NUL-padded), after the ring.
+TEXT_BYTES = 120
+
+
+def error_text(exc: BaseException) -> str:
+    """How a failed read's exception is written: ``"NVMLError: Uninitialized"`` (the type alone when it says nothing)."""
+    said = str(exc)
+    return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
+
 
 class SharedRing:
-    """The header and the ring, in anonymous shared memory a forked child inherits."""
+    """The header, the ring and the channels' error texts, in memory a sampler process can share.
 
-    def __init__(self, capacity: int, width: int, n_sensors: int):
+    Args:
+        capacity: Rows the ring holds.
+        width: Columns of a row: the time, then one per channel.
+        n_sensors: Sensors whose failed reads are counted.
+        fd: A memfd holding this layout (the sampler process's side); None creates one.
+    """
+
+    def __init__(self, capacity: int, width: int, n_sensors: int, fd: int | None = None):
+        self.capacity, self.width, self.n_sensors = capacity, width, n_sensors
         slots = ERRORS + max(1, n_sensors)
-        self._memory = mmap.mmap(-1, 8 * (slots + capacity * width))  # MAP_SHARED | MAP_ANONYMOUS
+        ring_bytes = 8 * capacity * width
+        size = 8 * slots + ring_bytes + TEXT_BYTES * max(1, width - 1)
+        if fd is None and hasattr(os, "memfd_create"):
+            fd = os.memfd_create("mobileperf-ring")  # close-on-exec: only a process it is passed to gets it
+            os.ftruncate(fd, size)
+            weakref.finalize(self, os.close, fd)
+        self.fd = fd
+        self._memory = mmap.mmap(-1 if fd is None else fd, size)  # MAP_SHARED
         self.header = memoryview(self._memory)[: 8 * slots].cast("q")  # Python ints: faster than numpy scalars
         self.ring = np.frombuffer(self._memory, np.float64, capacity * width, offset=8 * slots).reshape(capacity, width)
+        self._texts = memoryview(self._memory)[8 * slots + ring_bytes:]
+
+    @classmethod
+    def attach(cls, fd: int, capacity: int, width: int, n_sensors: int) -> "SharedRing":
+        """The ring another process created, from its memfd ``fd`` (the sampler process's side)."""
+        return cls(capacity, width, n_sensors, fd=fd)
 
     def count(self) -> int:
         return self.header[COUNT]
@@ -36,17 +75,38 @@ class SharedRing:
     def fail(self, sensor: int) -> None:
         self.header[ERRORS + sensor] += 1
 
+    def set_text(self, column: int, text: str) -> None:
+        """Keeps ``text`` as the last error of the channel in row column ``column`` (cut to ``TEXT_BYTES``)."""
+        data = text.encode("utf-8", "replace")[:TEXT_BYTES]
+        at = (column - 1) * TEXT_BYTES
+        self._texts[at:at + TEXT_BYTES] = data.ljust(TEXT_BYTES, b"\0")
+
+    def text(self, column: int) -> str:
+        """The last error text of the channel in row column ``column`` ("" if none yet).
+
+        Read until two copies agree, so a text being written meanwhile is never half old, half new."""
+        at = (column - 1) * TEXT_BYTES
+        data, previous = bytes(self._texts[at:at + TEXT_BYTES]), None
+        while data != previous:
+            previous, data = data, bytes(self._texts[at:at + TEXT_BYTES])
+        return data.rstrip(b"\0").decode("utf-8", "ignore")  # "ignore": a character cut at the end
 
 
-def store_reading(values: Any, columns: list[tuple[str, int]], row: np.ndarray) -> bool:
-    """Puts a sensor's reading (channel name -> value) into ``row`` at ``columns``; False for a failed read.
+def store_reading(values: Any, columns: list[tuple[str, int]], row: np.ndarray) -> dict[int, str] | None:
+    """Puts a sensor's reading (channel name -> value) into ``row`` at ``columns``.
 
-    A channel missing from the mapping is NaN (not a failure); a value that
-    is not a real number (str, None, complex...) is NaN and the read counts
-    as failed. A read that is no mapping at all fails whole."""
+    Returns None when the read did not fail, else column -> why, for each
+    channel that failed (the read then counts as one failed read of the
+    sensor). A channel missing from the mapping or NaN is no reading, not a
+    failure; an ``Exception`` as a channel's value, or a value that is not a
+    real number (str, None, complex...) fails that channel. ``values`` that
+    is an exception (the read raised) or no mapping at all fails every
+    channel."""
+    if isinstance(values, BaseException):
+        return dict.fromkeys((c for _, c in columns), error_text(values))
     if type(values) is not dict and not isinstance(values, Mapping):
-        return False
-    good = True
+        return dict.fromkeys((c for _, c in columns), f"read() returned {_shown(values)}, not a mapping")
+    failed: dict[int, str] | None = None
     try:
         for name, c in columns:
             value = values.get(name, math.nan)
@@ -55,8 +115,15 @@ def store_reading(values: Any, columns: list[tuple[str, int]], row: np.ndarray) 
             elif isinstance(value, numbers.Real) and not isinstance(value, bool):
                 row[c] = float(value)
             else:
-                good = False
-    except Exception:  # a mapping whose get() or float() raises
+                failed = failed or {}
+                failed[c] = error_text(value) if isinstance(value, BaseException) else \
+                    f"value {_shown(value)} is not a real number"
+    except Exception as exc:  # a mapping whose get() or float() raises
         row[[c for _, c in columns]] = np.nan
-        good = False
-    return good
+        return dict.fromkeys((c for _, c in columns), error_text(exc))
+    return failed
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return f"{text if len(text) <= 40 else text[:37] + '...'} ({type(value).__name__})"

@@ -2,26 +2,30 @@
 
 Why a separate process: in the training process a Python thread waits for
 the GIL while TensorFlow's Python side runs, and its intervals stretch to
-100+ ms (figures in the README, from ``benchmarks/sampling.py``). A forked
-child has its own interpreter and, where the OS allows it, SCHED_FIFO
+100+ ms (figures in the README, from ``benchmarks/sampling.py``). A sampler
+process has its own interpreter and, where the OS allows it, SCHED_FIFO
 (``priority.choose``), which keeps the 5 ms grid within a fraction of a
 millisecond while every core trains. Its ticks run in C where built
 (``native``); it wakes only when a sensor is due (``schedule``), so a row's
 columns of sensors not read in it are NaN, as after a failed read.
 
-The child writes rows (time, channel values...) in place into a
-shared-memory ring; the parent ``drain()``s them as numpy arrays while
-sampling goes on. It belongs to the process that started it
-(``owner_pid``): forked with ``os.fork()`` and reaped with ``waitpid``,
-outside multiprocessing's registry, so a process the trainer forks in turn
-inherits nothing that stops it; it exits when its parent dies.
-``health()`` says when it died or stalled; ``restart()`` forks a new one
-that goes on writing into the same ring. A read that raises or returns
-anything but real numbers is a failed read of that sensor (``errors()``);
-a hung read is taken over by the watchdog (``loop.SamplingLoop``).
+The sampler process is started fresh (``start="spawn"``, the default: its
+sensors are pickled to it) or, for sensors that cannot be pickled, forked
+(``start_method`` and ``start_reason`` say which and why; ``child`` says
+why fork remains and what each costs). It writes rows (time, channel
+values...) in place into a shared-memory ring; the parent ``drain()``s them
+as numpy arrays while sampling goes on. It belongs to the process that
+started it (``owner_pid``) and is reaped with ``waitpid``, outside
+multiprocessing's registry, so a process the trainer forks in turn inherits
+nothing that stops it; it exits when its parent dies. ``health()`` says when
+it died or stalled; ``restart()`` starts a new one that goes on writing into
+the same ring. A read that raises, or gives an exception or anything but a
+real number as a channel's value, is a failed read of that sensor
+(``errors()``), its words kept per channel (``error_texts()``); a hung read
+is taken over by the watchdog (``loop.SamplingLoop``).
 
-This module is the owner's side; the worker's loop is ``loop``, the forked
-child's life ``child``, the memory they share ``ring``.
+This module is the owner's side; the worker's loop is ``loop``, the sampler
+process's life ``child`` (and ``worker``), the memory they share ``ring``.
 """
 
 from __future__ import annotations
@@ -30,13 +34,15 @@ import dataclasses
 import logging
 import math
 import os
+import pickle
+import sys
 import threading
 import time
 from typing import Sequence
 
 import numpy as np
 
-from tf_mobileperf.sampling.child import SamplerProcess
+from tf_mobileperf.sampling.child import SamplerProcess, spawn_settings
 from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.loop import SamplingLoop
 from tf_mobileperf.sampling.schedule import plan
@@ -47,6 +53,14 @@ log = logging.getLogger(__name__)
 
 #: Below this the loop cannot keep up in Python (measured: benchmarks/sampling.py).
 MIN_PERIOD_MS = 0.5
+
+#: How a sampler process may be started (``Sampler(start=...)``).
+STARTS = ("auto", "spawn", "fork")
+
+#: How long ``wait_for_first_row`` waits by default: a started sampler process's first row comes about
+#: 0.17 s after start() on a 2-core x86 VM (``child``), but can take seconds on a loaded Jetson; it returns
+#: as soon as the row is there.
+FIRST_ROW_TIMEOUT_S = 10.0
 
 
 def check_period(period_ms: float) -> float:
@@ -81,17 +95,25 @@ class Sampler:
     Args:
         sensors: The sensors to read (see ``tf_mobileperf.sensors.detect``).
         period_ms: Requested sampling period; the seed uses 5 ms.
-        mode: "process" (forked child, default where fork exists), or
+        mode: "process" (a sampler process, default where fork exists), or
             "thread" (in this process; simpler, but suffers from the GIL).
+        start: How the sampler process starts: "spawn" (a fresh interpreter
+            the sensors are pickled to), "fork", or "auto" (spawn, unless the
+            sensors cannot be pickled to a fresh process: then fork, and
+            ``start_reason`` says why).
         capacity: Rows the ring holds between two drains (default 2**16,
             5.5 min at 200 Hz); older rows are counted as dropped.
-        realtime: Ask for SCHED_FIFO in the child (silently refused without
+        realtime: Ask for SCHED_FIFO in the sampler process (silently refused without
             privileges; ``realtime_granted`` tells).
         priority_reason: Why SCHED_FIFO was asked for or not, for the report.
 
     Only the process that created it (``owner_pid``) starts, stops or
     restarts it; in any other (a forked child of the trainer) those calls do
     nothing, and ``health()`` is None.
+
+    Raises:
+        ValueError: a bad ``mode`` or ``start``, channel names that repeat,
+            or ``start="spawn"`` with sensors that cannot be pickled.
 
     Example:
         >>> sampler = Sampler(detect(), period_ms=5.0)     # doctest: +SKIP
@@ -106,12 +128,15 @@ class Sampler:
         capacity: int = 1 << 16,
         realtime: bool = True,
         priority_reason: str = "",
+        start: str = "auto",
     ):
         check_period(period_ms)
         if mode == "auto":
             mode = "process" if hasattr(os, "fork") else "thread"
         if mode not in ("process", "thread"):
             raise ValueError(f"mode must be 'auto', 'process' or 'thread', got {mode!r}")
+        if start not in STARTS:
+            raise ValueError(f"start must be one of {list(STARTS)}, got {start!r}")
         names = [c.name for s in sensors for c in s.channels]
         duplicated = sorted({n for n in names if names.count(n) > 1})
         if duplicated:
@@ -133,6 +158,14 @@ class Sampler:
         self._lifecycle = threading.RLock()  # start, stop and restart may come from the monitor's thread too
         self._read = 0
         self.dropped = 0
+        self._start_asked = start
+        #: "spawn" or "fork" (None in thread mode), and why, for the report.
+        self.start_method: str | None = None
+        self.start_reason = "thread mode: sampled in a thread of this process"
+        if mode == "process":
+            self.start_method, self.start_reason = self._start_choice()[:2]
+            if start == "spawn" and self.start_method != "spawn":
+                raise ValueError(f"start='spawn' is not possible: {self.start_reason.removeprefix('fork: ')}")
 
     @property
     def pid(self) -> int | None:
@@ -160,7 +193,7 @@ class Sampler:
 
     @property
     def tick_loop(self) -> str:
-        """Which loop runs the ticks: "C" (the forked child with the built library), else "Python" and why."""
+        """Which loop runs the ticks: "C" (the sampler process with the built library), else "Python" and why."""
         if self.mode == "thread":
             return "Python (thread mode)"
         return "C" if native.load() is not None else f"Python ({native.why_not()})"
@@ -177,6 +210,34 @@ class Sampler:
                     self._start()
         return self
 
+    def _start_choice(self) -> tuple[str, str, bytes | None]:
+        """(start method, why, the pickled sensors for spawn) as things stand now."""
+        if self._start_asked == "fork":
+            return "fork", "fork: asked for (start='fork')", None
+        if self._shared.fd is None:
+            return "fork", "fork: no os.memfd_create here to share the ring with a fresh process", None
+        if not sys.executable:
+            return "fork", "fork: no Python executable to start (sys.executable is empty)", None
+        try:
+            sensors = pickle.dumps(self.sensors)
+        except Exception:
+            return "fork", f"fork: {self._unpicklable()}", None
+        if b"__main__" in sensors:  # the fresh process's __main__ is not the trainer's script
+            culprit = next((s for s in self.sensors if b"__main__" in pickle.dumps(s)), self.sensors[0])
+            return "fork", (f"fork: sensor {culprit.name!r} refers to the script's __main__ (its class or a "
+                            "function defined there), which a fresh process cannot import"), None
+        why = "asked for (start='spawn')" if self._start_asked == "spawn" else "the sensors can be pickled"
+        return "spawn", f"spawn: {why}", sensors
+
+    def _unpicklable(self) -> str:
+        """Which sensor cannot be pickled, and pickle's words."""
+        for sensor in self.sensors:
+            try:
+                pickle.dumps(sensor)
+            except Exception as exc:
+                return f"sensor {sensor.name!r} cannot be pickled ({exc})"
+        return "the sensors cannot be pickled together"
+
     def _start(self) -> None:
         self._retire()  # a worker that died is reaped; the new one gets a new epoch
         epoch = self._shared.header[EPOCH] + 1
@@ -185,9 +246,18 @@ class Sampler:
         self._rows_at_start = self._shared.count()
         self._active = True
         if self.mode == "process":
-            native.load()  # dlopen here: in a child forked from a threaded trainer it could deadlock
-            loop = SamplingLoop(self.sensors, self.period_s, self._shared, epoch, parent=os.getpid())
-            self._child.fork(loop, self._shared, self.realtime)
+            sensors = None
+            if self.start_method == "spawn":
+                method, reason, sensors = self._start_choice()  # pickled now: the sensors' state of this moment
+                if method != "spawn":
+                    self._fall_back(reason)
+            if sensors is not None:
+                self._child.spawn(spawn_settings(sensors, self.period_s, self._shared, epoch, self.realtime),
+                                  self._shared)
+            else:
+                native.load()  # dlopen here: in a child forked from a threaded trainer it could deadlock
+                loop = SamplingLoop(self.sensors, self.period_s, self._shared, epoch, parent=os.getpid())
+                self._child.fork(loop, self._shared, self.realtime)
         else:
             self._shared.header[REALTIME] = 0
             self._loop = SamplingLoop(self.sensors, self.period_s, self._shared, epoch, parent=None)
@@ -195,10 +265,29 @@ class Sampler:
                                             name="mobileperf-sampler")
             self._thread.start()
 
-    def wait_for_first_row(self, timeout_s: float = 2.0) -> bool:
-        """Blocks until the first row since ``start()`` is written (a forked child takes a moment)."""
+    def _fall_back(self, reason: str) -> None:
+        """From now on the sampler process is forked, for ``reason`` (fork: ...)."""
+        log.info("mobileperf: the sampler process is forked: %s", reason.removeprefix("fork: "))
+        self.start_method, self.start_reason = "fork", reason
+
+    def _forked_after_load_failure(self) -> bool:
+        """With ``start="auto"``: a started process that could not load the sensors is replaced by a forked
+        one (True); the reason, with its error, goes to ``start_reason``."""
+        with self._lifecycle:
+            error = self._child.load_error if self._active and self._owner() else None
+            if error is None or self._start_asked != "auto" or self.start_method != "spawn":
+                return False
+            self._fall_back(f"fork: the sampler process could not load the sensors ({error})")
+            self._start()
+            return True
+
+    def wait_for_first_row(self, timeout_s: float = FIRST_ROW_TIMEOUT_S) -> bool:
+        """Blocks until the first row since ``start()`` is written (a started process takes a moment:
+        about 0.17 s, seconds on a loaded board; a forked one 10-25 ms)."""
         deadline = time.monotonic() + timeout_s
-        while self._shared.count() == self._rows_at_start and time.monotonic() < deadline and self.running:
+        while self._shared.count() == self._rows_at_start and time.monotonic() < deadline:
+            if not self.running and not self._forked_after_load_failure():
+                break
             time.sleep(0.0005)
         return self._shared.count() > self._rows_at_start
 
@@ -223,6 +312,8 @@ class Sampler:
         if not self._active or not self._owner():
             return None
         ended = self._child.reap() if self.mode == "process" else None
+        if ended is not None and self._forked_after_load_failure():
+            ended = None
         if ended is not None:
             return f"sampler process exited ({ended})"
         thread = self._thread
@@ -278,13 +369,21 @@ class Sampler:
         return Samples(rows[:, 0], rows[:, 1:], self.channels)
 
     def errors(self) -> dict[str, int]:
-        """Failed reads per sensor so far (raised, returned no numbers, or missed
-        their deadline; their channels read NaN; the monitor warns once when
-        that makes a gap). Sensors of the same name are summed."""
+        """Failed reads per sensor so far (raised, gave an exception or no number for a channel, or missed
+        their deadline; their channels read NaN; the monitor warns once when that makes a gap). Sensors of
+        the same name are summed."""
         counts: dict[str, int] = {}
         for i, s in enumerate(self.sensors):
             counts[s.name] = counts.get(s.name, 0) + self._shared.header[ERRORS + i]
         return counts
+
+    def error_texts(self) -> dict[str, str]:
+        """Channel name -> the words of its last failed read, for the channels that failed so far.
+
+        An exception reads ``f"{type(exc).__name__}: {exc}"`` (``"NVMLError: Uninitialized"``); a value
+        that is no number, or a read past its deadline, says so. Cut to ``ring.TEXT_BYTES`` bytes."""
+        texts = {c.name: self._shared.text(column) for column, c in enumerate(self.channels, start=1)}
+        return {name: text for name, text in texts.items() if text}
 
     def __enter__(self) -> "Sampler":
         return self.start()

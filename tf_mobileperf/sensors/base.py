@@ -129,18 +129,43 @@ class Sensor(abc.ABC):
     quantity is missing when the sensor is absent) and implement ``read``.
     A sensor that reads only fixed kernel files declares them in
     ``file_reads`` (``files.FileReads``) and reads through it; the sampler
-    then reads it without Python on the tick.
+    then reads it without Python on the tick. A sensor whose read is a slow
+    device call (NVML's total-energy counter takes about 4 ms) sets
+    ``own_thread``: the sampler then reads it in a thread of its own from the
+    start, so it never holds up the other sensors' ticks; its values land in
+    the row of the wake-up after its read returned (up to one row late).
+
+    The sampler reads a sensor in another process, started fresh (the
+    sensor is pickled there) or forked: a handle to a device (a file
+    descriptor, an NVML or jtop handle) is opened by the process that reads,
+    not carried over.
     """
 
     name: str = "sensor"
     channels: list[Channel]
     min_period_s: float = 0.0
     file_reads: "FileReads | None" = None
+    own_thread: bool = False
     provides: ClassVar[frozenset[tuple[str, str]]] = frozenset()
 
     @abc.abstractmethod
-    def read(self) -> Mapping[str, float]:
-        """Returns the current value of every channel; NaN where unreadable."""
+    def read(self) -> Mapping[str, float | Exception]:
+        """Returns the current value of every channel; NaN where there is no reading.
+
+        NaN (or a channel left out) is "no reading this time", not an error.
+        A failure is said, and counted by the sampler as one failed read of
+        this sensor (``Sampler.errors()``) with its words kept as the
+        channel's last error text (``Sampler.error_texts()``):
+
+        - raise: every channel of this sensor failed this read;
+        - an ``Exception`` instance as a channel's value: that channel failed
+          this read, the others are stored.
+
+        The text is ``f"{type(exc).__name__}: {exc}"`` (the type alone when
+        ``str(exc)`` is empty), e.g. ``"NVMLError: Uninitialized"``, cut to
+        120 bytes of UTF-8. A value that is not a real number (a str, None)
+        fails its channel too, with a text that says what it was.
+        """
 
     def metadata(self) -> dict:
         """Static facts about the device (board, driver, limits) for the report."""

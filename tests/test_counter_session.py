@@ -90,7 +90,9 @@ def test_steps_shorter_than_the_counters_update_are_interpolated_and_add_up_to_i
 def test_a_sensor_that_never_answered_is_named_with_its_failed_reads(short_steps):
     _, report = short_steps
     assert report["sampling"]["sensor_errors"]["synthetic-broken"] > 0
-    assert re.fullmatch(r"no valid reading \(\d+ failed reads\)", report["unavailable"]["board_temp"])
+    # The sampler keeps each channel's last error in the words of the exception that failed the read.
+    assert re.fullmatch(r"RuntimeError: synthetic: the bus did not answer \(\d+ failed reads\)",
+                        report["unavailable"]["board_temp"])
     assert "gpu0_energy" not in report["unavailable"]
 
 

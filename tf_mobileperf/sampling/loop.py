@@ -20,6 +20,7 @@ as the failed channels' last error text (``ring.SharedRing.set_text``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import select
@@ -73,6 +74,7 @@ class SamplingLoop:
         self.reading: tuple[int, float] | None = None  # (sensor, start) of the leader's Python read in flight
         self.leader = 0
         self.lock = threading.Lock()
+        self.side_lock = threading.Lock()  # the threads of sensors read in their own thread share the side ring
         self.done = threading.Event()
         self.failed = False
         self.alarm = False
@@ -184,7 +186,8 @@ class SamplingLoop:
     def _offload(self, i: int, since: float | None) -> None:
         """Reads sensor i in its own thread from now on: its inline read in flight since ``since`` overran the
         budget (a failed read), or (None) it declares ``own_thread`` and this thread is started for it."""
-        self.offloaded[i] = offloaded = OffloadedSensor(self.sensors[i], since)
+        publish = functools.partial(self._publish_side, i) if since is None else None
+        self.offloaded[i] = offloaded = OffloadedSensor(self.sensors[i], since, publish)
         if self.tables is not None:
             self.tables.sensors[i].offloaded = 1
         if since is None:
@@ -309,6 +312,17 @@ class SamplingLoop:
             self.offloaded[i] = None
             if self.tables is not None:
                 self.tables.sensors[i].offloaded = 0
+
+    def _publish_side(self, i: int, instant: float, values: Any) -> None:
+        """Writes a reading of sensor i, read in its own thread, as a row of its own at ``instant``."""
+        with self.side_lock:
+            if not self.alive():
+                return
+            row = self.shared.side[self.shared.side_count() % len(self.shared.side)]
+            row[:] = np.nan
+            row[0] = instant
+            self._store(i, values, row)
+            self.shared.publish_side()
 
     def _store(self, i: int, values: Any, row: np.ndarray) -> None:
         """Puts sensor i's reading into ``row``; a read that raised or is not real numbers counts as failed."""

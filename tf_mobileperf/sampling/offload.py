@@ -5,9 +5,13 @@ It exists so that one slow or hung sensor costs only its own channels: the
 sampling loop (``loop.SamplingLoop``) asks for a read when it is due and takes
 the result when it is there, without waiting for it.
 
-The lag this costs: a read asked for at one wake-up lands in the row of the
-first wake-up after it returned, so its values sit in a row up to one row
-period (plus the read's own time) after they were read. A read that takes
+The lag this costs a sensor taken over after a hung read: a read asked for at
+one wake-up lands in the row of the first wake-up after it returned, so its
+values sit in a row up to one row period (plus the read's own time) after
+they were read. A sensor that declares ``own_thread`` has no such lag: its
+thread ``publish``es each reading at the instant of the read (the middle of
+the call) as a row of its own (``ring.SharedRing.side``), which a counter
+needs to place its changes in time. A read that takes
 longer than its deadline (``deadline_s``: the larger of the inline budget
 and the sensor's own period) is a failed read, its values dropped.
 """
@@ -36,8 +40,10 @@ class OffloadedSensor:
             the start (``Sensor.own_thread``), which is never read inline again.
     """
 
-    def __init__(self, sensor: Sensor, since: float | None):
+    def __init__(self, sensor: Sensor, since: float | None,
+                 publish: Callable[[float, Any], None] | None = None):
         self.sensor = sensor
+        self.publish = publish  # (instant, values) of each read, for a sensor read in its own thread from the start
         self.requested = threading.Event()
         self.since: float | None = since  # start of the read in flight (the hung one at first), None when idle
         self.missed = since is not None  # the read in flight is already counted as failed
@@ -57,9 +63,13 @@ class OffloadedSensor:
             if not self.requested.wait(0.5):
                 continue
             self.requested.clear()
-            start = self.since
+            start, began = self.since, time.monotonic()
             values = read_sensor(self.sensor)
-            self.result = (values, time.monotonic() - start)
+            done = time.monotonic()
+            if self.publish is not None:
+                self.publish(0.5 * (began + done), values)
+            else:
+                self.result = (values, done - start)
             self.since = None  # after result: the sampler sees idle only with the result in place
 
 
@@ -68,6 +78,8 @@ class OffloadedSensor:
         failed by missing ``deadline_s``), and a request for the next read when ``due``. Sets ``retired``
         when its last ``INLINE_AGAIN_AFTER`` reads took under half ``budget_s``: it is read inline again."""
         if self.since is not None:  # a read in flight
+            if self.publish is not None:  # it is stamped with its own instant whenever it returns
+                return None, False
             missed_now = not self.missed and now - self.since > deadline_s
             self.missed = self.missed or missed_now
             return None, missed_now

@@ -3,7 +3,10 @@
 It exists so that both sides of the sampler agree on one layout: the worker
 (``loop.SamplingLoop``, in the sampler process or in thread mode a thread)
 writes rows (time, channel values...), counts rows and failed reads in the
-header and keeps each channel's last error text; the owner
+header and keeps each channel's last error text; a sensor read in its
+own thread (``Sensor.own_thread``) writes its readings as rows of their own
+into a second, smaller ring (``side``), each stamped with the instant of
+its read rather than the grid's next row; the owner
 (``sampler.Sampler``) reads them while sampling goes on.
 
 The memory is a ``memfd`` (``os.memfd_create``) mapped shared: a forked child
@@ -32,6 +35,9 @@ COUNT, EPOCH, REALTIME, ERRORS = 0, 1, 2, 3
 #: Bytes of one channel's last error text (UTF-8, cut to fit, NUL-padded), after the ring.
 TEXT_BYTES = 120
 
+#: Rows of the side ring, where sensors read in their own thread write (40 s of a 10 ms counter between drains).
+SIDE_CAPACITY = 4096
+
 
 def error_text(exc: BaseException) -> str:
     """How a failed read's exception is written: ``"NVMLError: Uninitialized"`` (the type alone when it says nothing)."""
@@ -51,9 +57,11 @@ class SharedRing:
 
     def __init__(self, capacity: int, width: int, n_sensors: int, fd: int | None = None):
         self.capacity, self.width, self.n_sensors = capacity, width, n_sensors
-        slots = ERRORS + max(1, n_sensors)
+        slots = ERRORS + max(1, n_sensors) + 1  # the last: rows written into the side ring
+        self._side_slot = slots - 1
         ring_bytes = 8 * capacity * width
-        size = 8 * slots + ring_bytes + TEXT_BYTES * max(1, width - 1)
+        text_bytes = TEXT_BYTES * max(1, width - 1)
+        size = 8 * slots + ring_bytes + text_bytes + 8 * SIDE_CAPACITY * width
         if fd is None and hasattr(os, "memfd_create"):
             fd = os.memfd_create("mobileperf-ring")  # close-on-exec: only a process it is passed to gets it
             os.ftruncate(fd, size)
@@ -62,7 +70,9 @@ class SharedRing:
         self._memory = mmap.mmap(-1 if fd is None else fd, size)  # MAP_SHARED
         self.header = memoryview(self._memory)[: 8 * slots].cast("q")  # Python ints: faster than numpy scalars
         self.ring = np.frombuffer(self._memory, np.float64, capacity * width, offset=8 * slots).reshape(capacity, width)
-        self._texts = memoryview(self._memory)[8 * slots + ring_bytes:]
+        self._texts = memoryview(self._memory)[8 * slots + ring_bytes:8 * slots + ring_bytes + text_bytes]
+        self.side = np.frombuffer(self._memory, np.float64, SIDE_CAPACITY * width,
+                                  offset=8 * slots + ring_bytes + text_bytes).reshape(SIDE_CAPACITY, width)
 
     @classmethod
     def attach(cls, fd: int, capacity: int, width: int, n_sensors: int) -> "SharedRing":
@@ -71,6 +81,14 @@ class SharedRing:
 
     def count(self) -> int:
         return self.header[COUNT]
+
+    def side_count(self) -> int:
+        """Rows written into the side ring."""
+        return self.header[self._side_slot]
+
+    def publish_side(self) -> None:
+        """Publishes the side ring's row being filled (``side[side_count() % SIDE_CAPACITY]``)."""
+        self.header[self._side_slot] += 1
 
     def fail(self, sensor: int) -> None:
         self.header[ERRORS + sensor] += 1

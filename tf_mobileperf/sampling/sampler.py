@@ -51,6 +51,10 @@ from tf_mobileperf.sensors.base import Channel, Sensor
 
 log = logging.getLogger(__name__)
 
+#: How long merged rows wait for readings of sensors read in their own thread (``drain``): longer than such
+#: a read takes (NVML's energy counter: 4-9 ms for one or two GPUs, measured on an H200).
+SIDE_HOLD_S = 0.1
+
 #: Below this the loop cannot keep up in Python (measured: benchmarks/sampling.py).
 MIN_PERIOD_MS = 0.5
 
@@ -79,11 +83,15 @@ def silence_limit_s(period_s: float) -> float:
 
 @dataclasses.dataclass
 class Samples:
-    """Rows drained from the sampler: ``t`` (n,) seconds, ``values`` (n, channels)."""
+    """Rows drained from the sampler: ``t`` (n,) seconds, ``values`` (n, channels).
+
+    ``on_grid`` marks the rows of the sampling grid (None: all are); the others are readings of sensors read
+    in their own thread, each at its read's instant, with NaN in every other channel."""
 
     t: np.ndarray
     values: np.ndarray
     channels: list[Channel]
+    on_grid: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.t)
@@ -158,6 +166,11 @@ class Sampler:
         self._lifecycle = threading.RLock()  # start, stop and restart may come from the monitor's thread too
         self._read = 0
         self.dropped = 0
+        self._side_sensors = any(sensor.own_thread for sensor in self.sensors)
+        self._side_read = 0
+        self._held = np.empty((0, 1 + len(self.channels)))  # merged rows of the last SIDE_HOLD_S, not returned yet
+        self._held_on_grid = np.empty(0, bool)
+        self._returned_until = -math.inf
         self._start_asked = start
         #: "spawn" or "fork" (None in thread mode), and why, for the report.
         self.start_method: str | None = None
@@ -351,22 +364,47 @@ class Sampler:
         self._child.end(grace_s)
 
     def drain(self) -> Samples:
-        """Returns the rows written since the last drain, oldest first."""
-        ring = self._shared.ring
+        """Returns the rows written since the last drain, oldest first.
+
+        Rows of sensors read in their own thread (the side ring) are merged in by their read's instant. A
+        read is published when it returns, after rows of later instants may already be in the main ring,
+        so while the worker runs the rows of the last ``SIDE_HOLD_S`` are held back to the next drain; a
+        side row older than what was already returned (a read that took longer) is dropped."""
+        rows = self._take(self._shared.ring, self._shared.count(), "_read")
+        if not self._side_sensors:
+            return Samples(rows[:, 0], rows[:, 1:], self.channels)
+        side = self._take(self._shared.side, self._shared.side_count(), "_side_read")
+        late = side[:, 0] < self._returned_until
+        self.dropped += int(late.sum())
+        merged = np.concatenate([self._held, rows, side[~late]])
+        on_grid = np.concatenate([self._held_on_grid, np.ones(len(rows), bool), np.zeros(int((~late).sum()), bool)])
+        order = np.argsort(merged[:, 0], kind="stable")
+        merged, on_grid = merged[order], on_grid[order]
+        keep = len(merged)
+        if self.running and len(merged):
+            keep = int(np.searchsorted(merged[:, 0], merged[-1, 0] - SIDE_HOLD_S, side="right"))
+        self._held, self._held_on_grid = merged[keep:], on_grid[keep:]
+        merged, on_grid = merged[:keep], on_grid[:keep]
+        if keep:
+            self._returned_until = float(merged[-1, 0])
+        return Samples(merged[:, 0], merged[:, 1:], self.channels, on_grid)
+
+    def _take(self, ring: np.ndarray, end: int, read_attr: str) -> np.ndarray:
+        """The rows of ``ring`` (``end`` written so far) after those already read (``self.<read_attr>``)."""
         capacity = ring.shape[0]
-        end = self._shared.count()
-        start = max(self._read, end - capacity)
-        self.dropped += start - self._read
-        idx = np.arange(start, end) % capacity
-        rows = ring[idx].copy()
+        read = getattr(self, read_attr)
+        start = max(read, end - capacity)
+        self.dropped += start - read
+        rows = ring[np.arange(start, end) % capacity].copy()
         # Rows the writer may have overwritten while we copied are dropped too; the writer fills the
         # row after the last published one in place, so the oldest row is overwritten one count early.
-        overwritten = self._shared.count() + 1 - capacity - start
+        count = self._shared.count() if ring is self._shared.ring else self._shared.side_count()
+        overwritten = count + 1 - capacity - start
         if overwritten > 0:
             rows = rows[overwritten:]
             self.dropped += overwritten
-        self._read = end
-        return Samples(rows[:, 0], rows[:, 1:], self.channels)
+        setattr(self, read_attr, end)
+        return rows
 
     def errors(self) -> dict[str, int]:
         """Failed reads per sensor so far (raised, gave an exception or no number for a channel, or missed

@@ -79,17 +79,18 @@ class SamplingStats:
         """Adds drained rows; returns the channels whose first gap shows in them."""
         if not len(rows):
             return []
-        t = rows.t if self._prev_t is None else np.concatenate([[self._prev_t], rows.t])
+        grid_t = rows.t if rows.on_grid is None else rows.t[rows.on_grid]  # the grid's intervals, not the side rows'
+        t = grid_t if self._prev_t is None else np.concatenate([[self._prev_t], grid_t])
         intervals = np.diff(t)
         self.error_counts += np.bincount(np.searchsorted(_ERROR_EDGES, np.abs(intervals - self.period_s), side="right"),
                                          minlength=len(self.error_counts))
         if len(intervals):
             self.max_interval = max(self.max_interval, float(intervals.max()))
         self.gaps += int((intervals > 2 * self.period_s).sum())
-        self.rows += len(rows)
+        self.rows += len(grid_t)
         self.first = rows.t[0] if self.first is None else self.first
         self.last = rows.t[-1]
-        self._prev_t = rows.t[-1]
+        self._prev_t = grid_t[-1] if len(grid_t) else self._prev_t
         finite = np.isfinite(rows.values)
         self.valid += finite.sum(axis=0)
         had_gap = (self.channel_gaps > 0) | self._open_gap

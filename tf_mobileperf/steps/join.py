@@ -14,12 +14,13 @@ counter's increase over the step, read off the instants the counter
 updates (NVML's total energy: read every 10 ms, updated every ~100 ms), and
 its readings are then a staircase; interpolating the readings would give a
 10 ms step either 0 J or a whole update's energy. So the readings are
-reduced to change points (``counter_series``): the first valid reading
-starts the series (its value may be up to one update old, so windows right
-after it are the least certain), and each new value gets the instant it
-appeared, estimated as the midpoint between the last reading still showing
-the old value and the first showing the new one (error: +-half a read
-interval). Where the counter changes at nearly every read (its update
+reduced to change points (``counter_series``): each new value gets the
+instant it appeared, known to lie between the last reading still showing
+the old value and the first showing the new one; a counter that updates on
+a regular grid is placed on the grid fitted through those brackets
+(``_on_update_grid``), else at their midpoints (error: +-half a read
+interval). The first reading's value appeared one update period before the
+first change, and the series starts there. Where the counter changes at nearly every read (its update
 period is under 1.5 read intervals), each reading is the counter at its own
 read instant instead. The series ends at the last change, or, for a value
 held longer than one update period, one update period before the last
@@ -128,6 +129,36 @@ def update_period_s(t: np.ndarray, v: np.ndarray) -> float | None:
     return _changes(t[ok], v[ok])[2]
 
 
+#: Changes on each side of a change that place it on the grid (``_on_update_grid``).
+GRID_WINDOW = 16
+
+
+def _on_update_grid(before: np.ndarray, after: np.ndarray, period_s: float) -> np.ndarray:
+    """The instants a counter changed, each known to lie in (``before``, ``after``]: a counter that updates
+    on a regular grid (NVML's, every ~100 ms) is placed on that grid, clipped into each bracket.
+
+    The grid's rate is the least-squares line through the brackets' midpoints against each change's index
+    on the grid (every spacing rounded to whole periods, so a skipped update keeps its place). Its offset
+    near each change is what the brackets of the ``GRID_WINDOW`` changes on either side allow together
+    (the middle of their intersection): read at a rate that is no divisor of the update period, the
+    brackets fall at other phases of the grid and their intersection is much narrower than any one of
+    them. Where they do not intersect (an update clock that jitters), the mean of their midpoints. The
+    clip keeps each instant inside what was read, so it is never worse than its own bracket."""
+    mid = 0.5 * (before + after)
+    if len(mid) < 3:
+        return mid
+    n = np.concatenate([[0.0], np.cumsum(np.maximum(1.0, np.rint(np.diff(mid) / period_s)))])
+    slope, intercept = np.polyfit(n, mid - mid[0], 1)
+    line = mid[0] + intercept + slope * n
+    width = 2 * GRID_WINDOW + 1
+    lo = np.lib.stride_tricks.sliding_window_view(np.pad(before - line, GRID_WINDOW, constant_values=-np.inf), width)
+    hi = np.lib.stride_tricks.sliding_window_view(np.pad(after - line, GRID_WINDOW, constant_values=np.inf), width)
+    low, high = lo.max(axis=1), hi.min(axis=1)
+    centre = np.lib.stride_tricks.sliding_window_view(np.pad(mid - line, GRID_WINDOW, constant_values=np.nan), width)
+    offset = np.where(low <= high, 0.5 * (low + high), np.nanmean(centre, axis=1))
+    return np.clip(line + offset, before, after)
+
+
 @dataclasses.dataclass
 class CounterSeries:
     """A cumulative counter reduced to the points where its value is known (see the module docstring).
@@ -151,7 +182,12 @@ def counter_series(t: np.ndarray, v: np.ndarray, read_s: float | None = None) ->
     read_s = _median_spacing(t) if read_s is None else read_s
     if period is not None and read_s is not None and period < 1.5 * read_s:
         instants = t[j]
-    points_t = np.concatenate([t[:1], instants])
+    elif period is not None:
+        instants = _on_update_grid(t[j - 1], t[j], period)
+    # The first reading's value appeared at the update before the first change (an update period earlier),
+    # not when it was first read: placed at its read it would put a whole update's energy after it.
+    first = t[:1] if period is None or not len(instants) else np.minimum(t[:1], instants[:1] - period)
+    points_t = np.concatenate([first, instants])
     points_v = np.concatenate([v[:1], v[j]])
     # A value held one update period before the last reading was still the counter's then.
     known_until = t[-1] - (period or 0.0)

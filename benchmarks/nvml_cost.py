@@ -4,21 +4,21 @@ Variants, round after round in alternating order, each a ``Sampler``
 (mode="process") at 5 ms for ``--seconds``: ``procfs`` (this machine's
 ``CpuSensor`` and ``MemorySensor``) and ``procfs+nvml`` (the same plus
 ``nvml_sensors()`` on the fake H200 NVML of tests/helpers/fake_nvml_h200.py,
-two GPUs whose calls cost what an H200's were measured to cost: the energy
-counter a 4.3 ms driver round trip, the others microseconds). For each: the
+``--gpus`` GPUs (1 by default) whose calls cost what an H200's were measured
+to cost: the energy counter a 4.3 ms driver round trip, the others
+microseconds). For each: the
 sampling process's CPU share of one core from /proc/<pid>/stat
 (utime+stime, all its threads; schedstat too), achieved row rate and p99
 interval error. The NVML part is the difference; the target is at most 1%
 of a core. Then, in this process, the CPU and wall time of one read of each
 NVML sensor and the CPU per second that its read period implies.
 
-With today's forked sampler the energy sensor (``own_thread``) is read in
-the sampling thread, so its 2 x 4.3 ms read sits in the 5 ms loop and the
-rate and interval error show it; once the sampler reads ``own_thread``
-sensors in their own thread they should not. Prints a table and writes
-benchmarks/results/nvml_cost.json.
+The energy sensor (``own_thread``) is read in a thread of its own in the
+sampler process, so its 4.3 ms calls never sit in the 5 ms loop: the row
+rate and interval error of both variants show whether they do. Prints a
+table and writes benchmarks/results/nvml_cost.json.
 
-    python benchmarks/nvml_cost.py [--seconds 10] [--rounds 2]
+    python benchmarks/nvml_cost.py [--seconds 10] [--rounds 2] [--gpus 1]
 """
 
 from __future__ import annotations
@@ -40,23 +40,11 @@ from tf_mobileperf.sensors.base import Sensor  # noqa: E402
 from tf_mobileperf.sensors.nvml import nvml_sensors  # noqa: E402
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor  # noqa: E402
 from _results import save  # noqa: E402
-from sampler_cost import figures, window  # noqa: E402
+from sampler_cost import run_sampler  # noqa: E402
 
 LIBRARY = "helpers.fake_nvml_h200"
 VARIANTS = ("procfs", "procfs+nvml")
 TARGET_PCT = 1.0
-
-
-def run(sensors: list[Sensor], period_ms: float, warmup_s: float, seconds: float) -> dict:
-    sampler = Sampler(sensors, period_ms, mode="process", realtime=False)
-    sampler.start()
-    try:
-        sampler.wait_for_first_row(5.0)
-        first, last = window(sampler.pid, warmup_s, seconds)
-        rows = sampler.drain()
-    finally:
-        sampler.stop()
-    return figures(first, last, rows.t, sampler.row_period_s) | {"errors": sampler.errors()}
 
 
 def read_cost(sensor: Sensor, reads: int) -> dict:
@@ -82,15 +70,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--period-ms", type=float, default=5.0)
     parser.add_argument("--reads", type=int, default=200, help="reads of each NVML sensor timed in-process")
+    parser.add_argument("--gpus", type=int, default=1, choices=(1, 2), help="fake H200s read")
     args = parser.parse_args()
-    nvml = nvml_sensors(library=LIBRARY)
+    nvml = nvml_sensors(indices=list(range(args.gpus)), library=LIBRARY)
     procfs = [CpuSensor(), MemorySensor()]
     variants = {"procfs": procfs, "procfs+nvml": procfs + nvml}
     results = []
     for shift in range(args.rounds):
         order = VARIANTS[shift % 2:] + VARIANTS[:shift % 2]
         for name in order:
-            result = run(variants[name], args.period_ms, args.warmup, args.seconds)
+            result = run_sampler(variants[name], args.period_ms / 1e3, args.warmup, args.seconds, fifo=False)
             results.append({"variant": name, "round": shift} | result)
             print(f"  round {shift + 1} {name:<12} {result['cpu_pct_utime_stime']:.2f}% of a core (utime+stime), "
                   f"{result['cpu_pct']:.2f}% (schedstat), {result['achieved_hz']:.1f} Hz, "
@@ -124,7 +113,7 @@ def main() -> None:
         print(f"  {key:<14} {figs['wall_us']:9.1f} us wall {figs['cpu_us']:7.1f} us CPU, changes every {change:>9}, "
               f"read every {figs['read_period_s'] * 1e3:6.1f} ms ({figs['why']})")
     save("nvml_cost", {"command": " ".join([Path(sys.executable).name, *sys.argv]), "cores": os.cpu_count(),
-                       "seconds": args.seconds, "warmup_s": args.warmup, "period_ms": args.period_ms,
+                       "gpus": args.gpus, "seconds": args.seconds, "warmup_s": args.warmup, "period_ms": args.period_ms,
                        "nvml_part_pct": nvml_part, "target_pct": TARGET_PCT, "summary": summary,
                        "reads": reads, "probed": probed, "runs": results})
 

@@ -149,7 +149,9 @@ def run_sampler(sensors: list[Sensor], period_s: float, warmup_s: float, seconds
         rows = sampler.drain()
     finally:
         sampler.stop()
-    return figures(first, last, rows.t, sampler.row_period_s) | {"realtime_granted": sampler.realtime_granted}
+    grid_t = rows.t if rows.on_grid is None else rows.t[rows.on_grid]  # not the rows of sensors in their own thread
+    return figures(first, last, grid_t, sampler.row_period_s) | {"realtime_granted": sampler.realtime_granted,
+                                                                "errors": sampler.errors()}
 
 
 def breakdown(sensors: list[Sensor], period_s: float, ticks: int) -> dict:

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from helpers import fake_nvml_h200 as fake
+from helpers.forked import in_forked_child
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import nvml
 from tf_mobileperf.sensors.base import SensorReadError, SensorUnavailable
@@ -82,25 +83,16 @@ def assert_fake_values(readings: dict) -> None:
 def test_forked_child_opens_nvml_itself_and_reads_real_values(sensors):
     assert_fake_values(read_timed(sensors))  # NVML opened here first: the child inherits an open session
     parent_handle = sensors[0]._session.handles()[0]
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # the child: write its readings (or its error) and leave without running pytest's exit
+
+    def in_child() -> dict:
         try:
-            try:
-                fake.nvmlDeviceGetPowerUsage(parent_handle)
-                inherited = "worked"
-            except fake.NVMLError as exc:
-                inherited = str(exc)
-            payload = {"inherited": inherited, "readings": read_timed(sensors), "pid": os.getpid()}
-        except BaseException as exc:
-            payload = {"error": repr(exc)}
-        os.write(write_end, json.dumps(payload).encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        payload = json.loads(pipe.read())
-    os.waitpid(pid, 0)
-    assert "error" not in payload, payload
+            fake.nvmlDeviceGetPowerUsage(parent_handle)
+            inherited = "worked"
+        except fake.NVMLError as exc:
+            inherited = str(exc)
+        return {"inherited": inherited, "readings": read_timed(sensors), "pid": os.getpid()}
+
+    payload = in_forked_child(in_child)
     assert payload["inherited"] == "Uninitialized"  # as on the H200: the parent's NVML is dead in the child
     assert_fake_values(payload["readings"])
     time.sleep(0.1)  # every value due again

@@ -20,6 +20,7 @@ import pytest
 
 from conftest import BOARDS, build_board
 from helpers import fake_nvml_h200
+from helpers.forked import in_forked_child
 from test_channel_roles import rapl_tree  # noqa: F401 (fixture)
 from test_context_sensors import orin_board, tx2_board  # noqa: F401 (fixtures)
 from tf_mobileperf.sensors import JtopSensor, nvml, probe
@@ -86,20 +87,7 @@ def test_jtop_opens_its_connection_in_the_process_that_reads(fake_libraries):
     assert started == [os.getpid()]
     assert sensor.read() == {"VDD_GPU_SOC": pytest.approx(5.2), "VDD_CPU_CV": pytest.approx(1.4)}
     assert pickle.loads(pickle.dumps(sensor)).__dict__["_jetson"] is None  # no socket, no thread in the pickle
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        try:
-            payload = {"reading": sensor.read(), "started_in": started, "pid": os.getpid()}
-        except BaseException as exc:
-            payload = {"error": repr(exc)}
-        os.write(write_end, json.dumps(payload).encode())
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end) as pipe:
-        payload = json.loads(pipe.read())
-    os.waitpid(pid, 0)
-    assert "error" not in payload, payload
+    payload = in_forked_child(lambda: {"reading": sensor.read(), "started_in": started, "pid": os.getpid()})
     assert payload["started_in"] == [os.getpid(), payload["pid"]]  # the child started its own
     assert payload["reading"] == {"VDD_GPU_SOC": pytest.approx(5.2), "VDD_CPU_CV": pytest.approx(1.4)}
     sensor.close()

@@ -41,7 +41,7 @@ import time
 import numpy as np
 
 from tf_mobileperf.output.writers import RunWriters
-from tf_mobileperf.sampling.sampler import Sampler, Samples
+from tf_mobileperf.sampling.sampler import FIRST_ROW_TIMEOUT_S, Sampler, Samples
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.sensors.base import RAIL_KINDS
 from tf_mobileperf.session.options import MonitorOptions
@@ -172,7 +172,7 @@ class Collector:
             self.sampler.start()
             # A first sample before the first step starts, so its left edge is covered.
             if not self.sampler.wait_for_first_row():
-                log.warning("mobileperf: the sampler wrote no sample within 2 s of starting")
+                log.warning("mobileperf: the sampler wrote no sample within %g s of starting", FIRST_ROW_TIMEOUT_S)
             if self._options.idle_s > 0 and Roles.of(self.channels).rails:
                 try:
                     self._guard("measure the idle baseline", self._measure_idle)

@@ -61,7 +61,7 @@ from typing import Any, Callable, ClassVar, Mapping
 
 from tf_mobileperf.sensors.base import RAIL_KINDS, Channel, Sensor, SensorReadError, SensorUnavailable
 from tf_mobileperf.sensors.nvml_rates import (
-    CPU_SHARE, MIN_PERIOD_S, QueryRate, ReadPeriod, choose_period, paced_period, watch,
+    CPU_SHARE, CPU_SHARE_MAX, MIN_PERIOD_S, QueryRate, ReadPeriod, choose_period, paced_period, watch,
 )
 
 log = logging.getLogger(__name__)
@@ -431,7 +431,10 @@ class NvmlEnergySensor(_NvmlBase):
     Its read period is the slowest its GPUs' counters ask for (each
     ``max(T/10, 10 ms, CPU cost / 0.2%)``), no shorter than one read of all
     of them takes, and long enough that a read of all of them costs at most
-    0.2% of a core too; ``metadata()["nvml_energy_read"]`` says which.
+    0.2% of a core too; but never slower than a third of the counter's
+    change period while that costs at most 1% of a core (read slower than it
+    changes, a counter hides updates); ``metadata()["nvml_energy_read"]``
+    says which.
     """
 
     name = "nvml energy"
@@ -450,6 +453,13 @@ class NvmlEnergySensor(_NvmlBase):
             whole = ReadPeriod(whole.period_s, f"one read of its {len(rates)} GPU counters costs {cpu * 1e6:.1f} us "
                                                f"of CPU, kept within {CPU_SHARE:.1%} of a core")
         self.read_period = max((slowest, whole), key=lambda p: p.period_s)
+        changes = [r.change_period_s for r in rates if r.change_period_s]
+        if changes:  # read slower than it changes, a counter hides updates (a loaded machine measures dear calls)
+            ceiling = max(min(changes) / 3, wall, cpu / CPU_SHARE_MAX)
+            if ceiling < self.read_period.period_s:
+                self.read_period = ReadPeriod(ceiling, f"a third of the counter's change period ({min(changes):.3f} s) "
+                                              f"at most, so no update goes unseen; a read's CPU ({cpu * 1e6:.1f} us) "
+                                              f"is then within {CPU_SHARE_MAX:.0%} of a core")
         self.min_period_s = self.read_period.period_s
 
     def read(self) -> dict[str, float | SensorReadError]:

@@ -21,6 +21,8 @@ from typing import Callable, Collection, Mapping
 MIN_PERIOD_S = 0.01
 #: A value's reads may cost at most this share of one core.
 CPU_SHARE = 0.002
+#: ...and up to this share where less would read an energy counter slower than it changes (``NvmlEnergySensor``).
+CPU_SHARE_MAX = 0.01
 #: A change is placed in time only when the two calls around it are at most this far apart (a stalled poll
 #: leaves it unplaced).
 PLACED_S = 0.02

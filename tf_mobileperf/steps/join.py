@@ -116,11 +116,18 @@ def _median_spacing(t: np.ndarray, at_most: int = 4096) -> float | None:
 
 def _changes(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, float | None]:
     """Where valid readings changed value: the index of each first reading of a new value, the midpoint
-    between it and the reading before, and the update period (median spacing of those midpoints; None
-    with fewer than two changes)."""
+    between it and the reading before, and the update period (None with fewer than two changes).
+
+    The period is the midpoints' span over the number of periods in it, each spacing rounded to whole
+    periods of their median spacing: read at 30 ms, a 100 ms counter's spacings are 90 or 120 ms and
+    their median alone is either."""
     j = np.flatnonzero(v[1:] != v[:-1]) + 1
     midpoints = 0.5 * (t[j - 1] + t[j])
-    return j, midpoints, _median_spacing(midpoints)
+    median = _median_spacing(midpoints)
+    if not median:
+        return j, midpoints, median
+    periods = np.maximum(1.0, np.rint(np.diff(midpoints) / median)).sum()
+    return j, midpoints, float((midpoints[-1] - midpoints[0]) / periods)
 
 
 def update_period_s(t: np.ndarray, v: np.ndarray) -> float | None:
@@ -305,7 +312,7 @@ MEASURED, INTERPOLATED = "measured", "interpolated"
 def energy_method(durations: np.ndarray, energy: np.ndarray, resolution_s: float) -> np.ndarray:
     """Per window: MEASURED where it lasts at least two update periods (``resolution_s``), else
     INTERPOLATED; None where its energy is unknown."""
-    method = np.where(durations >= 2.0 * resolution_s, MEASURED, INTERPOLATED).astype(object)
+    method = np.where(durations >= 2.0 * resolution_s * (1 - 1e-9), MEASURED, INTERPOLATED).astype(object)  # float noise
     method[~np.isfinite(energy)] = None
     return method
 

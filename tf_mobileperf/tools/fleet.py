@@ -48,7 +48,7 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from tf_mobileperf.tools.fleet_task import run_on_board, unpack
-from tf_mobileperf.tools.sweep import SweepConfig
+from tf_mobileperf.tools.sweep import SweepConfig, check_models
 from tf_mobileperf.tools.sweep_results import Results
 
 log = logging.getLogger(__name__)
@@ -106,6 +106,7 @@ def fleet_sweep(address: str, models: Iterable[str], batch_sizes: Iterable[int],
     returns their rows, board type after board type. ``config.out`` is on the driver; ``timeout_s`` bounds
     the wait for the cluster to answer (``connect``)."""
     pairs = list(dict.fromkeys((m, b) for m in models for b in batch_sizes))
+    check_models(dict.fromkeys(m for m, _ in pairs), config)
     with connect(address, timeout_s) as ray:
         configs = [dataclasses.replace(config, board_type=t) for t in choose(board_types(ray.nodes()), boards)]
         with Results(config.out) as results:

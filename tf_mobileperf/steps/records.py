@@ -322,7 +322,7 @@ class StepTotals:
         """Sum over the measured steps; None unless every step has the value."""
         return self._sums[key] if self.count and self._counts.get(key) == self.count else None
 
-    def rail(self, rail: str) -> "RailSteps":
+    def rail(self, rail: str) -> RailSteps:
         """The measured steps with the energy of ``rail`` (or "total") known; none for a rail never seen."""
         return self.rails.get(rail, RailSteps())
 

@@ -156,6 +156,20 @@ def test_a_board_type_no_node_has_is_one_line_before_anything_runs(fleet, tmp_pa
     assert not (tmp_path / "sweep" / "results.json").exists()
 
 
+def test_a_loopback_address_connects_without_rays_single_machine_variable(fleet, tmp_path):
+    """A driver process whose environment lacks LOOPBACK_ONLY: Ray alone would put the interface address in
+    place of 127.0.0.1 and wait for it forever; the sweep connects and gets as far as the cluster's boards."""
+    assert fleet.address.startswith("127.0.0.1:")
+    env = {k: v for k, v in os.environ.items() if k not in LOOPBACK_ONLY}
+    done = subprocess.run([sys.executable, "-m", "tf_mobileperf.tools.cli", "sweep", "--ray", fleet.address,
+                           "--ray-timeout", "60", "--boards", "xavier-nx", "--models", "cnn", *TINY,
+                           "--out", str(tmp_path / "sweep")], env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert [line for line in done.stderr.splitlines() if line.startswith("mobileperf")] == [
+        "mobileperf: error: no node of the Ray cluster has board type(s) xavier-nx; "
+        "boards: orin-nano (2 nodes), tx2 (1 node)"]
+
+
 def test_a_node_lost_mid_configuration_is_retried_on_another_or_fails_as_node_lost(fleet, tmp_path):
     """Two nx boards and one agx: the nx node running a configuration and the agx node are removed."""
     nx = [fleet.add("nx") for _ in range(2)]

@@ -227,7 +227,42 @@ def test_board_is_restored_when_the_sweep_is_interrupted(board, tmp_path, signum
         if sweep.poll() is None:
             os.killpg(sweep.pid, signal.SIGKILL)
             sweep.wait()
-    assert sweep.returncode == -signum, stderr[-2000:]
+    # Ctrl-C is one line and the shell's status for it; SIGTERM is delivered again once the board is restored.
+    assert sweep.returncode == (130 if signum == signal.SIGINT else -signum), stderr[-2000:]
+    if signum == signal.SIGINT:
+        assert stderr.strip().splitlines()[-1] == "mobileperf: sweep interrupted" and "Traceback" not in stderr
     assert restored(board, board.calls())
     assert "nvpmodel -m 2" not in board.calls()  # it stopped in mode 0
     assert not (out / "results.json").exists()
+
+
+def fail_in_fake(board: FakeBoard, tool: str, args: str) -> None:
+    """The fake ``tool`` fails (exit 1, a message on stderr) when called with ``args``; else as before."""
+    script = board.state.parent / "bin" / tool
+    lines = script.read_text().splitlines()
+    lines.insert(2, f'[ "$*" = "{args}" ] && {{ echo "NVPM ERROR: cannot set {args}" >&2; exit 1; }}')
+    script.write_text("\n".join(lines) + "\n")
+
+
+def test_a_failed_restore_of_the_mode_is_an_error_that_says_where_the_board_is_and_how_to_restore_it(
+        board, fake_runs, tmp_path, capsys):
+    fail_in_fake(board, "nvpmodel", "-m 1")
+    assert main(sweep_args(tmp_path / "sweep", "cnn", "0,2")) == 2
+    assert board.mode() == "2"
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("mobileperf: error: could not restore power mode 1 (MODE_1): nvpmodel -m 1 failed (exit 1)")
+    stored = tmp_path / "sweep" / power_modes.CLOCKS_STATE_FILE
+    assert last.endswith("; the board is left in power mode 2 (MODE_2); restore the board with: sudo nvpmodel -m 1")
+    assert board.clocks() == "on" and board.calls()[-1] == f"jetson_clocks --restore {stored}"  # tried all the same
+    assert len(json.loads((tmp_path / "sweep" / "results.json").read_text())) == 4  # the results are kept
+
+
+def test_a_failed_restore_after_an_error_in_a_configuration_still_says_where_the_board_is(board, fake_runs, tmp_path,
+                                                                                        capsys):
+    fail_in_fake(board, "nvpmodel", "-m 1")
+    fail_in_fake(board, "jetson_clocks", "--restore " + str(tmp_path / "sweep" / power_modes.CLOCKS_STATE_FILE))
+    assert main(sweep_args(tmp_path / "sweep", "cnn,lstm", "0,2")) == 2  # lstm breaks in mode 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    stored = tmp_path / "sweep" / power_modes.CLOCKS_STATE_FILE
+    assert last.endswith("; the board is left in power mode 2 (MODE_2); the board's clocks are left as the sweep set "
+                         f"them; restore the board with: sudo nvpmodel -m 1 && sudo jetson_clocks --restore {stored}")

@@ -112,8 +112,8 @@ def unavailable(options: MonitorOptions, probe: Probe, collector: Collector,
         for key in _MEASURED:
             out.setdefault(key, why)
     elif collector.totals.energy_complete == 0 and "energy" not in out:
-        out["energy"] = out["power"] = ("no measured step has complete energy: the sensors had gaps over "
-                                        "every step (see sampling.channel_gaps and sampling.sampler_outages)")
+        out["energy"] = out["power"] = ("no measured step has the total's energy: its rails had gaps over every "
+                                        "step (see incomplete_rails, sampling.channel_gaps and sampling.sampler_outages)")
     return out
 
 

@@ -205,25 +205,46 @@ def fill_steps(steps: list[StepRecord], joined: dict[str, StepValues], channels:
             step.mem_peak_gb = _num(joined[roles.memory[0].name].value[i] / GIB)
 
 
+@dataclasses.dataclass
+class RailSteps:
+    """The measured steps in which one rail's energy (or the total's) is known: how many, their time and
+    batches; how many were not, and the first of those."""
+
+    complete: int = 0
+    time_s: float = 0.0
+    batches: int = 0
+    unknown: int = 0
+    first_unknown: int | None = None
+
+    def add(self, step: StepRecord, known: bool) -> None:
+        if known:
+            self.complete += 1
+            self.time_s += step.duration_s
+            self.batches += step.batches
+        else:
+            self.unknown += 1
+            self.first_unknown = step.step if self.first_unknown is None else self.first_unknown
+
+
 class StepTotals:
     """Running totals of the measured steps, so a long run needs no step list.
 
     Holds what the summary needs and nothing per step but the durations
-    (8 bytes a step, for the percentiles). Energy is summed over the steps
-    whose every rail is known (``energy_complete`` of ``count``, covering
-    ``energy_time_s`` and ``energy_batches``), so rails and total cover the
-    same steps; averages of the other quantities cover the steps that have
-    them. Per rail it counts the steps whose energy it knows by energy method
-    (``methods``) and keeps the update period each join estimated
-    (``note_update_periods``; ``update_period_s`` is their median).
+    (8 bytes a step, for the percentiles). Each rail's energy, and the
+    total's, is summed over the steps in which that rail's energy is known
+    (``rails``: its count, time and batches, ``RailSteps``), so a broken
+    sub-rail costs that rail only; ``energy_complete``, ``energy_time_s`` and
+    ``energy_batches`` are the total's. Averages of the other quantities
+    cover the steps that have them. Per rail it counts the steps whose energy
+    it knows by energy method (``methods``) and keeps the update period each
+    join estimated (``note_update_periods``; ``update_period_s`` is their
+    median).
     """
 
     def __init__(self) -> None:
         self.count = 0
         self.batches = 0
-        self.energy_complete = 0
-        self.energy_time_s = 0.0
-        self.energy_batches = 0
+        self.rails: dict[str, RailSteps] = {}  # rail and "total" -> the measured steps with its energy known
         self._durations = array.array("d")
         self._sums: dict[str, float] = {}
         self._counts: dict[str, int] = {}
@@ -244,12 +265,10 @@ class StepTotals:
             self.cores = list(step.cpu_util_per_core)
         values = {"cpu_util": step.cpu_util, "gpu_util": step.gpu_util, "gap_before_s": step.gap_before_s}
         values |= {f"core/{core}": u for core, u in step.cpu_util_per_core.items()}
-        if step.energy_j and all(e is not None for e in step.energy_j.values()):
-            self.energy_complete += 1
-            self.energy_time_s += step.duration_s
-            self.energy_batches += step.batches
-            values |= {f"energy/{rail}": e for rail, e in step.energy_j.items()}
-            values |= {f"active/{rail}": e for rail, e in step.energy_active_j.items()}
+        for rail, energy in step.energy_j.items():
+            self.rails.setdefault(rail, RailSteps()).add(step, energy is not None)
+            if energy is not None:
+                values |= {f"energy/{rail}": energy, f"active/{rail}": step.energy_active_j.get(rail)}
         for rail, method in step.energy_method.items():
             if method is not None:
                 counts = self.methods.setdefault(rail, {MEASURED: 0, INTERPOLATED: 0})
@@ -303,14 +322,33 @@ class StepTotals:
         """Sum over the measured steps; None unless every step has the value."""
         return self._sums[key] if self.count and self._counts.get(key) == self.count else None
 
+    def rail(self, rail: str) -> RailSteps:
+        """The measured steps with the energy of ``rail`` (or "total") known; none for a rail never seen."""
+        return self.rails.get(rail, RailSteps())
+
+    @property
+    def energy_complete(self) -> int:
+        """Measured steps with the total's energy known."""
+        return self.rail("total").complete
+
+    @property
+    def energy_time_s(self) -> float:
+        """The time of the measured steps with the total's energy known."""
+        return self.rail("total").time_s
+
+    @property
+    def energy_batches(self) -> int:
+        """The batches of the measured steps with the total's energy known."""
+        return self.rail("total").batches
+
     def energy(self, rail: str) -> float | None:
-        """Energy of ``rail`` over the energy-complete steps; None if there are none."""
-        return self._sums.get(f"energy/{rail}") if self.energy_complete else None
+        """Energy of ``rail`` over the measured steps with its energy known; None if there are none."""
+        return self._sums.get(f"energy/{rail}") if self.rail(rail).complete else None
 
     def energy_active(self, rail: str) -> float | None:
-        """Energy of ``rail`` above its idle power over the energy-complete steps; None unless each has it."""
-        key = f"active/{rail}"
-        return self._sums[key] if self.energy_complete and self._counts.get(key) == self.energy_complete else None
+        """Energy of ``rail`` above its idle power over the steps with its energy known; None unless each has it."""
+        complete = self.rail(rail).complete
+        return self._sums[f"active/{rail}"] if complete and self._counts.get(f"active/{rail}") == complete else None
 
     def mean(self, key: str) -> float | None:
         """Mean over the measured steps that have the value; None if none has it."""

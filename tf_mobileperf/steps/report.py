@@ -7,9 +7,14 @@ steps are listed, marked, and left out. A quantity no sensor measured is
 ``None`` (JSON null) with the reason in ``unavailable``, never 0.
 
 A step whose energy is incomplete (a sensor gap, a sampler outage, the
-process stopped by Ctrl-Z) costs that step, not the run: energy and power
-cover the complete measured steps, and ``energy_steps_complete`` says how
-many of the measured steps that is and how much time they cover.
+process stopped by Ctrl-Z) costs that step, not the run, and a rail without
+energy in a step costs that rail only: each rail's energy and power, and the
+total's, cover the measured steps in which that rail's energy is known (the
+total's: its input rail's, or, where the total is a sum, those in which every
+rail it sums is known). ``energy_steps_complete`` says how many measured steps
+the total covers and how much time; ``energy_steps_complete_per_rail`` the
+same for each rail; ``incomplete_rails`` names each rail (and "total") missing
+from some measured steps, with how many, the first, and why.
 
 Beside each energy is the energy above the idle baseline (``energy_active_j``,
 ``energy_active_total``: energy minus the rail's idle power, measured before
@@ -44,6 +49,9 @@ from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, energy_ra
 METHOD_RULE = ("measured: the step lasts at least two update periods of its rail's sensor; interpolated: a "
                "shorter step, whose energy is the counter (or power) interpolated between the sensor's updates: "
                "right on average and in total, not resolved per step")
+
+#: Why a rail that has valid readings in the run has no energy in some step.
+NOT_COVERED = "no valid readings cover those steps (a read that failed, or a gap: see sampling.channel_gaps)"
 
 
 @dataclasses.dataclass
@@ -85,8 +93,8 @@ class Report:
         roles = Roles.of(self.channels)
         rails = [c.name for c in energy_rails(self.channels)]
         energy_j = {r: totals.energy(r) for r in rails + (["total"] if rails else [])}
+        power_avg_w = {r: _per_second(e, totals.rail(r).time_s) for r, e in energy_j.items()}
         energy_time = totals.energy_time_s
-        power_avg_w = {r: (e / energy_time if e is not None and energy_time > 0 else None) for r, e in energy_j.items()}
         clusters: dict[str, list[str]] = {}
         for c in roles.cores:
             if c.cluster:
@@ -121,6 +129,9 @@ class Report:
             "energy_total_methods": totals.methods.get("total"),
             "energy_steps_complete": {"complete": totals.energy_complete, "measured": totals.count,
                                       "time_s": energy_time, "measured_time_s": total_time},
+            "energy_steps_complete_per_rail": {r: {"complete": totals.rail(r).complete, "time_s": totals.rail(r).time_s}
+                                               for r in energy_j},
+            "incomplete_rails": self._incomplete_rails(list(energy_j), roles),
             "cpu_util_per_core": per_core,
             "cpu_util_per_cluster": per_cluster,
             "channels": totals.channel_summary(self.channels),
@@ -155,6 +166,17 @@ class Report:
                               "steps_interpolated": counts.get(INTERPOLATED, 0)}
         return out
 
+    def _incomplete_rails(self, rails: list[str], roles: Roles) -> dict[str, str]:
+        """Each rail (and "total") whose energy is unknown in some measured step: in how many, the first, why."""
+        out = {}
+        for rail in rails:
+            steps = self.totals.rail(rail)
+            if steps.unknown:
+                why = _total_parts(roles) if rail == "total" else self.unavailable.get(rail, NOT_COVERED)
+                out[rail] = (f"energy unknown in {steps.unknown} of {self.totals.count} measured steps, the first at "
+                             f"step {steps.first_unknown}: {why}")
+        return out
+
     def _per_sample(self, energy: float | None) -> float | None:
         """``energy`` of the energy-complete steps per sample they trained; None without a batch size."""
         samples = self.batch_size * self.totals.energy_batches if self.batch_size else None
@@ -173,6 +195,17 @@ class Report:
             dataclasses.asdict(s) | {"duration_s": s.duration_s} for s in self.steps
         ]
         return out
+
+
+def _per_second(energy: float | None, time_s: float) -> float | None:
+    return energy / time_s if energy is not None and time_s > 0 else None
+
+
+def _total_parts(roles: Roles) -> str:
+    """What the total's energy is, so a step without it says which rails to look at."""
+    if roles.input_rail is not None:
+        return f"the total is the input rail {roles.input_rail}'s energy"
+    return f"the total sums {', '.join(c.name for c in roles.total)}, and is unknown where one of them is"
 
 
 def _mean_known(values: list[float | None]) -> float | None:

@@ -4,8 +4,10 @@
 what can this machine measure, from where, and how fast?
 
 Every error a user can cause (a bad argument, a missing or unreadable file,
-a sweep directory in use) is one line on stderr, ``mobileperf: error: ...``
-or argparse's ``mobileperf CMD: error: ...``, and exit status 2.
+a sweep directory in use, a Ray cluster that does not answer) is one line on
+stderr, ``mobileperf: error: ...`` or argparse's ``mobileperf CMD: error: ...``,
+and exit status 2. Ctrl-C is one line too, ``mobileperf: CMD interrupted``,
+and exit status 130.
 
 This module owns the parser, its argument checks and ``main``; what each
 command does is in ``cli_commands``.
@@ -25,6 +27,10 @@ from tf_mobileperf.tools.cli_commands import (MEASURE_DEFAULT, cmd_combine, cmd_
                                               cmd_sweep)
 from tf_mobileperf.tools.sizes import parse_size
 from tf_mobileperf.tools.sweep_results import SweepError
+
+
+#: The exit status after Ctrl-C, as a shell gives a command that SIGINT ended.
+INTERRUPTED = 130
 
 
 class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
@@ -67,6 +73,13 @@ def _finite(text: str, minimum: float) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not math.isfinite(value) or value < minimum:
         raise argparse.ArgumentTypeError(f"must be a finite number >= {minimum:g}, got {text!r}")
+    return value
+
+
+def _positive(text: str) -> float:
+    value = _finite(text, 0.0)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be a finite number > 0, got 0")
     return value
 
 
@@ -132,6 +145,8 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray", metavar="ADDRESS", default=None,
                    help="run every configuration on the boards of the Ray cluster at ADDRESS (the head's "
                         "host:port), one task per configuration and board type; needs the [fleet] extra")
+    p.add_argument("--ray-timeout", metavar="SECONDS", type=_positive, default=30.0,
+                   help="with --ray: how long to wait for the cluster to answer before giving up")
     p.add_argument("--boards", type=_board_types, default=None,
                    help="with --ray: comma-separated board types (the nodes' board:<type> resources); "
                         "none: every board type of the cluster")
@@ -230,6 +245,10 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger(__name__).debug("mobileperf %s failed", args.command, exc_info=True)
         print(f"mobileperf: error: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: what it stopped has cleaned up on its way out
+        logging.getLogger(__name__).debug("mobileperf %s interrupted", args.command, exc_info=True)
+        print(f"mobileperf: {args.command} interrupted", file=sys.stderr)
+        return INTERRUPTED
 
 
 if __name__ == "__main__":

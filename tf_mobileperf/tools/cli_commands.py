@@ -106,7 +106,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                              "it takes no --find-max-batch, --power-modes or --jetson-clocks")
         from tf_mobileperf.tools.fleet import fleet_sweep
 
-        return _print_rows(args, fleet_sweep(args.ray, args.models, args.batch_sizes, config, args.boards), plan)
+        rows = fleet_sweep(args.ray, args.models, args.batch_sizes, config, args.boards, args.ray_timeout)
+        return _print_rows(args, rows, plan)
     if args.find_max_batch:
         for model in args.models:
             start = 1

@@ -11,8 +11,11 @@ need root), so the tests use fake ones on ``PATH``.
 * ``controlled``: reads the original mode (``nvpmodel -q``) and stores the
   clocks (``jetson_clocks --store FILE``); at its end restores the mode
   (``nvpmodel -m``) first and the clocks (``--restore FILE``) after it, as
-  a mode change resets the clock limits. SIGTERM is turned into an exception
-  for its duration (so the restore runs), then delivered again.
+  a mode change resets the clock limits. A restore that fails is an error
+  (``PowerModeError``, raised however the block ended): its one line says
+  which mode the board is left in and the commands that restore it.
+  SIGTERM is turned into an exception for its duration (so the restore
+  runs), then delivered again (a failed restore is then logged as an error).
   A sweep killed by SIGKILL cannot restore anything.
 * ``Board.apply``: ``nvpmodel -m N``, then ``jetson_clocks`` (on) or nothing
   (off: the mode just set brings its own clock limits), a wait of ``settle_s``
@@ -127,9 +130,11 @@ class Board:
     def __init__(self, plan: PowerPlan, original: Mode):
         self.plan, self.original = plan, original
         self.modes = plan.modes or (original.id,)
+        self.last: Mode | None = None  # the mode last asked for (its name unknown until read back)
 
     def apply(self, mode_id: int) -> Mode:
         """Sets ``mode_id`` and the plan's clocks, waits for them to settle; the mode read back."""
+        self.last = Mode(mode_id, None)
         _tool("nvpmodel", "-m", str(mode_id))
         if self.plan.jetson_clocks == "on":
             _tool("jetson_clocks")
@@ -138,6 +143,7 @@ class Board:
         if now.id != mode_id:
             raise PowerModeError(f"nvpmodel -m {mode_id} left the board in mode {now.id} ({now.name}); "
                                  "a mode that needs a reboot cannot be swept")
+        self.last = now
         log.info("power mode %d (%s), jetson_clocks %s", now.id, now.name, self.plan.jetson_clocks or "as it was")
         return now
 
@@ -155,9 +161,10 @@ def controlled(plan: PowerPlan, state_dir: Path) -> Iterator[Board]:
     previous = signal.getsignal(signal.SIGTERM)
     if in_main_thread():
         signal.signal(signal.SIGTERM, _raise_terminated)
+    board = Board(plan, original)
     terminated = False
     try:
-        yield Board(plan, original)
+        yield board
     except Terminated:
         terminated = True
         raise
@@ -165,23 +172,56 @@ def controlled(plan: PowerPlan, state_dir: Path) -> Iterator[Board]:
         if in_main_thread():
             signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
         with deferred():  # a second Ctrl-C waits until the board is restored
-            _restore(original, stored)
+            problem = _restore(board, stored)
+        if problem and terminated:
+            log.error("%s", problem)
         if terminated:
             signal.raise_signal(signal.SIGTERM)
+        if problem:
+            raise PowerModeError(problem)
 
 
 def _raise_terminated(signum, frame):
     raise Terminated()
 
 
-def _restore(original: Mode, stored: Path | None) -> None:
-    """The original mode, then the stored clocks (a mode change resets them); each tried even if the other fails."""
+def _restore(board: Board, stored: Path | None) -> str | None:
+    """The original mode, then the stored clocks (a mode change resets them), each tried even if the other
+    fails; None when both are back, else what failed, where the board is left and the commands that restore it."""
+    failed, left, commands = [], [], []
+    original = board.original
     try:
         _tool("nvpmodel", "-m", str(original.id))
     except PowerModeError as exc:
-        log.error("could not restore power mode %d (%s): %s", original.id, original.name, exc)
+        now = _mode_now(board)
+        if now is not None and now.id == original.id:
+            log.warning("nvpmodel -m %d failed, but the board is in that mode: %s", original.id, exc)
+        else:
+            failed.append(f"could not restore power mode {_named(original)}: {exc}")
+            left.append(f"the board is left in power mode {_named(now)}")
+            commands.append(f"sudo nvpmodel -m {original.id}")
     if stored is not None:
         try:
             _tool("jetson_clocks", "--restore", str(stored))
         except PowerModeError as exc:
-            log.error("could not restore the clocks stored in %s: %s", stored, exc)
+            failed.append(f"could not restore the clocks stored in {stored}: {exc}")
+            left.append("the board's clocks are left as the sweep set them")
+            commands.append(f"sudo jetson_clocks --restore {stored}")
+    if not failed:
+        return None
+    return f"{'; '.join(failed)}; {'; '.join(left)}; restore the board with: {' && '.join(commands)}"
+
+
+def _mode_now(board: Board) -> Mode | None:
+    """The board's mode as ``nvpmodel -q`` reads it now; else the mode last asked for (None: none was)."""
+    try:
+        return query()
+    except PowerModeError as exc:
+        log.debug("nvpmodel -q after a failed restore: %s", exc)
+        return board.last
+
+
+def _named(mode: Mode | None) -> str:
+    if mode is None:
+        return "unknown (nvpmodel -q failed)"
+    return f"{mode.id} ({mode.name})" if mode.name else str(mode.id)

@@ -18,9 +18,12 @@ missing, a child that could not set the run up or crashed, an interrupt) is
 not a result: its row has ``retry: True``, is not recorded, and the next
 sweep runs it again.
 
-Arguments are checked when the ``SweepConfig`` is made, before any child
-starts. One sweep writes a directory at a time (``sweep_results.Results``
-holds its lock); a second one gets ``SweepError``.
+Arguments are checked when the ``SweepConfig`` is made, and each model's
+input size (``check_models``, from the zoo's ``shapes``), before any child
+starts. A child that fails with a Python traceback has the exception's type
+and message as its cause, not the traceback's last line. One sweep writes a
+directory at a time (``sweep_results.Results`` holds its lock); a second one
+gets ``SweepError``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import shutil
 import signal
 from pathlib import Path
@@ -44,6 +48,7 @@ from tf_mobileperf.session.options import check_int, resolve_sensors
 from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, PROGRESS_FILE
 from tf_mobileperf_tensorboard.reader import read_steps
 from tf_mobileperf.tools import power_modes, sweep_child
+from tf_mobileperf.tools.zoo import check_input_size
 from tf_mobileperf.tools.power_modes import PowerPlan
 from tf_mobileperf.tools.search import search_largest
 from tf_mobileperf.tools.sweep_results import Results, SweepError
@@ -52,6 +57,12 @@ from tf_mobileperf.tools.sweep_results import Results, SweepError
 OOM_WORDS = ("out of memory", "OOM killer", "allocation failure")
 #: Signals that stop a child from outside (Ctrl-C, a shutdown): the configuration did not finish, it did not fail.
 STOPPED_FROM_OUTSIDE = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
+#: Terminal colours (Keras prints its messages in bold).
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+#: Where an exception's message ends: Keras's list of the call's arguments, or a log line of TF or absl.
+_MESSAGE_END = re.compile(r"^(Arguments received by |[IWEF]\d{4} )")
+#: The longest cause kept.
+CAUSE_CHARS = 300
 
 
 @dataclasses.dataclass
@@ -96,6 +107,12 @@ class SweepConfig:
     def runs(self) -> Path:
         """Where its TensorBoard runs go: DIR/runs, or DIR/runs/<board type> in a fleet sweep."""
         return self.out / "runs" / (self.board_type or "")
+
+
+def check_models(models: Iterable[str], config: SweepConfig) -> None:
+    """ValueError (one line) for a model that cannot take the configuration's input size."""
+    for model in models:
+        check_input_size(model, config.input_size)
 
 
 def open_sensors_once(spec: str) -> None:
@@ -216,7 +233,28 @@ def _exit_cause(returncode: int | None, stderr: str) -> str:
         return f"killed by {sig}"
     if "MemoryError" in stderr or "ResourceExhaustedError" in stderr or "bad_alloc" in stderr:
         return "out of memory"
-    return f"exit code {returncode}: " + (stderr.strip().splitlines() or [""])[-1][:200]
+    cause = exception_message(stderr) or (stderr.strip().splitlines() or [""])[-1]
+    return f"exit code {returncode}: {cause[:CAUSE_CHARS]}"
+
+
+def exception_message(stderr: str) -> str | None:
+    """The type and message of the exception of the last Python traceback in ``stderr``, on one line (None
+    without a traceback): "ValueError: ... Computed output size would be zero or negative ...", where the
+    traceback's last line is the end of Keras's list of arguments."""
+    lines = _ANSI.sub("", stderr).splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
+    if not starts:
+        return None
+    after = lines[starts[-1] + 1:]
+    first = next((i for i, line in enumerate(after) if line and not line[0].isspace()), None)
+    if first is None:
+        return None
+    message = []
+    for line in after[first:]:
+        if _MESSAGE_END.match(line):
+            break
+        message.append(line)
+    return " ".join(" ".join(message).split())
 
 
 def sweep(models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig,
@@ -232,6 +270,7 @@ def sweep(models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig
     docstring): it is returned, not recorded.
     """
     pairs = list(dict.fromkeys((m, b) for m in models for b in batch_sizes))
+    check_models(dict.fromkeys(m for m, _ in pairs), config)
     if plan is not None and plan.active:
         power_modes.check(plan)
     with Results(config.out) as results:
@@ -270,7 +309,9 @@ def find_max_batch(model: str, config: SweepConfig, start: int = 1, ceiling: int
 
     Raises:
         SweepError: a batch size did not run for a reason other than the model's own run.
+        ValueError: ``model`` cannot take the configuration's input size.
     """
+    check_models([model], config)
     with Results(config.out) as results:
 
         def fits(batch_size: int) -> bool:

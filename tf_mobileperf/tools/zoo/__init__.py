@@ -4,7 +4,8 @@ Every entry builds a compiled model (``weights=None``: nothing is downloaded)
 and gives synthetic batches of the right shapes, so a sweep runs anywhere;
 ``real_data`` names a Keras/TF loader where one exists. Image models take an
 input size (CIFAR-10's 32 or ImageNet's 224); the seed's TX2 out-of-memory
-failures only show at full size.
+failures only show at full size. ``check_input_size`` says, without Keras,
+whether a model takes a size (``shapes``: the CNN's windows need at least 10).
 
     >>> spec = get("cnn")
     >>> model = spec.build(input_size=32)                  # doctest: +SKIP
@@ -14,6 +15,7 @@ failures only show at full size.
 from __future__ import annotations
 
 from tf_mobileperf.tools.zoo.base import ModelSpec
+from tf_mobileperf.tools.zoo.shapes import check_input_size
 
 #: The entries' names, known without importing Keras (the command line's help and checks).
 NAMES = ("cnn", "resnet50", "resnet152", "vgg19", "lstm", "dqn", "dcgan", "bert", "bert-base", "nmt")
@@ -40,4 +42,4 @@ def get(name: str) -> ModelSpec:
     return _models()[name]
 
 
-__all__ = ["MODELS", "NAMES", "ModelSpec", "get"]
+__all__ = ["MODELS", "NAMES", "ModelSpec", "check_input_size", "get"]

@@ -6,6 +6,7 @@ import keras
 import numpy as np
 
 from tf_mobileperf.tools.zoo.base import ModelSpec
+from tf_mobileperf.tools.zoo.shapes import DQN_WINDOWS
 
 ACTIONS = 6  # Pong's action set
 
@@ -13,9 +14,7 @@ ACTIONS = 6  # Pong's action set
 def build_dqn(size: int = 84, actions: int = ACTIONS) -> keras.Model:
     model = keras.Sequential([
         keras.Input((size, size, 4)), keras.layers.Rescaling(1 / 255.0),
-        keras.layers.Conv2D(32, 8, strides=4, activation="relu"),
-        keras.layers.Conv2D(64, 4, strides=2, activation="relu"),
-        keras.layers.Conv2D(64, 3, strides=1, activation="relu"),
+        *[w.layer(activation="relu") for w in DQN_WINDOWS],  # shapes.DQN_WINDOWS: 8x8 stride 4, 4x4 stride 2, 3x3
         keras.layers.Flatten(), keras.layers.Dense(512, activation="relu"), keras.layers.Dense(actions),
     ], name="dqn")
     model.compile(keras.optimizers.Adam(1e-4), keras.losses.Huber())

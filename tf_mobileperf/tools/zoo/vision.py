@@ -7,6 +7,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mobileperf.tools.zoo.base import ModelSpec
+from tf_mobileperf.tools.zoo.shapes import CNN_WINDOWS
 
 
 def _classifier(model: keras.Model) -> keras.Model:
@@ -19,10 +20,10 @@ def _images(rng, n, size, classes=10):
 
 
 def build_cnn(size: int) -> keras.Model:
+    """Convolutions (ReLU) and poolings of ``shapes.CNN_WINDOWS``, then two dense layers."""
+    windows = [w.layer(activation="relu") if w.filters else w.layer() for w in CNN_WINDOWS]
     return _classifier(keras.Sequential([
-        keras.Input((size, size, 3)),
-        keras.layers.Conv2D(32, 3, activation="relu"), keras.layers.MaxPooling2D(),
-        keras.layers.Conv2D(64, 3, activation="relu"), keras.layers.MaxPooling2D(),
+        keras.Input((size, size, 3)), *windows,
         keras.layers.Flatten(), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10),
     ], name="cnn"))
 

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 
 from tf_mobileperf.sensors.board import BOARD_TYPE_ENV
 from tf_mobileperf.tools.sizes import parse_size
+from tf_mobileperf_tensorboard.finite_json import finite
 
 if TYPE_CHECKING:
     from tf_mobileperf.tools.sweep import SweepConfig
@@ -192,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     summary.update(proc_peak_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30,
                    rss_at_start_gb=rss_at_start)
     # Where the callback's measurement went: the logdir, or logdir/run-N if another had claimed it.
-    (cb.monitor.logdir / "summary.json").write_text(json.dumps(summary, allow_nan=False))
+    (cb.monitor.logdir / "summary.json").write_text(json.dumps(finite(summary), allow_nan=False))
     return 0
 
 

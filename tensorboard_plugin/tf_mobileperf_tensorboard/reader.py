@@ -18,6 +18,7 @@ import csv
 import dataclasses
 import io
 import logging
+import math
 import os
 import stat
 import struct
@@ -169,14 +170,18 @@ class StepRows:
 
 def _step(row: dict) -> dict:
     """One typed row; ValueError if it is not a whole row of numbers."""
-    def number(text: str | None) -> float | None:
-        return float(text) if text not in (None, "") else None
+    def number(text: str | None) -> float | None:  # not measured, or not finite: None
+        value = float(text) if text not in (None, "") else None
+        return value if value is not None and math.isfinite(value) else None
 
     if None in row or None in row.values():  # more fields than the header, or fewer
         raise ValueError("row has the wrong number of fields")
     if row["warmup"] not in ("0", "1") or row["failed"] not in ("0", "1"):
         raise ValueError("warmup/failed is not 0 or 1")
-    return {"step": int(row["step"]), "duration_s": float(row["duration_s"]), "warmup": row["warmup"] == "1",
+    duration = number(row["duration_s"])
+    if duration is None:
+        raise ValueError("duration_s is not a finite number")
+    return {"step": int(row["step"]), "duration_s": duration, "warmup": row["warmup"] == "1",
             "failed": row["failed"] == "1", "energy_total": number(row.get("energy_j/total")),
             "mem_peak_gb": number(row.get("mem_peak_gb"))}
 

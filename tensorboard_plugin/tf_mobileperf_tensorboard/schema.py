@@ -109,7 +109,9 @@ SUMMARY_FIELDS: dict[str, Spec] = {
     "sampling": OBJECT,
     "unavailable": Each(TEXT),
     "channels": Each(OBJECT),
-    "sensors": ListOf(OBJECT),
+    "sensors": ListOf(Shape({"name": TEXT, "channels": ListOf(Shape(
+        {"name": Kind("text", lambda v: isinstance(v, str)), "kind": TEXT, "group": TEXT, "device": TEXT},
+        required=("name",), nullable=False))})),
     "energy_sources": Each(OBJECT),
     "energy_steps_complete": OBJECT,
 }

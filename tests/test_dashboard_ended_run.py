@@ -42,9 +42,9 @@ def test_a_run_that_died_without_its_report_is_failed_in_the_table_and_the_chart
     assert marks == [f"{ended}: batch size 32 failed at step {DIE_AT}: {CAUSE}"]
     section = browser.execute_script("""
         const s = document.querySelector(`section[data-run='${arguments[0]}']`);
-        return {status: s.querySelector('.header .failed').textContent, note: s.querySelector('.note').textContent};
+        return {status: s.querySelector('.header span.failed').textContent, note: s.querySelector('.note').textContent};
     """, ended)
-    assert section == {"status": f"ended without a report: {CAUSE}", "note": f"no report: ended without a report: {CAUSE}"}
+    assert section == {"status": f"status: ended without a report: {CAUSE}", "note": f"no report: ended without a report: {CAUSE}"}
     OUTPUT.mkdir(exist_ok=True)
     browser.find_element("css selector", "#mobileperf").screenshot(str(OUTPUT / "ended-run.png"))
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

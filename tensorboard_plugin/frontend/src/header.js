@@ -46,9 +46,10 @@ function explained(s) {
   const sampling = s.sampling || {};
   const measured = (value, key, text) => (value == null ? why(s, key) : text);
   return [
-    ["status", el("span", { class: isFailed(s) ? "failed" : "", text: statusText(s) }),
+    ["status", statusText(s),
       s.success ? "every step ran" : s.status === "running" ? "its process is alive and measuring"
-        : `training stopped at step ${s.failed_step ?? "?"}: ${(s.error || "").split("\n")[0]}`],
+        : `training stopped at step ${s.failed_step ?? "?"}: ${(s.error || "").split("\n")[0]}`,
+      isFailed(s) ? "failed" : ""],
     ["steps measured", `${s.steps_measured ?? "?"} (after ${s.warmup_steps ?? "?"} warm-up)`,
       "steps in every average and total below; the warm-up steps are recorded and left out"],
     ["energy total", fmt(s.energy_total, "J"), measured(s.energy_total, "energy", `energy total: ${rail}, the integral of its power over each step's window, summed ${energySteps}${from(totals.length ? totals : rails)}`)],
@@ -104,9 +105,10 @@ function boardItems(s) {
   ];
 }
 
+// items: [name, value, hover text, class of the item ("failed": in red)?]
 function headerLine(items) {
   const line = el("div", { class: "header" });
-  for (const [k, v, title] of items) line.append(el("span", { title }, el("b", { text: `${k}: ` }), v));
+  for (const [k, v, title, cls] of items) line.append(el("span", { title, class: cls || "" }, el("b", { text: `${k}: ` }), v));
   return line;
 }
 

@@ -99,7 +99,14 @@ def test_a_report_with_a_field_of_the_wrong_type_is_422_naming_it_and_the_others
     assert body["error"] == "unreadable data: a/train/plugins/mobileperf/report.json: field 'success' must be true " \
                             "or false, got 'no'"
     assert get(client, "steps", run="b/train")[0] == 200
-    assert get(client, "runs")[0] == 200
+    status, runs = get(client, "runs")  # the runs list marks it too
+    by_run = {r["run"]: r["summary"] for r in runs}
+    assert status == 200 and by_run["a/train"]["status"] == "unreadable"
+    assert by_run["a/train"]["status_text"] == "unreadable report: a/train/plugins/mobileperf/report.json: field " \
+                                               "'success' must be true or false, got 'no'"
+    assert (by_run["b/train"]["status"], by_run["b/train"]["status_text"]) == ("finished", "trained")
+    path.write_text(json.dumps(json.loads(path.read_text()) | {"success": True}))  # mended: read again
+    assert {r["run"]: r["summary"] for r in get(client, "runs")[1]}["a/train"]["status"] == "finished"
 
 
 def test_a_nan_in_a_report_is_served_as_null(logdir):

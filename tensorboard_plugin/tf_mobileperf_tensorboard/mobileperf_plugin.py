@@ -121,6 +121,7 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     def __init__(self, context: base_plugin.TBContext):
         self._data_provider = context.data_provider
         self._logdir = Path(context.logdir).resolve() if context.logdir else None
+        self._report_checks = run_status.ReportChecks()
 
     def get_plugin_apps(self):
         return {
@@ -157,7 +158,7 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     def _status(self, run: str, summary: dict) -> run_status.RunStatus:
         """The run's status as it is (a "running" summary checked against its process)."""
         run_dir = (self._logdir / run).resolve() if self._logdir is not None else Path(run)
-        return run_status.status_of(summary, run_dir, self._logdir)
+        return run_status.status_of(summary, run_dir, self._logdir, self._report_checks)
 
     def _run_dir(self, request) -> tuple[str, Path]:
         run, path, _ = self._run(request)

@@ -17,6 +17,10 @@ summary is therefore checked against the run's files, in its logdir:
   been reloaded yet), or ended without one: failed, at the step its
   ``progress.bin`` holds.
 
+A finished run whose report cannot be read, or does not hold what the
+report's schema says, is listed as unreadable with the reason
+(``ReportChecks``), so the runs list marks it, not only its own routes.
+
 No TensorFlow and no ``tf_mobileperf`` import.
 """
 
@@ -43,7 +47,7 @@ HEARTBEAT_S = 600.0
 START_SLACK_S = 2.0
 
 ENDED = "ended"  #: the process ended without writing its report
-UNREADABLE = "unreadable"  #: the run summary cannot be read
+UNREADABLE = "unreadable"  #: the run summary, or the finished run's report, cannot be read
 
 
 @dataclasses.dataclass
@@ -83,10 +87,41 @@ def finished_text(summary: dict) -> str:
     return "failed" if step is None else f"failed at step {step}"
 
 
-def status_of(summary: dict, run_dir: Path, root: Path | None) -> RunStatus:
+class ReportChecks:
+    """Whether each run's report can be read and holds what the schema says, read again only when the file
+    changes (its modification time or size): listing the runs does not parse every report every time."""
+
+    def __init__(self) -> None:
+        self._seen: dict[Path, tuple[tuple[int, int], str | None]] = {}
+
+    def problem(self, directory: Path, root: Path) -> str | None:
+        """What is wrong with the report in ``directory``; None if it is good or there is none."""
+        path = directory / metadata.REPORT_FILE
+        try:
+            info = path.stat()
+        except OSError:
+            return None
+        key = (info.st_mtime_ns, info.st_size)
+        seen = self._seen.get(path)
+        if seen is not None and seen[0] == key:
+            return seen[1]
+        try:
+            reader.read_report(directory, root)
+            problem = None
+        except (OSError, ValueError, RecursionError) as exc:
+            problem = str(exc)
+        self._seen[path] = (key, problem)
+        return problem
+
+
+def status_of(summary: dict, run_dir: Path, root: Path | None, checks: ReportChecks | None = None) -> RunStatus:
     """The status of the run in ``run_dir`` (under the TensorBoard logdir ``root``) whose summary is
-    ``summary`` (a readable one); the files it reads are only those of the run's logdir, inside ``root``."""
+    ``summary`` (a readable one); the files it reads are only those of the run's logdir, inside ``root``.
+    With ``checks``, a finished run whose report cannot be read is UNREADABLE, saying why."""
     if summary.get("status", FINISHED) != RUNNING:
+        problem = checks.problem(run_dir / metadata.PLUGIN_DIR, root) if checks and root else None
+        if problem:
+            return RunStatus(UNREADABLE, f"unreadable report: {problem}")
         return RunStatus(FINISHED, finished_text(summary))
     if root is None:
         return RunStatus(RUNNING, "running (its files are not local: whether its process is alive is unknown)")

@@ -54,12 +54,10 @@ UNREADABLE = "unreadable"  #: the run summary, or the finished run's report, can
 class RunStatus:
     """A run's status as it is: one of RUNNING, FINISHED, ENDED, UNREADABLE, and its line for people.
 
-    ``success``, ``failed_step`` and ``error`` are set for a run that ended without a report (None: the
-    summary's own stand)."""
+    ``failed_step`` and ``error`` are those of a run that ended without a report (it failed)."""
 
     status: str
     text: str
-    success: bool | None = None
     failed_step: int | None = None
     error: str | None = None
 
@@ -218,12 +216,11 @@ def _finished_since(run_dir: Path, root: Path | None) -> RunStatus | None:
 def _ended(logdir: Path, root: Path | None, why: str) -> RunStatus:
     step = reader.read_progress(logdir / metadata.PROGRESS_FILE)
     error = f"ended without a report: {why}"
-    return RunStatus(ENDED, error, False, step, error)
+    return RunStatus(ENDED, error, step, error)
 
 
 def _ended_as_recorded(record: dict) -> RunStatus:
     """A run whose end was recorded by whoever watched its process end (``mobileperf sweep``)."""
     error = record.get("error") or record.get("cause") or "its process ended"
     step = record.get("failed_step")
-    return RunStatus(ENDED, f"ended without a report: {error}", False, step if type(step) is int else None,
-                     str(error))
+    return RunStatus(ENDED, f"ended without a report: {error}", step if type(step) is int else None, str(error))

@@ -148,8 +148,8 @@ def test_read_report_refuses_steps_that_are_not_a_list_of_objects(tmp_path):
     assert read_report(tmp_path) is None
     (tmp_path / metadata.REPORT_FILE).write_text(json.dumps({"success": True, "steps": [{"step": 0}]}))
     assert read_report(tmp_path) == {"success": True, "steps": [{"step": 0}]}
-    (tmp_path / metadata.REPORT_FILE).write_text(json.dumps({"steps": [1, 2]}))
-    with pytest.raises(ValueError, match="report.json has no list of steps"):
+    (tmp_path / metadata.REPORT_FILE).write_text(json.dumps({"success": True, "steps": [1, 2]}))
+    with pytest.raises(ValueError, match=r"report.json: field 'steps\[0\]' must be an object, got 1"):
         read_report(tmp_path)
 
 
@@ -159,12 +159,12 @@ def test_the_run_layout_is_where_the_writers_write_and_the_readers_read(tmp_path
     written_series(layout.run_dir, rows)
     StepsCsv(layout.steps_csv, ["step"]).close()
     StepProgress(layout.progress).close()
-    write_json(layout.report, {"steps": []})
+    write_json(layout.report, {"success": True, "steps": []})
     assert json.loads(layout.claim.read_text())["pid"] == os.getpid()
     assert [p.exists() for p in (layout.channels, layout.samples, layout.steps_csv, layout.progress)] == [True] * 4
     assert layout.plugin_dir == tmp_path / "logs/train/plugins/mobileperf"
     np.testing.assert_array_equal(read_series(layout.run_dir)[1], rows)
-    assert read_report(layout.logdir) == {"steps": []} and read_report(layout.plugin_dir) is None
+    assert read_report(layout.logdir) == {"success": True, "steps": []} and read_report(layout.plugin_dir) is None
     assert StepProgress.read(layout.progress) == 0
 
 

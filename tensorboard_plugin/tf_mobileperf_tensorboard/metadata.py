@@ -33,7 +33,12 @@ TRACE_FILE = "power_trace.json"  # in PLUGIN_DIR: Chrome/Perfetto trace of ops a
 REPORT_FILE = "report.json"  # in the logdir, and a copy in PLUGIN_DIR for the dashboard
 STEPS_FILE = "steps.csv"  # in the logdir: one row per step, appended as steps are joined
 PROGRESS_FILE = "progress.bin"  # in the logdir: the step running now (8 bytes, memory-mapped)
-CLAIM_FILE = "mobileperf.claim"  # in the logdir: which process measures into it
+CLAIM_FILE = "mobileperf.claim"  # in the logdir: which process measures into it (pid, host, started)
+#: In the logdir, beside the claim: how the claiming process ended when it ended without a report, written by
+#: whoever watched it end (``mobileperf sweep``): pid, host, ended_wall_s, exit_status (None: killed on a
+#: timeout), signal (a name, or None), cause, error (one line: "out of memory (SIGABRT: std::bad_alloc)"),
+#: failed_step, steps_on_disk.
+END_FILE = "mobileperf.ended"
 COMBINED_FILE = "combined.json"  # in a multi-worker logdir: the workers' runs combined by the chief
 
 #: The ``channels.json`` schema written now; 2 added each channel's ``device``, ``rail`` and ``core``.

@@ -10,7 +10,11 @@ blocking and read only if it is a regular file under a size cap (``reader``),
 so a FIFO or a device in a run's folder never holds a request thread. Every
 route answers bad input with a 4xx and a message naming the file, never a
 500: ``tensorboard.errors`` for bad requests, 403 for a file outside the
-logdir, 404 for a missing one, 422 for a file that cannot be read. No route
+logdir, 404 for a missing one, 422 for a file that cannot be read or does
+not hold what the report's schema says (``schema``). One run's broken file
+or summary never fails another run's routes: a summary that cannot be read
+is listed as its error. A run's listed status is what is true
+(``run_status``): "running" only while its process is alive. No route
 writes.
 """
 
@@ -31,7 +35,7 @@ from tensorboard.backend import http_util
 from tensorboard.data import provider
 from tensorboard.plugins import base_plugin
 
-from . import metadata, missing_bundle, reader
+from . import finite_json, metadata, missing_bundle, reader, run_status, schema
 from .downsample import ChannelRate, min_max
 
 log = logging.getLogger(__name__)
@@ -76,6 +80,22 @@ def _route(fn):
     return handler
 
 
+def _summary(run: str, data: list) -> dict:
+    """The run's summary (its last one), checked; a summary that cannot be read is listed as the error it is,
+    so one bad run never hides the others."""
+    try:
+        raw = data[-1].numpy.item()
+        if not isinstance(raw, (bytes, str)):
+            raise ValueError(f"a {data[-1].numpy.dtype} tensor, not JSON text")
+        return schema.check_summary(finite_json.loads(raw), "run summary")
+    except schema.ReportError as exc:
+        detail = f"field {exc.field!r} {exc.problem}" if exc.field else exc.problem
+    except (ValueError, TypeError, AttributeError, RecursionError) as exc:
+        detail = f"{type(exc).__name__}: {str(exc)[:200]}"
+    log.warning("mobileperf: run %s: unreadable run summary: %s", run, detail)
+    return run_status.unreadable(f"unreadable run summary: {detail}")
+
+
 def _error(request, message: str, status: int):
     return http_util.Respond(request, {"error": message}, "application/json", code=status)
 
@@ -101,6 +121,7 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     def __init__(self, context: base_plugin.TBContext):
         self._data_provider = context.data_provider
         self._logdir = Path(context.logdir).resolve() if context.logdir else None
+        self._report_checks = run_status.ReportChecks()
 
     def get_plugin_apps(self):
         return {
@@ -132,44 +153,53 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
         filter_ = provider.RunTagFilter(runs=list(mapping), tags=[metadata.RUN_TAG])
         data = self._data_provider.read_tensors(
             ctx, experiment_id=experiment, plugin_name=metadata.PLUGIN_NAME, run_tag_filter=filter_, downsample=1)
-        out = {}
-        for run, tags in data.items():
-            datum = tags.get(metadata.RUN_TAG)
-            if not datum:
-                continue
-            try:
-                raw = datum[-1].numpy.item()
-                summary = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
-            except (ValueError, AttributeError, RecursionError) as exc:  # one bad run never hides the others
-                summary = {"error": f"unreadable run summary: {type(exc).__name__}: {str(exc)[:200]}"}
-            out[run] = summary if isinstance(summary, dict) else {
-                "error": f"unreadable run summary: a JSON {type(summary).__name__}, not an object"}
-        return out
+        return {run: _summary(run, tags[metadata.RUN_TAG]) for run, tags in data.items() if tags.get(metadata.RUN_TAG)}
+
+    def _status(self, run: str, summary: dict) -> run_status.RunStatus:
+        """The run's status as it is (a "running" summary checked against its process)."""
+        run_dir = (self._logdir / run).resolve() if self._logdir is not None else Path(run)
+        return run_status.status_of(summary, run_dir, self._logdir, self._report_checks)
 
     def _run_dir(self, request) -> tuple[str, Path]:
+        run, path, _ = self._run(request)
+        return run, path
+
+    def _run(self, request) -> tuple[str, Path, dict]:
+        """The requested run: its name, its folder (inside the logdir) and its summary."""
         run = request.args.get("run")
         if not run:
             raise errors.InvalidArgumentError("missing parameter 'run'")
-        if run not in self._summaries(request):
+        summary = self._summaries(request).get(run)
+        if summary is None:
             raise errors.NotFoundError(f"unknown run {run[:100]!r}")
         if self._logdir is None:
             raise errors.NotFoundError("this TensorBoard has no local logdir; series are not available")
         path = (self._logdir / run).resolve()
         if not path.is_relative_to(self._logdir):
             raise errors.NotFoundError(f"run {run[:100]!r} is outside the logdir")
-        return run, path
+        return run, path, summary
 
     @_route
     def _serve_runs(self, request):
-        return [{"run": run, "summary": summary} for run, summary in sorted(self._summaries(request).items())]
+        out = []
+        for run, summary in sorted(self._summaries(request).items()):
+            if summary.get("status") != run_status.UNREADABLE:
+                summary = self._status(run, summary).applied(summary)
+            out.append({"run": run, "summary": summary})
+        return out
 
     @_route
     def _serve_steps(self, request):
-        run, path = self._run_dir(request)
+        run, path, summary = self._run(request)
         directory = path / metadata.PLUGIN_DIR
         data = reader.read_report(directory, self._logdir)
         if data is None:
-            return {"run": run, "steps": [], "message": "the run has not finished its first report yet"}
+            if summary.get("status") == run_status.UNREADABLE:
+                raise ValueError(f"{run}: {summary['error']}; it has no {metadata.REPORT_FILE}")
+            status = self._status(run, summary)
+            message = ("no report yet: the run is " + status.text if status.status == schema.RUNNING
+                       else f"no report: {status.text}")
+            return {"run": run, "steps": [], "message": message, "status": status.status}
         out = {"run": run, "steps": data.get("steps", []), "warmup_steps": data.get("warmup_steps"),
                "failed_step": data.get("failed_step"), "profile": self._profile_links(run, path)}
         op_energy = reader.read_json(directory / metadata.OP_ENERGY_FILE, reader.MAX_JSON_BYTES, self._logdir)

@@ -7,7 +7,9 @@ opened without blocking and without following a link swapped in, read only
 if it is a regular file under a size cap, and, given ``logdir``, only if it
 resolves inside it. Problems are exceptions whose message names the file:
 ``FileNotFoundError`` (a file that must be there is not), ``OutsideLogdir``
-and ``ValueError`` (anything else wrong with a file). No TensorFlow.
+and ``ValueError`` (anything else wrong with a file; ``schema.ReportError``
+for a report that does not hold what the schema says). JSON is read with
+NaN and infinity as null (``finite_json``). No TensorFlow.
 """
 
 from __future__ import annotations
@@ -15,16 +17,17 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import json
 import logging
+import math
 import os
 import stat
+import struct
 from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
 
-from . import metadata
+from . import finite_json, metadata, schema
 
 log = logging.getLogger(__name__)
 
@@ -85,13 +88,14 @@ def read_bytes(path: Path, limit: int, logdir: Path | None = None) -> bytes | No
 
 
 def read_json(path: Path, limit: int = MAX_JSON_BYTES, logdir: Path | None = None) -> dict | None:
-    """The JSON object in ``path``; None if there is none. Anything else is a ValueError naming the file."""
+    """The JSON object in ``path`` (NaN and infinity as None); None if there is none. Anything else is a
+    ValueError naming the file."""
     body = read_bytes(path, limit, logdir)
     if body is None:
         return None
     label = _label(path, logdir)
     try:
-        data = json.loads(body)
+        data = finite_json.loads(body)
     except RecursionError:
         raise ValueError(f"{label} nests too deeply to read") from None
     except ValueError as exc:  # not JSON, or not UTF-8
@@ -102,17 +106,30 @@ def read_json(path: Path, limit: int = MAX_JSON_BYTES, logdir: Path | None = Non
 
 
 def read_report(directory: str | Path, logdir: Path | None = None) -> dict | None:
-    """The ``report.json`` in ``directory`` (a logdir, or a run's ``PLUGIN_DIR``); None if there is none.
+    """The ``report.json`` in ``directory`` (a logdir, or a run's ``PLUGIN_DIR``), checked against the
+    report's schema; None if there is none.
 
     Raises:
-        ValueError: it is not a JSON object whose ``steps``, if any, is a list of objects.
+        schema.ReportError: it does not hold what the schema says (naming the file and the field).
+        ValueError: it is not a JSON object, or cannot be read (naming the file).
     """
     path = Path(directory) / metadata.REPORT_FILE
     report = read_json(path, MAX_JSON_BYTES, logdir)
-    steps = report.get("steps", []) if report is not None else []
-    if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
-        raise ValueError(f"{_label(path, logdir)} has no list of steps")
-    return report
+    return None if report is None else schema.check_report(report, _label(path, logdir))
+
+
+def read_progress(path: str | Path) -> int | None:
+    """The step a run's ``progress.bin`` holds (the one running, or next to run); None if there is no whole
+    value (no file, or not 8 bytes)."""
+    try:
+        file = open_file(Path(path), 8)
+    except (OSError, ValueError):
+        return None
+    if file is None:
+        return None
+    with file:
+        raw = file.read(9)
+    return struct.unpack("<q", raw)[0] if len(raw) == 8 else None
 
 
 def read_series(run_dir: str | Path, logdir: Path | None = None) -> tuple[dict, np.ndarray]:
@@ -153,14 +170,18 @@ class StepRows:
 
 def _step(row: dict) -> dict:
     """One typed row; ValueError if it is not a whole row of numbers."""
-    def number(text: str | None) -> float | None:
-        return float(text) if text not in (None, "") else None
+    def number(text: str | None) -> float | None:  # not measured, or not finite: None
+        value = float(text) if text not in (None, "") else None
+        return value if value is not None and math.isfinite(value) else None
 
     if None in row or None in row.values():  # more fields than the header, or fewer
         raise ValueError("row has the wrong number of fields")
     if row["warmup"] not in ("0", "1") or row["failed"] not in ("0", "1"):
         raise ValueError("warmup/failed is not 0 or 1")
-    return {"step": int(row["step"]), "duration_s": float(row["duration_s"]), "warmup": row["warmup"] == "1",
+    duration = number(row["duration_s"])
+    if duration is None:
+        raise ValueError("duration_s is not a finite number")
+    return {"step": int(row["step"]), "duration_s": duration, "warmup": row["warmup"] == "1",
             "failed": row["failed"] == "1", "energy_total": number(row.get("energy_j/total")),
             "mem_peak_gb": number(row.get("mem_peak_gb"))}
 

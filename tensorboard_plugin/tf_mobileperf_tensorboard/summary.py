@@ -16,11 +16,12 @@ from tensorboard.compat.proto import summary_pb2
 from tensorboard.util import tensor_util
 
 from . import metadata
+from .finite_json import finite
 
 
 def run_summary(summary: dict) -> summary_pb2.Summary:
-    """A ``Summary`` proto holding ``summary`` (JSON-ready) for this plugin."""
-    text = json.dumps(summary, allow_nan=False)
+    """A ``Summary`` proto holding ``summary`` (JSON-ready; NaN and infinity written as null) for this plugin."""
+    text = json.dumps(finite(summary), allow_nan=False)
     value = summary_pb2.Summary.Value(tag=metadata.RUN_TAG, metadata=metadata.create_summary_metadata(),
                                       tensor=tensor_util.make_tensor_proto(text.encode()))
     return summary_pb2.Summary(value=[value])

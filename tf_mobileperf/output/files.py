@@ -39,6 +39,7 @@ import numpy as np
 from tf_mobileperf.output.layout import RunLayout
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf_tensorboard import metadata
+from tf_mobileperf_tensorboard.reader import read_progress
 
 log = logging.getLogger(__name__)
 
@@ -118,11 +119,7 @@ class StepProgress:
     @staticmethod
     def read(path: Path) -> int | None:
         """The last step set in ``path``; None if there is no whole value."""
-        try:
-            raw = Path(path).read_bytes()
-        except OSError:
-            return None
-        return struct.unpack("<q", raw)[0] if len(raw) == 8 else None
+        return read_progress(path)
 
 
 class AppendFile:

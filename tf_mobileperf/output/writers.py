@@ -17,6 +17,7 @@ from tf_mobileperf.output.events import ScalarWriter
 from tf_mobileperf.output.files import SeriesWriter, StepProgress, StepsCsv, link_or_copy, write_json
 from tf_mobileperf.output.layout import RunLayout
 from tf_mobileperf.sensors.base import Channel
+from tf_mobileperf_tensorboard.finite_json import finite
 
 #: Runs monitoring work: ``guard(what, fn, *args)`` logs a failure instead of raising it.
 Guard = Callable[..., object]
@@ -39,7 +40,9 @@ class RunWriters:
                    StepsCsv(layout.steps_csv, csv_fields), ScalarWriter(layout.run_dir), StepProgress(layout.progress))
 
     def finish(self, report: dict, steps: int, guard: Guard) -> None:
-        """Publishes the report and the finished run's summary, then closes every file."""
+        """Publishes the report and the finished run's summary, then closes every file. A NaN or infinity
+        anywhere in the report is written as null: a reader never meets one."""
+        report = finite(report)
         guard("write report", self._publish, report)
         summary = {k: v for k, v in report.items() if k != "steps"} | {"status": "finished"}
         guard("write run summary", self.scalars.write_run_summary, summary, steps)

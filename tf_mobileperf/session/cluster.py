@@ -16,7 +16,10 @@ reads). The chief then combines the workers' runs:
   (it died, its sensor had a hole) has no combined energy: a sum over part of
   the fleet would pass for the whole.
 * A worker without a report (it died) is marked missing, and what it wrote
-  to ``steps.csv`` before dying is kept.
+  to ``steps.csv`` before dying is kept. A worker's report that is there
+  but malformed stops the combine with an error naming the file and the
+  field (``tf_mobileperf_tensorboard.schema``): a combine over it would be
+  wrong, and one passed over as missing would hide it.
 
 The combined report is ``<logdir>/combined.json`` and a run ``combined`` for
 the dashboard's run table.
@@ -32,6 +35,7 @@ import time
 from pathlib import Path
 
 from tf_mobileperf.output.files import StepProgress, write_json
+from tf_mobileperf_tensorboard.finite_json import finite
 from tf_mobileperf_tensorboard.metadata import COMBINED_FILE, PROGRESS_FILE, REPORT_FILE
 from tf_mobileperf_tensorboard.reader import read_report, read_steps
 
@@ -82,7 +86,13 @@ def from_tf_config(text: str | None = None) -> Worker | None:
 def combine(logdir: str | Path, tasks: tuple[str, ...], wait_s: float = 0.0) -> dict:
     """Combines the runs of ``tasks`` under ``logdir``; writes and returns the report.
 
-    Waits up to ``wait_s`` for workers whose report is not there yet.
+    Waits up to ``wait_s`` for workers whose report is not there yet. Each
+    worker's report is checked against the report's schema (``schema``);
+    none is written if one does not hold what it says.
+
+    Raises:
+        ReportError: a worker's report is malformed, naming the file and the field.
+        ValueError, OSError: a worker's report cannot be read, naming the file.
     """
     logdir = Path(logdir)
     deadline = time.monotonic() + wait_s
@@ -110,25 +120,29 @@ def combine(logdir: str | Path, tasks: tuple[str, ...], wait_s: float = 0.0) -> 
     }
     report["power_avg"] = (report["energy_total"] / sum(step_times)
                            if report["energy_total"] is not None and step_times else None)
+    report = finite(report)
     write_json(logdir / COMBINED_FILE, report)
     _write_run_summary(logdir / COMBINED_RUN, report)
     return report
 
 
 def _host(run: Path) -> dict:
-    """One worker's summary and steps: from its report, or what it left on disk."""
+    """One worker's summary and steps: from its report, or what it left on disk.
+
+    Raises:
+        ReportError: its report does not hold what the report's schema says (naming the file and the field).
+        ValueError, OSError: its report cannot be read (naming the file).
+    """
     steps = read_steps(run)
-    try:
-        summary = read_report(run)
-    except (OSError, ValueError):
-        summary = None
+    summary = read_report(run)
     if summary is None:
         return {"missing": True, "success": False, "failed_step": StepProgress.read(run / PROGRESS_FILE),
                 "energy_total": None, "mem_peak_gb": _max([s["mem_peak_gb"] for s in steps]),
                 "hostname": None, "started_wall_s": None, "steps_on_disk": len(steps), "steps": steps}
-    return {"missing": False, "success": summary["success"], "failed_step": summary["failed_step"],
-            "energy_total": summary["energy_total"], "mem_peak_gb": summary["mem_peak_gb"],
-            "hostname": summary["device"].get("hostname"), "started_wall_s": summary["device"].get("started_wall_s"),
+    device = summary.get("device") or {}
+    return {"missing": False, "success": summary["success"], "failed_step": summary.get("failed_step"),
+            "energy_total": summary.get("energy_total"), "mem_peak_gb": summary.get("mem_peak_gb"),
+            "hostname": device.get("hostname"), "started_wall_s": device.get("started_wall_s"),
             "steps_on_disk": len(steps), "steps": steps}
 
 

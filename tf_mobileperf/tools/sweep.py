@@ -141,6 +141,7 @@ def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
                            config.timeout_s, config.board_type)
     logdir = _claimed_by(logdir, done.pid)
     row = _row(done.returncode, done.stderr, logdir, config)
+    sweep_child.record_end(logdir, done, row, is_oom(row))  # a run without a report says how it ended
     row.update(model=model, batch_size=batch_size, config=config.key(), logdir=str(logdir), **_where(config))
     for total, per_step in (("energy_total", "energy_per_step_j"), ("energy_active_total", "energy_active_per_step_j")):
         row[per_step] = (row[total] / row["steps_measured"]

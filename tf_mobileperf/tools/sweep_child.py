@@ -17,7 +17,10 @@ one line on stderr if it could not set the run up.
 sweep's Ray task: the child runs in a process group of its own (with its
 sampler), which is killed whole on a timeout or an interrupt (Ctrl-C, a
 cancelled task); the child also dies with its parent (``PR_SET_PDEATHSIG``),
-so a killed sweep or a lost Ray worker leaves none behind.
+so a killed sweep or a lost Ray worker leaves none behind. A child that
+ended without writing its report (an abort on ``std::bad_alloc``, the OOM
+killer) has how it ended written into its run (``record_end``): the
+dashboard shows that run failed with its cause, not "running".
 """
 
 from __future__ import annotations
@@ -29,15 +32,21 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import resource
 import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tf_mobileperf.output.files import write_json
 from tf_mobileperf.sensors.board import BOARD_TYPE_ENV
 from tf_mobileperf.tools.sizes import parse_size
+from tf_mobileperf_tensorboard.finite_json import finite
+from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, END_FILE, REPORT_FILE
 
 if TYPE_CHECKING:
     from tf_mobileperf.tools.sweep import SweepConfig
@@ -95,6 +104,52 @@ def run(args: list[str], memory_limit: int | None, timeout_s: float, board_type:
         _kill_group(proc.pid)
         proc.wait()
         raise
+
+
+def record_end(logdir: Path, done: Exit, row: dict, oom: bool) -> Path | None:
+    """Writes how the child ended into the run it claimed in ``logdir`` when it ended without a report, so that
+    the dashboard shows the run failed, with its cause, rather than "running" forever; returns the file
+    written (``metadata.END_FILE``), or None where the child claimed no run there or wrote its report.
+
+    ``row`` is the sweep's row of the configuration (its ``cause``, ``failed_step``, ``steps_on_disk``);
+    ``oom``: whether that cause is running out of memory."""
+    try:
+        claimed = json.loads((logdir / CLAIM_FILE).read_text()).get("pid") == done.pid
+    except (OSError, ValueError, AttributeError):  # no claim, or one cut short by a kill
+        claimed = False
+    if not claimed or (logdir / REPORT_FILE).exists():
+        return None
+    signal_name = _signal_name(done.returncode)
+    said = ": ".join(part for part in (signal_name, _last_words(done.stderr)) if part)
+    head = "out of memory" if oom else str(row.get("cause") or "its process ended")
+    path = logdir / END_FILE
+    write_json(path, {"pid": done.pid, "host": socket.gethostname(), "ended_wall_s": time.time(),
+                      "exit_status": done.returncode, "signal": signal_name, "cause": row.get("cause"),
+                      "error": f"{head} ({said})" if said else head, "failed_step": row.get("failed_step"),
+                      "steps_on_disk": row.get("steps_on_disk"), "written_by": "mobileperf sweep"})
+    return path
+
+
+def _signal_name(returncode: int | None) -> str | None:
+    """The signal that ended a child ("SIGABRT"), from its return code; None if it exited or timed out."""
+    if returncode is None or returncode >= 0:
+        return None
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def _last_words(stderr: str) -> str | None:
+    """What the child said as it died: a C++ exception's ``what()`` ("std::bad_alloc"), or the last line of a
+    Python exception; None if it said neither (TensorFlow's log lines are not a cause)."""
+    for line in reversed(stderr.strip().splitlines()):
+        line = line.strip()
+        if "what():" in line:
+            return line.split("what():", 1)[1].strip()[:200] or None
+        if re.match(r"^[A-Za-z_.]*(Error|Exception)\b", line):
+            return line[:200]
+    return None
 
 
 def _kill_group(pid: int) -> None:
@@ -192,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     summary.update(proc_peak_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30,
                    rss_at_start_gb=rss_at_start)
     # Where the callback's measurement went: the logdir, or logdir/run-N if another had claimed it.
-    (cb.monitor.logdir / "summary.json").write_text(json.dumps(summary, allow_nan=False))
+    (cb.monitor.logdir / "summary.json").write_text(json.dumps(finite(summary), allow_nan=False))
     return 0
 
 

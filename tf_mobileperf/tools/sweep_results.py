@@ -3,7 +3,9 @@
 It exists so that reading and writing the results (which ``plot`` and the
 command line need without running anything) is apart from running the
 configurations (``sweep``). Rows are rewritten after every configuration, so
-a sweep can be resumed. One sweep writes a directory at a time: it holds an
+a sweep can be resumed. Reading them back (``load_results``) checks each row
+against the report's schema and skips one that does not hold what it says,
+with a warning naming it. One sweep writes a directory at a time: it holds an
 ``flock`` of ``DIR/.sweep.lock`` (released by the kernel if it dies); a
 second one gets ``SweepError``.
 """
@@ -12,12 +14,12 @@ from __future__ import annotations
 
 import csv
 import fcntl
-import json
 import logging
 import os
 from pathlib import Path
 
 from tf_mobileperf.output.files import write_json
+from tf_mobileperf_tensorboard import finite_json, schema
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +38,11 @@ class SweepError(Exception):
     """A sweep directory or its results cannot be used: in use by another sweep, not a directory, unreadable."""
 
 
-def load_results(path: Path) -> list[dict]:
-    """The rows of a sweep's results.json; SweepError naming the file if it is missing or not one."""
+def read_rows(path: Path) -> list[dict]:
+    """Every row of a sweep's results.json, as written (NaN and infinity as None); SweepError naming the file
+    if it is missing or not one. The sweep resumes from these: it keeps every row it finds."""
     try:
-        rows = json.loads(Path(path).read_text())
+        rows = finite_json.loads(Path(path).read_text())
     except FileNotFoundError:
         raise SweepError(f"no sweep results at {path}") from None
     except (OSError, ValueError) as exc:
@@ -47,6 +50,22 @@ def load_results(path: Path) -> list[dict]:
     if not (isinstance(rows, list) and all(isinstance(r, dict) and {"model", "batch_size"} <= r.keys() for r in rows)):
         raise SweepError(f"{path} is not a sweep's results.json (not a list of rows with model and batch_size); "
                          "move it away to start over")
+    return rows
+
+
+def load_results(path: Path) -> list[dict]:
+    """The rows of a sweep's results.json that hold what the schema says (``schema.check_row``), for reading
+    them back (the figures, report.html). A row that does not (a batch size that is null or text, a success
+    that is not true or false, a number that is text) is skipped with a warning naming the row and the
+    field; SweepError if none is left, or the file is missing or not a sweep's."""
+    rows = []
+    for i, row in enumerate(read_rows(path), 1):
+        try:
+            rows.append(schema.check_row(row, f"{path} row {i} (model {row['model']!r})"))
+        except schema.ReportError as exc:
+            log.warning("skipped %s", exc)
+    if not rows:
+        raise SweepError(f"{path} has no row to read (each is skipped, with a warning saying why)")
     return rows
 
 
@@ -65,7 +84,7 @@ class Results:
         self.path = out / "results.json"
         self._lock = _lock(out / LOCK_FILE)
         try:
-            self.rows: list[dict] = load_results(self.path) if self.path.exists() else []
+            self.rows: list[dict] = read_rows(self.path) if self.path.exists() else []
         except BaseException:
             self.close()
             raise

@@ -17,6 +17,17 @@ export function processPeak(s) {
   return peaks.length ? { gib: Math.max(...peaks) / GIB, channels } : null;
 }
 
+// The run's status as the server found it ("running" only while its process is alive; "ended without a
+// report: ..." when it died), or, from an older server, as its summary says.
+export function statusText(s) {
+  if (s.status_text) return s.status_text;
+  if (s.status === "running") return "running";
+  return s.success ? "trained" : `failed at step ${s.failed_step}`;
+}
+
+// Whether the run failed: it trained no further, ended without a report, or its summary cannot be read.
+export const isFailed = (s) => s.success === false || s.status === "unreadable";
+
 // What each header number is: name -> [value, hover text].
 function explained(s) {
   const cs = channelsOf(s);
@@ -35,8 +46,10 @@ function explained(s) {
   const sampling = s.sampling || {};
   const measured = (value, key, text) => (value == null ? why(s, key) : text);
   return [
-    ["status", s.status === "running" ? "running" : s.success ? "trained" : `failed at step ${s.failed_step}`,
-      s.success ? "every step ran" : `training stopped at step ${s.failed_step}: ${(s.error || "").split("\n")[0]}`],
+    ["status", statusText(s),
+      s.success ? "every step ran" : s.status === "running" ? "its process is alive and measuring"
+        : `training stopped at step ${s.failed_step ?? "?"}: ${(s.error || "").split("\n")[0]}`,
+      isFailed(s) ? "failed" : ""],
     ["steps measured", `${s.steps_measured ?? "?"} (after ${s.warmup_steps ?? "?"} warm-up)`,
       "steps in every average and total below; the warm-up steps are recorded and left out"],
     ["energy total", fmt(s.energy_total, "J"), measured(s.energy_total, "energy", `energy total: ${rail}, the integral of its power over each step's window, summed ${energySteps}${from(totals.length ? totals : rails)}`)],
@@ -92,9 +105,10 @@ function boardItems(s) {
   ];
 }
 
+// items: [name, value, hover text, class of the item ("failed": in red)?]
 function headerLine(items) {
   const line = el("div", { class: "header" });
-  for (const [k, v, title] of items) line.append(el("span", { title }, el("b", { text: `${k}: ` }), v));
+  for (const [k, v, title, cls] of items) line.append(el("span", { title, class: cls || "" }, el("b", { text: `${k}: ` }), v));
   return line;
 }
 

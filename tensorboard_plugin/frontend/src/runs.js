@@ -2,6 +2,7 @@
 // bs4 before bs16), and the sortable table it and the step and op tables are
 // drawn with: click a header to sort by it, again to reverse; missing values last.
 import { el, fmt, NOT_MEASURED } from "./format.js";
+import { isFailed, statusText } from "./header.js";
 
 const COLLATOR = new Intl.Collator(undefined, { numeric: true, sensitivity: "base" });
 
@@ -65,7 +66,7 @@ const COLUMNS = [
   ["run", (r) => r.run],
   ["model", (r) => r.summary.model ?? ""],
   ["batch size", (r) => r.summary.batch_size ?? null],
-  ["success", ({ summary: s }) => (s.status === "running" ? "running" : s.success ? "yes" : `no (step ${s.failed_step})`)],
+  ["status", (r) => statusText(r.summary)],
   ["energy/step (J)", (r) => energyPerStep(r.summary)],
   ["J/sample", (r) => r.summary.energy_per_sample_j ?? null],
   ["samples/s", (r) => r.summary.samples_per_s ?? null],
@@ -75,5 +76,6 @@ const COLUMNS = [
 ].map(([title, get]) => ({ title, get }));
 
 export function runTable(runs) {
-  return sortableTable(COLUMNS, runs, { attrs: { id: "runs-table" }, sortKey: 0 });
+  return sortableTable(COLUMNS, runs, { attrs: { id: "runs-table" }, sortKey: 0,
+    rowClass: (r) => (isFailed(r.summary) ? "failed" : "") });
 }

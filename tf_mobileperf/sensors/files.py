@@ -69,8 +69,8 @@ def parse_number(text: bytes, key: bytes, fields: int = 0) -> float:
     is missing or not a ``NUMBER``. Words are split at ASCII whitespace."""
     wanted = [k for k in range(fields.bit_length()) if fields >> k & 1] if fields else [0]
     if key:
-        at = (b"\n" + text).find(b"\n" + key)  # the first line that starts with key
-        if at < 0:
+        at = 0 if text.startswith(key) else text.find(b"\n" + key) + 1  # the first line that starts with key
+        if at == 0 and not text.startswith(key):
             return math.nan
         words = text[at + len(key):].split(b"\n", 1)[0].split()
     else:

@@ -15,7 +15,10 @@ sampler process SIGALRM, armed while a row is filled, wakes the watchdog only
 when a read overran the budget.
 
 Every failed read counts in the sensor's error counter and leaves its words
-as the failed channels' last error text (``ring.SharedRing.set_text``).
+as the failed channels' last error text (``ring.SharedRing.set_text``). A
+value outside what its kind can be (``base.reading_range``: negative power,
+a utilization over 100 %) is a failed read too, its channel NaN: checked
+here for sensors read in Python, in C for the others, from one definition.
 """
 
 from __future__ import annotations

@@ -292,10 +292,11 @@ class SysfsValue(KernelFile):
 
 def reading_range(sensor: Sensor, channel: Channel) -> tuple[float, float, str]:
     """(lowest, highest, text) of ``channel``'s readings (``RANGES``): a value outside is a failed read worded
-    ``text % value`` (a printf format, which ``_tick.c`` formats the same).
+    ``text % value``, a printf format that ``_tick.c`` formats the same way: a GPU load of -5 per mille reads
+    "reading -0.5 % outside [0, 100] %, the util range of jetson gpu (sysfs)".
 
-    >>> reading_range(SyntheticSensor(util={"gpu": abs}), Channel("gpu", "util", ""))[2] % -0.5  # doctest: +SKIP
-    'reading -0.5 % outside [0, 100] %, the util range of synthetic'
+    It is checked where each loop stores a reading: ``loop.SamplingLoop._store`` for sensors read in Python,
+    ``_tick.c`` for those it reads (``native.NativeTables`` copies the ranges).
     """
     low, high = RANGES.get(channel.kind, (-math.inf, math.inf))
     if channel.kind == "power":

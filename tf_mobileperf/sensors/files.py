@@ -8,8 +8,8 @@ the sum of some of the numbers after a key, times a scale) and each channel
 as one number, two multiplied, subtracted or divided, or the busy share of
 two counters between reads (CPU jiffies of /proc/stat). The sensor's ``read()`` is ``FileReads.read()``; the sampler's
 native loop (``sampling/native.py``) runs the same declaration in C, with
-``pread`` into one preallocated buffer and no Python on the tick. So the
-declaration is the one definition of what the sensor measures.
+``pread`` into a buffer it grows to the largest file and no Python on the
+tick. So the declaration is the one definition of what the sensor measures.
 
 A number that is not there reads NaN, and so does every channel that uses
 it. A file that cannot be read (missing, an I/O error, not a regular file)

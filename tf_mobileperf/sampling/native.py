@@ -136,9 +136,9 @@ class NativeTables:
                         numbers.append(Number(self._bytes(number.key) if number.key else None, len(number.key),
                                               number.fields, number.scale, number.floor, last[k], last[k],
                                               len(files) - 1))
-                kinds = {c.name: c for c in sensor.channels}
+                declared = {c.name: c for c in sensor.channels}
                 for c in reads.channels:
-                    low, high, why = reading_range(sensor, kinds[c.name])
+                    low, high, why = reading_range(sensor, declared[c.name])
                     channels.append(Channel(self._bytes(why), low, high, columns[i][c.name], where[c.a],
                                             where.get(c.b, -1), _OPS[c.op]))
             entry.n_files, entry.n_channels = len(files) - entry.first_file, len(channels) - entry.first_channel
@@ -150,7 +150,7 @@ class NativeTables:
         self.leader = _i64(0)
 
     def _bytes(self, text: str | bytes) -> bytes:
-        data = text.encode() if isinstance(text, str) else bytes(text)
+        data = text.encode("utf-8", "replace") if isinstance(text, str) else bytes(text)  # as ring.set_text
         self._keep.append(data)
         return data
 

@@ -9,8 +9,10 @@ Python loop."""
 
 from setuptools import Extension, find_packages, setup
 
+# -ffp-contract=off: no fused multiply-adds, so that C rounds each operation as Python does (the C loop's
+# readings equal the Python loop's to the bit: tests/test_tick_parity.py).
 TICK = Extension("tf_mobileperf.sampling._tick", ["tf_mobileperf/sampling/_tick.c"], optional=True,
-                 extra_compile_args=["-O2", "-std=gnu99"])
+                 extra_compile_args=["-O2", "-std=gnu99", "-Wall", "-Wextra", "-ffp-contract=off"])
 
 setup(packages=find_packages(include=["tf_mobileperf", "tf_mobileperf.*"]) + find_packages("tensorboard_plugin"),
       ext_modules=[TICK])

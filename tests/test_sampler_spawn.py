@@ -259,7 +259,7 @@ def test_a_slow_sensor_in_its_own_thread_never_holds_up_the_tick(mode, start, ti
         monkeypatch.setenv("MOBILEPERF_NATIVE", "0")  # the started process inherits it
     elif native.load() is None:
         pytest.skip(f"C tick loop not built: {native.why_not()}")
-    sampler = Sampler([Slow(0.004, own_thread), SyntheticSensor(power_w={"fast_t": picklable.clock})], 5.0,
+    sampler = Sampler([Slow(0.004, own_thread), SyntheticSensor(memory_b={"fast_t": picklable.clock})], 5.0,  # a time: as power, over 2 kW fails
                       mode=mode, start=start)
     assert sampler.tick_loop == ("C" if tick_loop == "C" else f"Python ({'thread mode' if mode == 'thread' else 'MOBILEPERF_NATIVE=0 asks for the Python loop'})")
     with sampler:

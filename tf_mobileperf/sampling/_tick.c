@@ -1,6 +1,11 @@
 /* The sampler process's tick loop in C: it wakes only on ticks where a sensor
  * is due, reads the sensors declared as kernel files (sensors/files.py) with
  * pread into one buffer, and writes each row in place in the shared ring.
+ * What it reads is what the Python loop reads, to the bit: the same number
+ * grammar on the bytes read (never past them), the same arithmetic, a file
+ * that is not regular or cannot be read failing its own channels with the
+ * same words, a value out of its kind's range (base.reading_range) a failed
+ * read; tests/test_tick_parity.py feeds both loops the same generated files.
  *
  * Why: a tick of the same loop in Python costs about three times the CPU of
  * the same wake-ups and reads in C (benchmarks/sampler_cost.py), and on a
@@ -14,16 +19,19 @@
  * are needed to build it); without it, loop.py runs the same schedule in
  * Python.
  *
- * Only C99, POSIX and GCC's __atomic builtins: it builds with the gcc of a
- * JetPack image.
+ * Only C99, POSIX (with glibc's and musl's strtod_l) and GCC's builtins and
+ * attributes: it builds with the gcc of a JetPack image.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <locale.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -32,19 +40,33 @@
 #define HEADER_COUNT 0
 #define HEADER_EPOCH 1
 #define HEADER_ERRORS 3
+#define TEXT_BYTES 120 /* ring.TEXT_BYTES: one channel's last error text */
 
 enum { MP_STOPPED = 0, MP_PYTHON = 1, MP_REPLACED = 2 };
 #define READING_NONE (-1)
 #define READING_TAKEN (-2)
 
-typedef struct { const char *path; int32_t fd; int32_t size; int32_t first_number; int32_t n_numbers; } mp_file;
+/* Why a file failed, besides an errno (base.NOT_REGULAR, base.TOO_LARGE, base.MAX_FILE_BYTES). */
+#define NOT_REGULAR (-1)
+#define TOO_LARGE (-2)
+#define MAX_FILE_BYTES (1 << 24)
+
+/* size: the next read's length, doubled when a read fills it (base.KernelFile); failed: this read's errno,
+ * NOT_REGULAR or TOO_LARGE, else 0; why: its text's printf format, %s the reason (base.file_error). */
+typedef struct {
+    const char *path; const char *why; int32_t fd; int32_t size; int32_t first_number; int32_t n_numbers;
+    int32_t failed; int32_t pad;
+} mp_file;
 /* fields: 0 for the first number after the key, else a bit mask of the numbers after it to sum;
- * a value at or below floor (after scale) reads NaN. */
+ * a value at or below floor (after scale) reads NaN; file: the file it is read from. */
 typedef struct {
     const char *key; int32_t key_len; int32_t fields; double scale; double floor; double value; double prev;
+    int32_t file; int32_t pad;
 } mp_number;
-/* op: 0 a, 1 a*b, 2 a-b, 3 100 * (1 - change of b / change of a): the busy share of jiffies, 4 a/b (b > 0) */
-typedef struct { int32_t column; int32_t a; int32_t b; int32_t op; } mp_channel;
+/* op: 0 a, 1 a*b, 2 a-b, 3 100 * (1 - change of b / change of a): the busy share of jiffies, 4 a/b (b > 0);
+ * a value outside [low, high] is a failed read worded by the printf format why, %g the value
+ * (base.reading_range). */
+typedef struct { const char *why; double low; double high; int32_t column; int32_t a; int32_t b; int32_t op; } mp_channel;
 
 typedef struct {
     int64_t every;          /* ticks between reads */
@@ -77,9 +99,14 @@ typedef struct {
     mp_file *files;
     mp_number *numbers;
     mp_channel *channels;
-    char *buf;
+    char *texts;            /* the channels' last error texts, TEXT_BYTES each from column 1 (shared) */
+    char *buf;              /* this loop's read buffer, grown to the largest file (mp_free frees it) */
     int64_t buf_size;
 } mp_loop;
+
+static locale_t c_locale; /* strtod's: "." is the decimal point whatever the process's locale, as in float() */
+
+__attribute__((constructor)) static void init_locale(void) { c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0); }
 
 static double now_s(void) {
     struct timespec t;
@@ -92,46 +119,127 @@ static void arm(int64_t us) {
     setitimer(ITIMER_REAL, &v, NULL);
 }
 
-static int blank(char c) { return c == ' ' || c == '\t' || c == '\n'; }
+/* ASCII whitespace, where Python's bytes.split() splits. */
+static int space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
-/* The number after key (which must start a line), or the first number; with fields, the sum of the numbers
- * after key whose bits are set; NaN if one is missing (files.parse_number). */
+static const char *digits(const char *p, const char *end) {
+    while (p < end && *p >= '0' && *p <= '9') p++;
+    return p;
+}
+
+/* Where files.NUMBER at p ends ([+-], digits with an optional point, or a point and digits, then an optional
+ * exponent), or p if none starts there. */
+static const char *number_end(const char *p, const char *end) {
+    const char *q = p < end && (*p == '+' || *p == '-') ? p + 1 : p;
+    const char *whole = digits(q, end), *r = whole;
+    if (r < end && *r == '.') r = digits(r + 1, end);
+    if (whole == q && r - whole < 2) return p; /* a digit before the point, or after it */
+    if (r < end && (*r == 'e' || *r == 'E')) {
+        const char *e = r + 1 < end && (r[1] == '+' || r[1] == '-') ? r + 2 : r + 1;
+        const char *exponent = digits(e, end);
+        if (exponent > e) r = exponent;
+    }
+    return r;
+}
+
+/* files.parse_number on the n bytes at text, which the buffer NUL-terminates: the number after key at the
+ * start of a line, or the first number; with fields, the sum of the numbers of the line after key whose bits
+ * are set; NaN if one is missing or not a whole word of files.NUMBER. */
 static double parse(const char *text, ssize_t n, const char *key, int32_t key_len, int32_t fields) {
     const char *p = text, *end = text + n;
     if (key_len > 0) {
-        p = memmem(text, (size_t)n, key, (size_t)key_len);
-        if (p == NULL || (p > text && p[-1] != '\n')) return NAN;
+        for (;; p++) { /* the first line that starts with key */
+            p = memmem(p, (size_t)(end - p), key, (size_t)key_len);
+            if (p == NULL) return NAN;
+            if (p == text || p[-1] == '\n') break;
+        }
         p += key_len;
     }
+    uint32_t wanted = fields != 0 ? (uint32_t)fields : 1u;
     double sum = 0.0;
-    for (int k = 0; k < 31; k++) {
-        if (fields == 0 && k > 0) break;
-        if (fields != 0 && (fields >> k) == 0) break;
-        while (p < end && (*p == ' ' || *p == '\t' || (key_len == 0 && *p == '\n'))) p++;
-        if (p >= end || *p == '\n') return NAN;
-        char *stop;
-        double v = strtod(p, &stop);
-        if (stop == p || (stop < end && !blank(*stop))) return NAN;
-        if (fields == 0 || (fields >> k) & 1) sum += v;
-        p = stop;
+    for (int k = 0; k < 32 && wanted >> k != 0; k++) {
+        while (p < end && space(*p) && (key_len == 0 || *p != '\n')) p++; /* a key's numbers are on its line */
+        if (p == end || *p == '\n') return NAN;
+        const char *word = p;
+        while (p < end && !space(*p)) p++;
+        if (wanted >> k & 1u) {
+            if (number_end(word, p) != p) return NAN;
+            sum += strtod_l(word, NULL, c_locale); /* it stops at the space or NUL after the word */
+        }
     }
     return sum;
 }
 
-static void read_file(mp_loop *L, mp_file *f) {
-    ssize_t n = -1;
-    if (f->fd < 0) f->fd = open(f->path, O_RDONLY | O_CLOEXEC);
-    if (f->fd >= 0) {
-        int64_t size = f->size < L->buf_size ? f->size : L->buf_size - 1;
-        n = pread(f->fd, L->buf, (size_t)size, 0);
-        if (n < 0) { close(f->fd); f->fd = -1; } /* opened again on the next read */
+static ssize_t failed(mp_file *f, int why) {
+    if (f->fd >= 0) { close(f->fd); f->fd = -1; } /* opened again on the next read */
+    f->failed = why;
+    return -1;
+}
+
+/* Reads f whole into the buffer, NUL-terminated; its length, or -1 with f->failed set. It is opened so that
+ * it cannot block, and must be a regular file (sysfs and procfs files are; a FIFO would block the loop). */
+static ssize_t read_whole(mp_loop *L, mp_file *f) {
+    if (f->fd < 0) {
+        struct stat st;
+        f->fd = open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (f->fd < 0) return failed(f, errno);
+        if (fstat(f->fd, &st) != 0) return failed(f, errno);
+        if (!S_ISREG(st.st_mode)) return failed(f, NOT_REGULAR);
     }
+    for (;;) {
+        int32_t size = f->size;
+        if (size + 1 > L->buf_size) {
+            char *grown = realloc(L->buf, (size_t)size + 1);
+            if (grown == NULL) return failed(f, ENOMEM);
+            L->buf = grown;
+            L->buf_size = size + 1;
+        }
+        ssize_t n = pread(f->fd, L->buf, (size_t)size, 0);
+        if (n < 0) return failed(f, errno);
+        if (n < size) {
+            L->buf[n] = '\0';
+            f->failed = 0;
+            return n;
+        }
+        if (size >= MAX_FILE_BYTES) return failed(f, TOO_LARGE);
+        f->size = size * 2; /* it may hold more: read it again with room to spare */
+    }
+}
+
+static void read_file(mp_loop *L, mp_file *f) {
+    ssize_t n = read_whole(L, f);
     for (int32_t k = 0; k < f->n_numbers; k++) {
         mp_number *num = &L->numbers[f->first_number + k];
         num->prev = num->value;
-        double v = n > 0 ? parse(L->buf, n, num->key, num->key_len, num->fields) * num->scale : NAN;
+        double v = n >= 0 ? parse(L->buf, n, num->key, num->key_len, num->fields) * num->scale : NAN;
         num->value = v > num->floor ? v : NAN;
     }
+}
+
+/* Keeps text as the last error of the channel in column (as ring.SharedRing.set_text: cut, NUL-padded). */
+static void set_text(mp_loop *L, int32_t column, const char *text) {
+    char padded[TEXT_BYTES] = { 0 };
+    memcpy(padded, text, strnlen(text, TEXT_BYTES));
+    char *slot = L->texts + (int64_t)(column - 1) * TEXT_BYTES;
+    if (memcmp(slot, padded, TEXT_BYTES) != 0) memcpy(slot, padded, TEXT_BYTES); /* written once while it lasts */
+}
+
+static const char *reason(int why) {
+    return why == NOT_REGULAR ? "not a regular file" : why == TOO_LARGE ? "larger than 16 MiB" : strerror(why);
+}
+
+/* A channel's value, or NaN and 1 with its text kept when its file failed or the value is out of range. */
+static int check(mp_loop *L, mp_channel *ch, double *v) {
+    char text[TEXT_BYTES + 1];
+    mp_file *a = &L->files[L->numbers[ch->a].file];
+    mp_file *b = ch->b >= 0 ? &L->files[L->numbers[ch->b].file] : NULL;
+    mp_file *bad = a->failed ? a : b != NULL && b->failed ? b : NULL;
+    if (bad != NULL) snprintf(text, sizeof text, bad->why, reason(bad->failed));
+    else if (*v < ch->low || *v > ch->high) snprintf(text, sizeof text, ch->why, *v);
+    else return 0;
+    set_text(L, ch->column, text);
+    *v = NAN;
+    return 1;
 }
 
 /* Reads sensor i's files into the row; 0 if the watchdog took the read over meanwhile. */
@@ -143,6 +251,7 @@ static int read_native(mp_loop *L, int i) {
     int64_t expected = i;
     if (!__atomic_compare_exchange_n(&L->reading, &expected, READING_NONE, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         return 0;
+    int bad = 0;
     for (int32_t c = 0; c < s->n_channels; c++) {
         mp_channel *ch = &L->channels[s->first_channel + c];
         double v = L->numbers[ch->a].value;
@@ -153,8 +262,10 @@ static int read_native(mp_loop *L, int i) {
             double total = v - L->numbers[ch->a].prev, idle = b->value - b->prev;
             v = total > 0 ? 100.0 * (total - idle) / total : NAN; /* NaN compares false: no share yet */
         } else if (ch->op == 4) v = b->value > 0 ? v / b->value : NAN;
+        bad |= check(L, ch, &v);
         L->row[ch->column] = v;
     }
+    if (bad) __atomic_add_fetch(&L->header[HEADER_ERRORS + i], 1, __ATOMIC_RELAXED); /* one failed read */
     return 1;
 }
 
@@ -235,9 +346,22 @@ int64_t mp_take_over(mp_loop *L, double budget_s) {
     return __atomic_compare_exchange_n(&L->reading, &i, READING_TAKEN, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) ? i : -1;
 }
 
+/* One read of sensor i into row, as a tick reads it: how the tests compare this loop with Python's. */
+int mp_read(mp_loop *L, int32_t i, double *row) {
+    L->row = row;
+    return read_native(L, i);
+}
+
+/* Frees the loop's read buffer, once its thread is out of mp_run. */
+void mp_free(mp_loop *L) {
+    free(L->buf);
+    L->buf = NULL;
+    L->buf_size = 0;
+}
+
 /* What native.py checks before it uses this build: the version of the tables' meaning (raise it with
  * any change of an op or a field) and the sizes of the structures. */
-#define MP_ABI 2
+#define MP_ABI 3
 void mp_abi(int64_t out[6]) {
     out[0] = MP_ABI; out[1] = sizeof(mp_loop); out[2] = sizeof(mp_sensor); out[3] = sizeof(mp_file);
     out[4] = sizeof(mp_number); out[5] = sizeof(mp_channel);

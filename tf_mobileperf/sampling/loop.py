@@ -15,7 +15,10 @@ sampler process SIGALRM, armed while a row is filled, wakes the watchdog only
 when a read overran the budget.
 
 Every failed read counts in the sensor's error counter and leaves its words
-as the failed channels' last error text (``ring.SharedRing.set_text``).
+as the failed channels' last error text (``ring.SharedRing.set_text``). A
+value outside what its kind can be (``base.reading_range``: negative power,
+a utilization over 100 %) is a failed read too, its channel NaN: checked
+here for sensors read in Python, in C for the others, from one definition.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.offload import OffloadedSensor, read_sensor
 from tf_mobileperf.sampling.ring import COUNT, EPOCH, SharedRing, store_reading
 from tf_mobileperf.sampling.schedule import inline_budget_s, next_due, next_wake, plan
-from tf_mobileperf.sensors.base import Sensor
+from tf_mobileperf.sensors.base import Sensor, reading_range
 
 log = logging.getLogger(__name__)
 
@@ -62,9 +65,12 @@ class SamplingLoop:
         self.budget_s = inline_budget_s(period_s)
         self.deadline_s = [max(self.budget_s, s.min_period_s) for s in sensors]
         self.columns: list[list[tuple[str, int]]] = []
+        self.ranges: list[tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = []  # each sensor's reading_range
         col = 1
         for sensor in sensors:
             self.columns.append([(c.name, col + k) for k, c in enumerate(sensor.channels)])
+            low, high, why = zip(*(reading_range(sensor, c) for c in sensor.channels)) if sensor.channels else ((),) * 3
+            self.ranges.append((np.arange(col, col + len(sensor.channels)), np.array(low), np.array(high), list(why)))
             col += len(sensor.channels)
         self.every, self.stride = plan([s.min_period_s for s in sensors], period_s)
         self.due = [0] * len(sensors)  # the tick each sensor is due (Python ticks)
@@ -253,19 +259,23 @@ class SamplingLoop:
                                  generation, self.budget_s, self.alarm, int(self.origin * 1e9), self.tick)
         self.current = loop
         python_side = [i for i, s in enumerate(self.sensors) if s.file_reads is None]
-        while True:
-            code = loop.run()
-            if code == native.REPLACED:
-                self.offloaded[loop.taken].serve_after_hung_read(self.alive)
-                return
-            if code == native.STOPPED:
-                break
-            self.tick = loop.loop.tick
-            row = self._slot()
-            now = row[0]
-            for i in python_side if not any(self.offloaded) else range(len(self.sensors)):
-                if not self._visit(i, bool(tables.sensors[i].due_now), now, row, generation):
+        try:
+            while True:
+                code = loop.run()
+                if code == native.REPLACED:
+                    loop.free()
+                    self.offloaded[loop.taken].serve_after_hung_read(self.alive)
                     return
+                if code == native.STOPPED:
+                    break
+                self.tick = loop.loop.tick
+                row = self._slot()
+                now = row[0]
+                for i in python_side if not any(self.offloaded) else range(len(self.sensors)):
+                    if not self._visit(i, bool(tables.sensors[i].due_now), now, row, generation):
+                        return  # replaced in a Python read: C is not reading
+        finally:
+            loop.free()
         self._finish()
 
     def _visit(self, i: int, due: bool, now: float, row: np.ndarray, generation: int) -> bool:
@@ -325,8 +335,14 @@ class SamplingLoop:
             self.shared.publish_side()
 
     def _store(self, i: int, values: Any, row: np.ndarray) -> None:
-        """Puts sensor i's reading into ``row``; a read that raised or is not real numbers counts as failed."""
+        """Puts sensor i's reading into ``row``; a read that raised, is not real numbers or is out of its
+        channels' range (``base.reading_range``: NaN in the row) counts as failed."""
         failed = store_reading(values, self.columns[i], row)
+        columns, low, high, why = self.ranges[i]
+        values = row[columns]
+        for k in np.flatnonzero((values < low) | (values > high)):  # what the C loop checks (_tick.c)
+            row[columns[k]] = np.nan
+            failed = (failed or {}) | {int(columns[k]): why[k] % float(values[k])}
         if failed is not None:
             self.shared.fail(i)
             for column, text in failed.items():

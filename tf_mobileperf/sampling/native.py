@@ -15,32 +15,36 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import math
 import os
 from pathlib import Path
 
-from tf_mobileperf.sampling.ring import SharedRing
-from tf_mobileperf.sensors.base import Sensor
+import numpy as np
+
+from tf_mobileperf.sampling.ring import SharedRing, error_text
+from tf_mobileperf.sensors.base import Sensor, file_error, reading_range
 
 log = logging.getLogger(__name__)
 
 STOPPED, PYTHON, REPLACED = 0, 1, 2
-ABI = 2  # _tick.c's MP_ABI: the meaning of the tables this module builds
-_BUFFER = 1 << 16  # the largest file read: /proc/stat of a 256-core machine fits
+ABI = 3  # _tick.c's MP_ABI: the meaning of the tables this module builds
 
 _i32, _i64, _f64 = ctypes.c_int32, ctypes.c_int64, ctypes.c_double
 
 
 class File(ctypes.Structure):
-    _fields_ = [("path", ctypes.c_char_p), ("fd", _i32), ("size", _i32), ("first_number", _i32), ("n_numbers", _i32)]
+    _fields_ = [("path", ctypes.c_char_p), ("why", ctypes.c_char_p), ("fd", _i32), ("size", _i32),
+                ("first_number", _i32), ("n_numbers", _i32), ("failed", _i32), ("pad", _i32)]
 
 
 class Number(ctypes.Structure):
     _fields_ = [("key", ctypes.c_char_p), ("key_len", _i32), ("fields", _i32), ("scale", _f64), ("floor", _f64),
-                ("value", _f64), ("prev", _f64)]
+                ("value", _f64), ("prev", _f64), ("file", _i32), ("pad", _i32)]
 
 
 class Channel(ctypes.Structure):
-    _fields_ = [("column", _i32), ("a", _i32), ("b", _i32), ("op", _i32)]
+    _fields_ = [("why", ctypes.c_char_p), ("low", _f64), ("high", _f64), ("column", _i32), ("a", _i32), ("b", _i32),
+                ("op", _i32)]
 
 
 class SensorEntry(ctypes.Structure):
@@ -55,7 +59,7 @@ class Loop(ctypes.Structure):
                 ("reading", _i64), ("reading_since", _f64), ("row", ctypes.POINTER(_f64)), ("pending", _i32),
                 ("n_sensors", _i32), ("sensors", ctypes.POINTER(SensorEntry)), ("files", ctypes.POINTER(File)),
                 ("numbers", ctypes.POINTER(Number)), ("channels", ctypes.POINTER(Channel)),
-                ("buf", ctypes.c_void_p), ("buf_size", _i64)]
+                ("texts", ctypes.c_void_p), ("buf", ctypes.c_void_p), ("buf_size", _i64)]
 
 
 _OPS = {"": 0, "*": 1, "-": 2, "busy%": 3, "/": 4}
@@ -79,10 +83,12 @@ def load() -> ctypes.CDLL | None:
     except OSError as exc:
         _why_not = f"cannot load {found[0].name}: {exc}"
         return None
-    library.mp_run.argtypes = [ctypes.POINTER(Loop)]
+    library.mp_run.argtypes = library.mp_free.argtypes = [ctypes.POINTER(Loop)]
     library.mp_take_over.argtypes = [ctypes.POINTER(Loop), _f64]
-    library.mp_run.restype = ctypes.c_int
+    library.mp_read.argtypes = [ctypes.POINTER(Loop), _i32, ctypes.POINTER(_f64)]
+    library.mp_run.restype = library.mp_read.restype = ctypes.c_int
     library.mp_take_over.restype = _i64
+    library.mp_free.restype = None
     abi = (_i64 * 6)()
     library.mp_abi(abi)
     if list(abi) != [ABI] + [ctypes.sizeof(s) for s in (Loop, SensorEntry, File, Number, Channel)]:
@@ -118,34 +124,41 @@ class NativeTables:
             entry = SensorEntry(every=every[i], due=0, native=int(reads is not None),
                                 first_file=len(files), first_channel=len(channels))
             if reads is not None:
-                where = {}
+                where, last = {}, reads.last or [math.nan] * len(reads.numbers)  # busy% goes on from the last read
                 for f, file in enumerate(reads.files):
                     mine = [k for k, n in enumerate(reads.numbers) if n.file == f]
-                    files.append(File(self._bytes(str(file.path)), -1, file.size, len(numbers), len(mine)))
+                    why = error_text(file_error(str(file.path).replace("%", "%%"), "%s"))
+                    files.append(File(self._bytes(os.fsencode(file.path)), self._bytes(why), -1, file.size,
+                                      len(numbers), len(mine)))
                     for k in mine:
                         where[k] = len(numbers)
                         number = reads.numbers[k]
                         numbers.append(Number(self._bytes(number.key) if number.key else None, len(number.key),
-                                              number.fields, number.scale, number.floor, float("nan"), float("nan")))
+                                              number.fields, number.scale, number.floor, last[k], last[k],
+                                              len(files) - 1))
+                declared = {c.name: c for c in sensor.channels}
                 for c in reads.channels:
-                    channels.append(Channel(columns[i][c.name], where[c.a], where.get(c.b, -1), _OPS[c.op]))
+                    low, high, why = reading_range(sensor, declared[c.name])
+                    channels.append(Channel(self._bytes(why), low, high, columns[i][c.name], where[c.a],
+                                            where.get(c.b, -1), _OPS[c.op]))
             entry.n_files, entry.n_channels = len(files) - entry.first_file, len(channels) - entry.first_channel
             entries.append(entry)
         self.sensors = (SensorEntry * len(entries))(*entries)
         self.files = (File * max(1, len(files)))(*files)
         self.numbers = (Number * max(1, len(numbers)))(*numbers)
         self.channels = (Channel * max(1, len(channels)))(*channels)
-        self.buffer = ctypes.create_string_buffer(_BUFFER)
         self.leader = _i64(0)
 
     def _bytes(self, text: str | bytes) -> bytes:
-        data = text.encode() if isinstance(text, str) else bytes(text)
+        data = text.encode("utf-8", "replace") if isinstance(text, str) else bytes(text)  # as ring.set_text
         self._keep.append(data)
         return data
 
 
 class NativeLoop:
-    """One sampling thread's ``mp_loop``: its row, its grid position and its read in flight.
+    """One sampling thread's ``mp_loop``: its row, its grid position, its read in flight and its read buffer,
+    which C grows to the largest file read (``free()`` it when the thread is done: a replaced thread may still
+    be reading into its own).
 
     ``taken`` is set by the watchdog to the sensor whose read it took over.
     """
@@ -155,6 +168,7 @@ class NativeLoop:
         ring = shared.ring
         self._library, self._tables = tables.library, tables
         self._header = (_i64 * len(shared.header)).from_buffer(shared.header)
+        self._texts = (ctypes.c_char * len(shared.texts)).from_buffer(shared.texts)
         self.taken: int | None = None
         self.loop = Loop(
             period_ns=round(period_s * 1e9), origin_ns=origin_ns, stride=stride, tick=tick, epoch=epoch,
@@ -162,12 +176,21 @@ class NativeLoop:
             ring=ring.ctypes.data_as(ctypes.POINTER(_f64)), capacity=ring.shape[0], width=ring.shape[1],
             budget_us=round(budget_s * 1e6) if alarm else 0, reading=-1, pending=0, n_sensors=len(tables.sensors),
             sensors=tables.sensors, files=tables.files, numbers=tables.numbers, channels=tables.channels,
-            buf=ctypes.cast(tables.buffer, ctypes.c_void_p), buf_size=_BUFFER)
+            texts=ctypes.addressof(self._texts), buf=None, buf_size=0)
         self._pointer = ctypes.byref(self.loop)
 
     def run(self) -> int:
         """Runs ticks until stopped (``STOPPED``), replaced (``REPLACED``) or a Python sensor is due (``PYTHON``)."""
         return self._library.mp_run(self._pointer)
+
+    def read(self, sensor: int, row: np.ndarray) -> None:
+        """One read of ``sensor`` (declared as files) into ``row``, a float64 row of the ring's width, as a tick
+        reads it; failed reads counted and worded in the shared memory as the loop does."""
+        self._library.mp_read(self._pointer, sensor, row.ctypes.data_as(ctypes.POINTER(_f64)))
+
+    def free(self) -> None:
+        """Frees the read buffer, once no thread runs this loop (it grows on the next read if used again)."""
+        self._library.mp_free(self._pointer)
 
     def take_over(self, budget_s: float) -> tuple[int | None, float]:
         """(sensor, 0) if its read in flight is over ``budget_s`` and now taken over; else (None, seconds the

@@ -99,6 +99,11 @@ class SharedRing:
         at = (column - 1) * TEXT_BYTES
         self._texts[at:at + TEXT_BYTES] = data.ljust(TEXT_BYTES, b"\0")
 
+    @property
+    def texts(self) -> memoryview:
+        """The channels' error texts, ``TEXT_BYTES`` each from column 1: where the C tick loop writes them."""
+        return self._texts
+
     def text(self, column: int) -> str:
         """The last error text of the channel in row column ``column`` ("" if none yet).
 

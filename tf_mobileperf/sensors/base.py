@@ -17,6 +17,7 @@ import abc
 import dataclasses
 import math
 import os
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
@@ -41,6 +42,12 @@ DEVICES = ("cpu", "gpu", "board", "process")
 
 #: Kinds that measure a power rail, and so name the ``rail``.
 RAIL_KINDS = ("power", "energy")
+
+#: What a reading of each kind can be, (lowest, highest): a value outside is not a measurement (a torn or
+#: garbled read, a driver's error code read as a number, a busy share from a counter gone backwards), so it
+#: is a failed read, never averaged or integrated. Power's highest is the sensor's ``max_power_w``.
+RANGES = {"power": (0.0, math.inf), "energy": (0.0, math.inf), "util": (0.0, 100.0), "memory": (0.0, math.inf),
+          "clock": (0.0, math.inf), "temperature": (-273.15, math.inf)}
 
 
 class SensorUnavailable(RuntimeError):
@@ -146,6 +153,10 @@ class Sensor(abc.ABC):
     min_period_s: float = 0.0
     file_reads: "FileReads | None" = None
     own_thread: bool = False
+    #: The most power one channel of this sensor can read, W: more is a failed read (``reading_range``).
+    #: By default the most one device this library reads can draw: a datacenter GPU (H200 700 W, B200 1 kW,
+    #: GB200 1.2 kW) with room to spare; sensors of smaller parts say their own.
+    max_power_w: ClassVar[float] = 2000.0
     provides: ClassVar[frozenset[tuple[str, str]]] = frozenset()
 
     @abc.abstractmethod
@@ -182,12 +193,25 @@ class Sensor(abc.ABC):
         }
 
 
+#: Why a kernel file could not be read, besides the system's own errors (``_tick.c`` words them the same).
+NOT_REGULAR = "not a regular file"
+TOO_LARGE = "larger than 16 MiB"
+#: The largest file read: /proc/stat of a 4096-core machine is about 0.5 MiB; a larger file is not one of ours.
+MAX_FILE_BYTES = 1 << 24
+
+
 class KernelFile:
-    """A sysfs/procfs file kept open and re-read with ``pread`` at offset 0.
+    """A sysfs/procfs file kept open and re-read whole with ``pread`` at offset 0.
 
     Re-reading an open kernel file costs one system call instead of three,
-    which matters at 200 Hz. A failed read (EIO, a device that vanished)
-    raises OSError and the file is reopened on the next read.
+    which matters at 200 Hz. It is opened with ``O_NONBLOCK`` and must be a
+    regular file (sysfs attributes and procfs files are): a FIFO or a device
+    node in its place would block the sampler in ``open()`` or ``read()``,
+    so it is a failed read instead. ``size`` is the first read's length; a
+    file that fills it is read again with twice as much (a /proc/stat of
+    hundreds of cores), and the larger size kept. A failed read (EIO, a
+    device that vanished) raises OSError and the file is reopened on the
+    next read.
     """
 
     def __init__(self, path: Path, size: int = 64):
@@ -198,11 +222,25 @@ class KernelFile:
     def read_bytes(self) -> bytes:
         try:
             if self._fd is None:
-                self._fd = os.open(self.path, os.O_RDONLY)
-            return os.pread(self._fd, self.size, 0)
+                fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.close(fd)
+                    raise OSError(NOT_REGULAR)
+                self._fd = fd
+            while True:
+                data = os.pread(self._fd, self.size, 0)
+                if len(data) < self.size:
+                    return data
+                if self.size >= MAX_FILE_BYTES:
+                    raise OSError(TOO_LARGE)
+                self.size *= 2
         except OSError:
             self.close()
             raise
+
+    def failure(self, exc: OSError) -> SensorReadError:
+        """Why this file could not be read, as both sampling loops word it (``file_error``)."""
+        return file_error(self.path, exc.strerror or str(exc))
 
     def close(self) -> None:
         if self._fd is not None:
@@ -217,6 +255,22 @@ class KernelFile:
         return {"path": self.path, "size": self.size, "_fd": None}
 
 
+def file_error(path: str | Path, reason: str) -> SensorReadError:
+    """A kernel file's failed read: ``"not a regular file: /sys/.../in1_input"`` (the reason first: texts are cut
+    to 120 bytes)."""
+    return SensorReadError(f"{reason}: {path}")
+
+
+def read_text(path: str | Path) -> str:
+    """The whole text of a kernel file read once, as ``KernelFile`` reads it (never blocking: a FIFO in its place
+    raises OSError). For what a sensor reads when it is made: labels, types, trip points."""
+    file = KernelFile(Path(path), 4096)
+    try:
+        return file.read_bytes().decode(errors="replace")
+    finally:
+        file.close()
+
+
 class SysfsValue(KernelFile):
     """One numeric sysfs file, times ``scale``; NaN when it cannot be read."""
 
@@ -225,13 +279,30 @@ class SysfsValue(KernelFile):
         self.scale = scale
 
     def read(self) -> float:
+        from tf_mobileperf.sensors.files import parse_number  # files.py builds on this module
+
         try:
-            return float(self.read_bytes().split()[0]) * self.scale
-        except (OSError, ValueError, IndexError):
+            return parse_number(self.read_bytes(), b"") * self.scale
+        except OSError:
             return NAN
 
     def __getstate__(self) -> dict:
         return super().__getstate__() | {"scale": self.scale}
+
+
+def reading_range(sensor: Sensor, channel: Channel) -> tuple[float, float, str]:
+    """(lowest, highest, text) of ``channel``'s readings (``RANGES``): a value outside is a failed read worded
+    ``text % value``, a printf format that ``_tick.c`` formats the same way: a GPU load of -5 per mille reads
+    "reading -0.5 % outside [0, 100] %, the util range of jetson gpu (sysfs)".
+
+    It is checked where each loop stores a reading: ``loop.SamplingLoop._store`` for sensors read in Python,
+    ``_tick.c`` for those it reads (``native.NativeTables`` copies the ranges).
+    """
+    low, high = RANGES.get(channel.kind, (-math.inf, math.inf))
+    if channel.kind == "power":
+        high = sensor.max_power_w
+    rest = f" {channel.unit} outside [{low:g}, {high:g}] {channel.unit}, the {channel.kind} range of {sensor.name}"
+    return low, high, "reading %g" + rest.replace("%", "%%")
 
 
 def under_root(root: str | Path, path: str) -> Path:

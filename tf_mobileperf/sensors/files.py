@@ -8,21 +8,26 @@ the sum of some of the numbers after a key, times a scale) and each channel
 as one number, two multiplied, subtracted or divided, or the busy share of
 two counters between reads (CPU jiffies of /proc/stat). The sensor's ``read()`` is ``FileReads.read()``; the sampler's
 native loop (``sampling/native.py``) runs the same declaration in C, with
-``pread`` into one preallocated buffer and no Python on the tick. So the
-declaration is the one definition of what the sensor measures.
+``pread`` into a buffer it grows to the largest file and no Python on the
+tick. So the declaration is the one definition of what the sensor measures.
 
-A file that cannot be read or a number that is not there reads NaN, and so
-does every channel that uses it; a failed file is opened again on the next
-read.
+A number that is not there reads NaN, and so does every channel that uses
+it. A file that cannot be read (missing, an I/O error, not a regular file)
+fails the channels that use it, and only those: the sampler counts it as a
+failed read with the file's reason. A failed file is opened again on the
+next read. The number grammar, the key search and the arithmetic are
+written so that the C loop computes the same bits (tests/test_tick_parity.py
+feeds both the same generated files).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from pathlib import Path
 
-from tf_mobileperf.sensors.base import KernelFile
+from tf_mobileperf.sensors.base import KernelFile, SensorReadError
 
 #: How two numbers make a channel: the first alone, their product, their difference, and
 #: "busy%": 100 * (1 - change of the second / change of the first) since the last read, and
@@ -53,20 +58,31 @@ class FileChannel:
     op: str = ""
 
 
+#: A number as kernel files write it: decimal, an optional sign, fraction and exponent. Nothing else
+#: ("0x7C6", "inf", "1_000", "12abc") is a number, so that ``_tick.c`` parses exactly what this module parses.
+NUMBER = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def parse_number(text: bytes, key: bytes, fields: int = 0) -> float:
-    """The first number of ``text``, or the number after ``key`` ("MemAvailable:   123 kB" -> 123.0); with
-    ``fields``, the sum of the numbers of the line after ``key`` whose bits are set; NaN if one is missing."""
-    if key:
-        at = text.find(key)
-        if at < 0 or (at > 0 and text[at - 1] != 10):  # the key starts a line
-            return math.nan
-        text = text[at + len(key):]
-    words = text.split(b"\n", 1)[0].split() if key else text.split(None, 1)
+    """The first number of ``text``, or the number after ``key`` at the start of a line ("MemAvailable:   123 kB"
+    -> 123.0); with ``fields``, the sum of the numbers of the line after ``key`` whose bits are set; NaN if one
+    is missing or not a ``NUMBER``. Words are split at ASCII whitespace."""
     wanted = [k for k in range(fields.bit_length()) if fields >> k & 1] if fields else [0]
-    try:
-        return sum(float(words[k]) for k in range(wanted[-1] + 1) if k in wanted)
-    except (IndexError, ValueError):
+    if key:
+        at = 0 if text.startswith(key) else text.find(b"\n" + key) + 1  # the first line that starts with key
+        if at == 0 and not text.startswith(key):
+            return math.nan
+        words = text[at + len(key):].split(b"\n", 1)[0].split()
+    else:
+        words = text.split(None, wanted[-1] + 1)
+    if len(words) <= wanted[-1]:
         return math.nan
+    total = 0.0
+    for k in wanted:  # in order, one addition at a time: what _tick.c computes
+        if NUMBER.fullmatch(words[k]) is None:
+            return math.nan
+        total += float(words[k])
+    return total
 
 
 class FileReads:
@@ -103,19 +119,26 @@ class FileReads:
             raise ValueError(f"channel {name!r}: op must be one of {OPS[1:]} with a second number, or '' without")
         self.channels.append(FileChannel(name, a, b, op))
 
-    def read(self) -> dict[str, float]:
-        """Every channel's value now; NaN where a file or a number could not be read."""
-        texts: list[bytes | None] = []
+    @property
+    def last(self) -> list[float]:
+        """Every number as the last read found it ([] before the first): where "busy%" starts from."""
+        return list(self._last)
+
+    def read(self) -> dict[str, float | SensorReadError]:
+        """Every channel's value now: NaN where a number is not there, the file's failure
+        (``KernelFile.failure``) where a file could not be read."""
+        texts: list[bytes | SensorReadError] = []
         for file in self.files:
             try:
                 texts.append(file.read_bytes())
-            except OSError:
-                texts.append(None)
-        values = [math.nan if texts[n.file] is None else parse_number(texts[n.file], n.key, n.fields) * n.scale
-                  for n in self.numbers]
+            except OSError as exc:
+                texts.append(file.failure(exc))
+        failed = [texts[n.file] if isinstance(texts[n.file], SensorReadError) else None for n in self.numbers]
+        values = [math.nan if failed[k] else parse_number(texts[n.file], n.key, n.fields) * n.scale
+                  for k, n in enumerate(self.numbers)]
         values = [v if v > n.floor else math.nan for v, n in zip(values, self.numbers)]
         last, self._last = self._last or [math.nan] * len(values), values
-        out = {}
+        out: dict[str, float | SensorReadError] = {}
         for c in self.channels:
             value = values[c.a]
             if c.op == "*":
@@ -127,7 +150,7 @@ class FileReads:
             elif c.op == "busy%":
                 total = value - last[c.a]
                 value = 100.0 * (total - (values[c.b] - last[c.b])) / total if total > 0 else math.nan
-            out[c.name] = value
+            out[c.name] = failed[c.a] or (failed[c.b] if c.b >= 0 else None) or value
         return out
 
     def close(self) -> None:

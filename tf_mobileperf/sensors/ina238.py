@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tf_mobileperf.sensors.base import SysfsValue
+from tf_mobileperf.sensors.base import SysfsValue, read_text
 
 HWMON_GLOB = "sys/bus/i2c/drivers/ina238/*/hwmon/hwmon*"
 
 
 def _text(path: Path) -> str:
     try:
-        return path.read_text().strip("\x00\n ")
+        return read_text(path).strip("\x00\n ")
     except OSError:
         return ""
 

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, SysfsValue, under_root
+from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, SysfsValue, read_text, under_root
 from tf_mobileperf.sensors.files import FileReads
 from tf_mobileperf.sensors.ina238 import HWMON_GLOB as INA238_GLOB
 from tf_mobileperf.sensors.ina238 import ina238_rails
@@ -105,6 +105,9 @@ class _RailSensor(Sensor):
     product of two (mV * mA)."""
 
     min_period_s = 0.0  # the INA3221 converts every ~1 ms; read at the sampler's rate
+    #: An INA3221 channel measures at most 26 V (its bus range) x 163.8 mV / its shunt: 852 W on the smallest
+    #: shunt a Jetson rail has (5 mOhm); Thor's INA238 input is a 240 W supply's. Over 1 kW is no reading.
+    max_power_w = 1000.0
     provides = RAIL_PROVIDES
 
     def __init__(self) -> None:
@@ -154,7 +157,7 @@ class Ina3221IioSensor(_RailSensor):
                 index = label_file.name.rsplit("_", 1)[1]
                 power_file = device / f"in_power{index}_input"
                 try:
-                    label = label_file.read_text().strip()
+                    label = read_text(label_file).strip()
                 except OSError:
                     continue
                 if label and power_file.exists():
@@ -182,7 +185,7 @@ class Ina3221HwmonSensor(_RailSensor):
             for label_file in sorted(hwmon.glob("in*_label")):
                 index = label_file.name[2:-len("_label")]
                 try:
-                    label = label_file.read_text().strip()
+                    label = read_text(label_file).strip()
                 except OSError:
                     continue
                 volt, curr = hwmon / f"in{index}_input", hwmon / f"curr{index}_input"

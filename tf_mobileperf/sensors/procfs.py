@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Mapping
 
-from tf_mobileperf.sensors.base import Channel, KernelFile, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.base import Channel, KernelFile, Sensor, SensorUnavailable, read_text
 from tf_mobileperf.sensors.files import FileReads, parse_number
 
 # (implementer, part) from /proc/cpuinfo on ARM -> core name.
@@ -55,7 +55,7 @@ def dt_core_types(cpu_dir: Path, cores: list[int]) -> dict[int, str]:
     types = {}
     for core in cores:
         try:
-            name = dt_core_type((cpu_dir / f"cpu{core}/of_node/compatible").read_bytes().decode(errors="replace"))
+            name = dt_core_type(read_text(cpu_dir / f"cpu{core}/of_node/compatible"))
         except OSError:
             continue
         if name:
@@ -130,11 +130,11 @@ class CpuSensor(Sensor):
             stat.close()
         cpu_dir = root / "sys/devices/system/cpu"
         try:
-            present = parse_cpu_list((cpu_dir / "present").read_text())
+            present = parse_cpu_list(read_text(cpu_dir / "present"))
         except (OSError, ValueError):
             present = sorted(int(name[3:]) for name in lines if name != "cpu")
         try:
-            types = core_types((root / "proc/cpuinfo").read_text())
+            types = core_types(read_text(root / "proc/cpuinfo"))
         except OSError:
             types = {}
         self.cores = present

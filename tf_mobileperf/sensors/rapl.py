@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping
 
-from tf_mobileperf.sensors.base import NAN, Channel, Sensor, SensorUnavailable, SysfsValue, under_root
+from tf_mobileperf.sensors.base import NAN, Channel, Sensor, SensorUnavailable, SysfsValue, read_text, under_root
 
 ZONE_GLOBS = ["sys/class/powercap/intel-rapl:*", "sys/class/powercap/amd-rapl:*"]
 _GROUPS = {"package": "cpu", "dram": "mem", "psys": "total"}
@@ -43,8 +43,8 @@ class RaplSensor(Sensor):
                 denied.append(str(zone / "energy_uj"))
                 continue
             try:
-                label = (zone / "name").read_text().strip()
-                wrap = float((zone / "max_energy_range_uj").read_text()) * 1e-6
+                label = read_text(zone / "name").strip()
+                wrap = float(read_text(zone / "max_energy_range_uj")) * 1e-6
             except (OSError, ValueError):
                 continue
             name = f"rapl_{zone.name.split(':', 1)[1].replace(':', '_')}_{label}"

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Mapping
 
-from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, under_root
+from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, read_text, under_root
 from tf_mobileperf.sensors.files import FileReads
 
 ZONES_DIR = "sys/class/thermal"
@@ -71,8 +71,8 @@ def _trips(zone: Path) -> tuple[Trip, ...]:
     for temp_file in sorted(zone.glob("trip_point_*_temp")):
         index = _TRIP_FILE.search(temp_file.name).group(1)
         try:
-            kind = (zone / f"trip_point_{index}_type").read_text().strip()
-            trips.append(Trip(kind, float(temp_file.read_text()) / 1000.0))
+            kind = read_text(zone / f"trip_point_{index}_type").strip()
+            trips.append(Trip(kind, float(read_text(temp_file)) / 1000.0))
         except (OSError, ValueError):
             continue
     return tuple(trips)
@@ -93,9 +93,9 @@ def thermal_zones(root: str | Path = "/") -> tuple[list[ThermalZone], dict[str, 
     numbered = ((int(m.group(1)), p) for p in found if (m := _ZONE_DIR.match(p.name)))
     for number, zone in sorted(numbered):
         try:
-            zone_type = (zone / "type").read_text().strip()
+            zone_type = read_text(zone / "type").strip()
         except OSError as exc:
-            skipped[zone.name] = f"type not readable: {exc.strerror}"
+            skipped[zone.name] = f"type not readable: {exc.strerror or exc}"
             continue
         if not (zone / "temp").exists():
             skipped[zone.name] = f"{zone_type}: no temp file"

@@ -14,6 +14,7 @@ import dataclasses
 import math
 import re
 import sys
+import threading
 import time
 
 from tf_mobileperf import sensors as sensors_mod
@@ -51,15 +52,36 @@ def _num(value: float | None, fmt: str) -> str:
     return "n/a" if value is None else format(value, fmt)
 
 
+#: How long ``mobileperf sensors`` waits for one sensor's read: a driver that never answers (a hung I2C bus)
+#: is said, and the command goes on.
+READ_TIMEOUT_S = 2.0
+
+
+def _read_once(sensor) -> dict:
+    """One read of ``sensor`` in a thread of its own: a failed read's exception, or a ``TimeoutError`` after
+    ``READ_TIMEOUT_S``, as the value of each channel it failed."""
+    got: dict = {}
+
+    def read() -> None:
+        try:
+            got.update(sensor.read())
+        except Exception as exc:  # every channel failed: say why on each
+            got.update({channel.name: exc for channel in sensor.channels})
+
+    thread = threading.Thread(target=read, daemon=True, name=f"mobileperf-read-{sensor.name}")
+    thread.start()
+    thread.join(READ_TIMEOUT_S)
+    if thread.is_alive():
+        return {channel.name: TimeoutError(f"no answer in {READ_TIMEOUT_S:g} s") for channel in sensor.channels}
+    return got
+
+
 def cmd_sensors(args: argparse.Namespace) -> int:
     found = sensors_mod.probe(args.root)
     out = sys.stdout
     out.write(f"Sensors found under {args.root}: {len(found.sensors)}\n")
     for sensor in found.sensors:
-        try:
-            reading = sensor.read()
-        except Exception as exc:  # every channel failed: say why on each
-            reading = {channel.name: exc for channel in sensor.channels}
+        reading = _read_once(sensor)
         out.write(f"\n* {sensor.name} (read at most every {sensor.min_period_s * 1000:g} ms)\n")
         for channel in sensor.channels:
             value = reading.get(channel.name, math.nan)

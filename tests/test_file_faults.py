@@ -21,26 +21,18 @@ import numpy as np
 import pytest
 
 from conftest import A57, write, write_cores
-from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.ring import TEXT_BYTES
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import SyntheticSensor
 from tf_mobileperf.sensors.ina3221 import Ina3221IioSensor
 from tf_mobileperf.sensors.jetson_gpu import JetsonGpuSensor
 from tf_mobileperf.sensors.procfs import CpuSensor
+from test_tick_loop import tick_loop  # noqa: F401 (fixture: the C loop, then the Python loop)
 
 IIO = "sys/bus/i2c/drivers/ina3221x/0-0041/iio:device1"
 TX2_RAIL = "sys/bus/i2c/drivers/ina3221x/0-0041/iio:device1/in_power1_input"  # VDD_SYS_CPU
 
 
-@pytest.fixture(params=["native", "python"])
-def tick_loop(request, monkeypatch):
-    """Runs the test with the C tick loop, then with the Python loop."""
-    if request.param == "python":
-        monkeypatch.setenv("MOBILEPERF_NATIVE", "0")
-    elif native.load() is None:
-        pytest.skip(f"C tick loop not built: {native.why_not()}")
-    return request.param
 
 
 def sample(sensors: list, seconds: float = 0.3):

@@ -27,7 +27,8 @@ only in the memory of the process that built it, so only a fork can take it
 to another process. It is made as safe as a fork of a multithreaded process
 can be: the C library is loaded before the fork (``native.load``: no dlopen
 in the child), nothing but the sampling loop runs in the child (it never
-returns into the trainer's code and leaves with ``os._exit``), and the
+returns into the trainer's code and leaves with ``os._exit``; the
+trainer's objects are frozen, never collected there), and the
 trainer's signal handlers are reset (``_become_sampler``). Measured on the
 same VM: the first row about 9 ms after ``start()`` from a small process,
 25 ms from one that imported TensorFlow (0.9 GB resident), ``start()``
@@ -37,6 +38,7 @@ waits for any lock at-fork hooks take (logging's) that another thread holds.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import pickle
@@ -150,7 +152,12 @@ class SamplerProcess:
     def fork(self, loop: SamplingLoop, shared: SharedRing, realtime: bool) -> None:
         """Forks a child that runs ``loop`` until it is stopped or this process dies."""
         death_r, death_w = os.pipe()  # the child sees EOF on death_r when this process is gone
+        # Frozen, the trainer's objects are never collected in the child: a framework object's destructor run
+        # there (it needs threads the child does not have) crashed it with SIGSEGV while the loop was built.
+        gc.freeze()
         pid = os.fork()
+        if pid != 0:
+            gc.unfreeze()
         if pid == 0:  # the child: never returns into the trainer's code
             code = 1
             try:

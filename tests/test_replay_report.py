@@ -5,30 +5,74 @@ where power is unknown, and one warning when the log runs out before the run end
 from __future__ import annotations
 
 import json
+import logging
+import re
+import time
+from pathlib import Path
 
 import numpy as np
+import pytest
 
+from conftest import DATA
+from tf_mobileperf import PerfMonitor
 from tf_mobileperf.output.files import write_json
+from tf_mobileperf.sensors import ReplaySensor
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.steps.op_energy import ClockPair, Ops, op_energy
 
-
-def _host_ops(spans: list[tuple[float, float]]) -> Ops:
-    """CPU ops "m/dense/MatMul:MatMul" running over ``spans`` (start, end)."""
-    n = len(spans)
-    obj = lambda value: np.array([value] * n, dtype=object)  # noqa: E731
-    return Ops(obj("m/dense/MatMul:MatMul"), obj("MatMul"), obj("dense"), obj("cpu"), obj("tf_Compute"),
-               np.array([s for s, _ in spans]), np.array([e for _, e in spans]))
+TX2 = [line for line in (DATA / "tx2_tegrastats.log").read_text().splitlines() if "RAM" in line]
+#: Cores 1 and 2 (TX2's Denver2) off in every line; the others busy 40, 20, 30 and 10%: 25% on average.
+CORES = "CPU [40%@2035,off,off,20%@2035,30%@2035,10%@2035]"
 
 
-def test_op_energy_with_unknown_power_writes_null_not_nan(tmp_path):
-    channels = [Channel("VDD_IN", "power", "test", group="total"), Channel("VDD_SYS_CPU", "power", "test", group="cpu")]
-    t = np.linspace(-0.1, 0.4, 51)
-    values = np.column_stack([np.full(len(t), np.nan), np.full(len(t), 2.0)])  # VDD_IN never read
-    result = op_energy(_host_ops([(0.05, 0.1), (0.15, 0.2)]), t, values, channels, [(3, 0.0, 0.3)],
-                       ClockPair(0.0, 0.0, 0.0))
-    write_json(tmp_path / "op_energy.json", result)  # allow_nan=False: raised on NaN before
-    stored = json.loads((tmp_path / "op_energy.json").read_text())
-    assert stored["by_op_type"][0]["energy_j"]["VDD_IN"] is None
-    assert stored["top_ops"][0]["energy_j"]["VDD_IN"] is None and stored["steps"][0]["energy_j"]["VDD_IN"] is None
-    assert stored["by_layer"][0]["energy_j"]["VDD_SYS_CPU"] > 0  # a rail with power keeps its energy
+def tx2_log(path: Path, lines: int = 6) -> Path:
+    """A 1 s TX2 log of ``lines`` lines: the first two give temperatures, the later ones stop giving them."""
+    with_temps, without = (re.sub(r"CPU \[[^\]]*\]", CORES, TX2[i]) for i in (1, 2))
+    path.write_text("\n".join([with_temps] * 2 + [without] * (lines - 2)) + "\n")
+    return path
+
+
+def run(logdir: Path, sensor: ReplaySensor, steps: int, step_s: float) -> dict:
+    with PerfMonitor(logdir, sensors=[sensor], idle_s=0, warmup_steps=0) as perf:
+        for _ in range(steps):
+            with perf.step():
+                time.sleep(step_s)
+    return json.loads((logdir / "report.json").read_text())
+
+
+class Captured(logging.Handler):
+    """The library's log records of a run shared by several tests (caplog is per test)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def messages(self, level: int) -> list[str]:
+        return [r.getMessage() for r in self.records if r.levelno == level]
+
+
+@pytest.fixture(scope="module")
+def tx2_run(tmp_path_factory) -> tuple[dict, Captured, Path]:
+    """A 2.5 s run on a 1 s TX2 log at speed 1: its report, its log records and its run folder."""
+    tmp = tmp_path_factory.mktemp("tx2")
+    logger, captured = logging.getLogger("tf_mobileperf"), Captured()
+    level = logger.level
+    logger.addHandler(captured)
+    logger.setLevel(logging.INFO)
+    try:
+        report = run(tmp / "run", ReplaySensor(tx2_log(tmp / "tx2.log")), steps=10, step_s=0.25)
+    finally:
+        logger.removeHandler(captured)
+        logger.setLevel(level)
+    return report, captured, tmp / "run" / "train"
+
+
+def test_replay_cpu_mean_is_the_mean_of_the_cores_the_log_has(tx2_run):
+    report, _, _ = tx2_run
+    assert report["cpu_util_avg"] == pytest.approx(25.0)  # cores 0, 3, 4, 5 at each line; 1 and 2 are off
+    assert all(s["cpu_util"] == pytest.approx(25.0) for s in report["steps"] if s["cpu_util"] is not None)
+    assert report["cpu_util_per_cluster"] == {"all cores": pytest.approx(25.0)}  # a log does not say core types
+    assert report["cpu_util_per_core"]["cpu0"] == pytest.approx(40.0)

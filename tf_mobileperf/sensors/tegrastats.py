@@ -177,6 +177,9 @@ class ReplaySensor(Sensor):
     ``exhausted`` is True. Lines that are not tegrastats are skipped and
     counted in ``skipped``.
 
+    ``cpu_util`` is the mean over the cores the line has a
+    value for (an "off" core is not part of it).
+
     Args:
         path: A tegrastats log file.
         interval_ms: The ``--interval`` the log was recorded with. By default
@@ -211,7 +214,9 @@ class ReplaySensor(Sensor):
         self.path = path
         self._t0: float | None = None
         self.exhausted = False
-        self.channels = _replay_channels(self.records, f"replay of {path}")
+        self._rows = [_values(r) for r in self.records]
+        self.channels = _replay_channels(self.records, self._rows, f"replay of {path}")
+        self._nan = {c.name: NAN for c in self.channels}
 
     def _interval_from_timestamps(self) -> float:
         stamps = [r.timestamp for r in self.records if r.timestamp is not None]
@@ -224,12 +229,10 @@ class ReplaySensor(Sensor):
         if self._t0 is None:
             self._t0 = now
         index = int((now - self._t0) * self.speed / self.interval_s)
-        out = {c.name: NAN for c in self.channels}
-        if index >= len(self.records):
+        if index >= len(self._rows):
             self.exhausted = True
-            return out
-        out.update(_values(self.records[index]))
-        return out
+            return dict(self._nan)
+        return self._nan | self._rows[index]
 
     def metadata(self) -> dict:
         first = self.records[0]
@@ -241,14 +244,19 @@ class ReplaySensor(Sensor):
 
 
 def _values(record: TegrastatsRecord) -> dict[str, float]:
-    """Channel name -> value (SI units) of what ``record`` holds; what it lacks is left out.
+    """Channel name -> value (SI units) of what ``record`` holds; what it lacks is left out, what it says
+    is off (a core, a powered-off unit's temperature) is NaN.
 
-    The GPU's clock is the highest of its GPCs' (Orin has two, Thor three).
+    ``cpu_util`` is the mean of the cores with a value in the line. The GPU's clock is the highest of its
+    GPCs' (Orin has two, Thor three).
     """
     out = dict(record.power_w)
     for i, (util, mhz) in enumerate(zip(record.cpu_util or [], record.cpu_freq_mhz or [])):
         out[f"cpu{i}_util"] = NAN if util is None else util
         out[f"cpu{i}_freq"] = NAN if mhz is None else mhz * 1e6
+    online = [u for u in record.cpu_util or [] if u is not None]
+    if online:
+        out["cpu_util"] = sum(online) / len(online)
     scalars = {"gpu_util": record.gpu_util, "emc_util": record.emc_util,
                "emc_freq": None if record.emc_freq_mhz is None else record.emc_freq_mhz * 1e6,
                "gpu_freq": max(record.gpu_freq_mhz) * 1e6 if record.gpu_freq_mhz else None,
@@ -268,8 +276,8 @@ def _temp_device(zone: str) -> str:
     return "gpu" if "GPU" in upper else "cpu" if upper.endswith("CPU") else "board"
 
 
-def _replay_channels(records: list[TegrastatsRecord], source: str) -> list[Channel]:
-    """The channels of every quantity some record of the log holds, with their roles."""
+def _replay_channels(records: list[TegrastatsRecord], rows: list[dict[str, float]], source: str) -> list[Channel]:
+    """The channels of every quantity some record of the log holds (``rows``: their values), with their roles."""
     rails: dict[str, None] = {}
     cores = clocked = 0
     for record in records:
@@ -277,10 +285,12 @@ def _replay_channels(records: list[TegrastatsRecord], source: str) -> list[Chann
         cores = max(cores, len(record.cpu_util or []))
         clocked = max(clocked, len([f for f in record.cpu_freq_mhz or [] if f is not None]))
     channels = [rail_channel(r, source) for r in rails]
+    present = {name for row in rows for name in row}
+    if "cpu_util" in present:
+        channels.append(Channel("cpu_util", "util", source, group="cpu", device="cpu"))
     channels += [Channel(f"cpu{i}_util", "util", source, group="cpu", device="cpu", core=i) for i in range(cores)]
     if clocked:
         channels += [Channel(f"cpu{i}_freq", "clock", source, group="cpu", device="cpu", core=i) for i in range(cores)]
-    present = {name for record in records for name in _values(record)}
     roles = {"gpu_util": ("util", "gpu", "gpu"), "gpu_freq": ("clock", "gpu", "gpu"),
              "emc_util": ("util", "board", "mem"), "emc_freq": ("clock", "board", "mem"),
              "ram_used": ("memory", "board", "mem")}

@@ -76,3 +76,14 @@ def test_replay_cpu_mean_is_the_mean_of_the_cores_the_log_has(tx2_run):
     assert all(s["cpu_util"] == pytest.approx(25.0) for s in report["steps"] if s["cpu_util"] is not None)
     assert report["cpu_util_per_cluster"] == {"all cores": pytest.approx(25.0)}  # a log does not say core types
     assert report["cpu_util_per_core"]["cpu0"] == pytest.approx(40.0)
+
+
+def test_replay_cores_off_in_the_log_are_off_not_stopped_sensors(tx2_run):
+    report, captured, _ = tx2_run
+    assert report["cpu_util_per_core"]["cpu1"] is None and report["cpu_util_per_core"]["cpu2"] is None
+    assert report["unavailable"]["cpu1_util"] == "off in the log"
+    warnings = captured.messages(logging.WARNING)
+    # Neither the off cores nor the temperatures the log stops giving after 2 s are a sensor that stopped.
+    assert not [w for w in warnings if "stopped answering" in w or "cpu1_util" in w or "_temp" in w], warnings
+    assert any("cpu1_util (off in the log)" in m and "gpu_temp (not in every line of the log)" in m
+               for m in captured.messages(logging.INFO))

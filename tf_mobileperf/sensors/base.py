@@ -19,6 +19,7 @@ import math
 import os
 import stat
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 if TYPE_CHECKING:
@@ -158,6 +159,9 @@ class Sensor(abc.ABC):
     #: GB200 1.2 kW) with room to spare; sensors of smaller parts say their own.
     max_power_w: ClassVar[float] = 2000.0
     provides: ClassVar[frozenset[tuple[str, str]]] = frozenset()
+    #: Channel -> why its source itself gives it no value at times (a core a tegrastats log says is "off"):
+    #: a NaN there is the source's word, not a sensor that stopped answering, and is not warned about as a gap.
+    absent_in_source: Mapping[str, str] = MappingProxyType({})
 
     @abc.abstractmethod
     def read(self) -> Mapping[str, float | Exception]:

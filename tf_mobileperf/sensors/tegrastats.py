@@ -178,7 +178,10 @@ class ReplaySensor(Sensor):
     counted in ``skipped``.
 
     ``cpu_util`` is the mean over the cores the line has a
-    value for (an "off" core is not part of it).
+    value for (an "off" core is not part of it); a channel the log leaves
+    without a value in some line (a core "off", a temperature it stops
+    giving) is named in ``absent_in_source`` with why, so its NaN there is
+    not taken for a sensor that stopped answering.
 
     Args:
         path: A tegrastats log file.
@@ -217,6 +220,7 @@ class ReplaySensor(Sensor):
         self._rows = [_values(r) for r in self.records]
         self.channels = _replay_channels(self.records, self._rows, f"replay of {path}")
         self._nan = {c.name: NAN for c in self.channels}
+        self.absent_in_source = _absent_in_log(self.channels, self._rows)
 
     def _interval_from_timestamps(self) -> float:
         stamps = [r.timestamp for r in self.records if r.timestamp is not None]
@@ -300,3 +304,20 @@ def _replay_channels(records: list[TegrastatsRecord], rows: list[dict[str, float
     zones = dict.fromkeys(zone for record in records for zone, c in record.temps_c.items() if c is not None)
     channels += [Channel(_temp_name(z), "temperature", source, device=_temp_device(z)) for z in zones]
     return channels
+
+
+#: Why a channel of a replay has no value in some line: the line says it is off, or does not have it.
+OFF_IN_LOG = "off in the log"
+NOT_IN_EVERY_LINE = "not in every line of the log"
+
+
+def _absent_in_log(channels: list[Channel], rows: list[dict[str, float]]) -> dict[str, str]:
+    """Channel -> why some line of the log leaves it without a value (``OFF_IN_LOG``, ``NOT_IN_EVERY_LINE``)."""
+    out = {}
+    for c in channels:
+        values = [row.get(c.name) for row in rows]
+        if any(v is not None and math.isnan(v) for v in values):
+            out[c.name] = OFF_IN_LOG
+        elif any(v is None for v in values):
+            out[c.name] = NOT_IN_EVERY_LINE
+    return out

@@ -19,6 +19,8 @@ from tf_mobileperf.output.files import write_json
 from tf_mobileperf.sensors import ReplaySensor
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.steps.op_energy import ClockPair, Ops, op_energy
+from tf_mobileperf_tensorboard.downsample import ChannelRate, declared_period_s
+from tf_mobileperf_tensorboard.reader import read_series
 
 TX2 = [line for line in (DATA / "tx2_tegrastats.log").read_text().splitlines() if "RAM" in line]
 #: Cores 1 and 2 (TX2's Denver2) off in every line; the others busy 40, 20, 30 and 10%: 25% on average.
@@ -87,3 +89,15 @@ def test_replay_cores_off_in_the_log_are_off_not_stopped_sensors(tx2_run):
     assert not [w for w in warnings if "stopped answering" in w or "cpu1_util" in w or "_temp" in w], warnings
     assert any("cpu1_util (off in the log)" in m and "gpu_temp (not in every line of the log)" in m
                for m in captured.messages(logging.INFO))
+
+
+def test_replay_channels_have_the_logs_own_rate_in_the_report_and_the_legend(tx2_run):
+    report, _, run_dir = tx2_run
+    channels = report["sampling"]["channels"]  # a 1 s log at speed 1: 1 Hz, though read at every tick
+    assert channels["VDD_IN"]["rate_hz"] == pytest.approx(1.0) and channels["cpu_util"]["rate_hz"] == pytest.approx(1.0)
+    assert channels["VDD_IN"]["read_hz"] > 10
+    assert "VDD_IN" not in report["sampling"]["stale_channels_updates_hz"]
+    header, rows = read_series(run_dir)
+    column = rows[:, header["columns"].index("VDD_IN")]
+    legend = ChannelRate.of(rows[:, 0], column, declared_period_s(header, "VDD_IN")).to_dict()
+    assert legend["rate_hz"] == pytest.approx(1.0)

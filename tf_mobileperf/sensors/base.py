@@ -82,10 +82,16 @@ class Channel:
             ``gpu0_power`` and ``gpu0_energy``: rail "gpu0"). Defaults to the
             channel's name; "" for every other kind.
         core: Index of the CPU core of a per-core channel; None otherwise.
+        period_s: How often the source has a new reading, where it says so
+            (a replayed log: its line interval over the replay's speed);
+            None: each read is a new reading. The sampler may read it
+            faster; the report and the dashboard give this rate as the
+            channel's own.
 
     Raises:
         ValueError: an unknown kind or device, a rail on a channel that is
-            not power or energy, or a core that is not a CPU core index.
+            not power or energy, a core that is not a CPU core index, or a
+            period that is not a finite number > 0.
     """
 
     name: str
@@ -96,6 +102,7 @@ class Channel:
     device: str = ""
     rail: str = ""
     core: int | None = None
+    period_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in UNITS:
@@ -111,6 +118,9 @@ class Channel:
                 raise ValueError(f"core of {self.name!r} must be a CPU core index >= 0 or None, got {self.core!r}")
             if self.device != "cpu":
                 raise ValueError(f"channel {self.name!r} has core {self.core} but device {self.device!r}, not 'cpu'")
+        if self.period_s is not None and (isinstance(self.period_s, bool) or not isinstance(self.period_s, (int, float))
+                                          or not (math.isfinite(self.period_s) and self.period_s > 0)):
+            raise ValueError(f"period_s of {self.name!r} must be a finite number > 0 or None, got {self.period_s!r}")
 
     @property
     def unit(self) -> str:

@@ -177,7 +177,9 @@ class ReplaySensor(Sensor):
     ``exhausted`` is True. Lines that are not tegrastats are skipped and
     counted in ``skipped``.
 
-    ``cpu_util`` is the mean over the cores the line has a
+    Each channel's ``period_s`` is the log's interval over the speed: the
+    sampler reads the line in force at every tick, but a new reading comes
+    once a line. ``cpu_util`` is the mean over the cores the line has a
     value for (an "off" core is not part of it); a channel the log leaves
     without a value in some line (a core "off", a temperature it stops
     giving) is named in ``absent_in_source`` with why, so its NaN there is
@@ -218,7 +220,7 @@ class ReplaySensor(Sensor):
         self._t0: float | None = None
         self.exhausted = False
         self._rows = [_values(r) for r in self.records]
-        self.channels = _replay_channels(self.records, self._rows, f"replay of {path}")
+        self.channels = _replay_channels(self.records, self._rows, f"replay of {path}", self.interval_s / speed)
         self._nan = {c.name: NAN for c in self.channels}
         self.absent_in_source = _absent_in_log(self.channels, self._rows)
 
@@ -280,8 +282,10 @@ def _temp_device(zone: str) -> str:
     return "gpu" if "GPU" in upper else "cpu" if upper.endswith("CPU") else "board"
 
 
-def _replay_channels(records: list[TegrastatsRecord], rows: list[dict[str, float]], source: str) -> list[Channel]:
-    """The channels of every quantity some record of the log holds (``rows``: their values), with their roles."""
+def _replay_channels(records: list[TegrastatsRecord], rows: list[dict[str, float]], source: str,
+                     period_s: float) -> list[Channel]:
+    """The channels of every quantity some record of the log holds (``rows``: their values), with their roles,
+    each with the log's period."""
     rails: dict[str, None] = {}
     cores = clocked = 0
     for record in records:
@@ -303,7 +307,7 @@ def _replay_channels(records: list[TegrastatsRecord], rows: list[dict[str, float
     # A unit powered off for the whole log (Orin's idle GPU at -256C) never had a temperature: no channel.
     zones = dict.fromkeys(zone for record in records for zone, c in record.temps_c.items() if c is not None)
     channels += [Channel(_temp_name(z), "temperature", source, device=_temp_device(z)) for z in zones]
-    return channels
+    return [dataclasses.replace(c, period_s=period_s) for c in channels]
 
 
 #: Why a channel of a replay has no value in some line: the line says it is off, or does not have it.

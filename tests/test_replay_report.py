@@ -101,3 +101,34 @@ def test_replay_channels_have_the_logs_own_rate_in_the_report_and_the_legend(tx2
     column = rows[:, header["columns"].index("VDD_IN")]
     legend = ChannelRate.of(rows[:, 0], column, declared_period_s(header, "VDD_IN")).to_dict()
     assert legend["rate_hz"] == pytest.approx(1.0)
+
+
+def test_a_replay_that_runs_out_says_so_once_and_not_as_stopped_sensors(tmp_path, caplog):
+    sensor = ReplaySensor(tx2_log(tmp_path / "short.log", lines=3), speed=20)  # 3 lines at 20x: 0.15 s
+    report = run(tmp_path / "run", sensor, steps=8, step_s=0.05)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    ran_out = [w for w in warnings if "covers 0.15 s at speed 20; the run lasted" in w]
+    assert len(ran_out) == 1 and "short.log" in ran_out[0] and "samples after that are missing" in ran_out[0]
+    assert not [w for w in warnings if "stopped answering" in w], warnings
+    assert report["steps"][-1]["energy_j"]["VDD_IN"] is None  # after the log's end: missing, not made up
+
+
+def _host_ops(spans: list[tuple[float, float]]) -> Ops:
+    """CPU ops "m/dense/MatMul:MatMul" running over ``spans`` (start, end)."""
+    n = len(spans)
+    obj = lambda value: np.array([value] * n, dtype=object)  # noqa: E731
+    return Ops(obj("m/dense/MatMul:MatMul"), obj("MatMul"), obj("dense"), obj("cpu"), obj("tf_Compute"),
+               np.array([s for s, _ in spans]), np.array([e for _, e in spans]))
+
+
+def test_op_energy_with_unknown_power_writes_null_not_nan(tmp_path):
+    channels = [Channel("VDD_IN", "power", "test", group="total"), Channel("VDD_SYS_CPU", "power", "test", group="cpu")]
+    t = np.linspace(-0.1, 0.4, 51)
+    values = np.column_stack([np.full(len(t), np.nan), np.full(len(t), 2.0)])  # VDD_IN never read
+    result = op_energy(_host_ops([(0.05, 0.1), (0.15, 0.2)]), t, values, channels, [(3, 0.0, 0.3)],
+                       ClockPair(0.0, 0.0, 0.0))
+    write_json(tmp_path / "op_energy.json", result)  # allow_nan=False: raised on NaN before
+    stored = json.loads((tmp_path / "op_energy.json").read_text())
+    assert stored["by_op_type"][0]["energy_j"]["VDD_IN"] is None
+    assert stored["top_ops"][0]["energy_j"]["VDD_IN"] is None and stored["steps"][0]["energy_j"]["VDD_IN"] is None
+    assert stored["by_layer"][0]["energy_j"]["VDD_SYS_CPU"] > 0  # a rail with power keeps its energy

@@ -172,6 +172,8 @@ class Sensor(abc.ABC):
     #: Channel -> why its source itself gives it no value at times (a core a tegrastats log says is "off"):
     #: a NaN there is the source's word, not a sensor that stopped answering, and is not warned about as a gap.
     absent_in_source: Mapping[str, str] = MappingProxyType({})
+    #: How long the source lasts from the first read (a replayed log), s; None: as long as the run.
+    covers_s: float | None = None
 
     @abc.abstractmethod
     def read(self) -> Mapping[str, float | Exception]:
@@ -191,6 +193,11 @@ class Sensor(abc.ABC):
         120 bytes of UTF-8. A value that is not a real number (a str, None)
         fails its channel too, with a text that says what it was.
         """
+
+    def ran_out(self, run_s: float) -> str:
+        """What is said once when a run of ``run_s`` seconds outlasted the source (``covers_s``)."""
+        return (f"{self.name} covers {self.covers_s:.3g} s; the run lasted {run_s:.3g} s: samples after that "
+                "are missing")
 
     def metadata(self) -> dict:
         """Static facts about the device (board, driver, limits) for the report."""

@@ -174,8 +174,10 @@ class ReplaySensor(Sensor):
 
     Record ``i`` is served from ``i * interval / speed`` seconds after the
     first read; after the last record every channel reads NaN and
-    ``exhausted`` is True. Lines that are not tegrastats are skipped and
-    counted in ``skipped``.
+    ``exhausted`` is True: the log covers ``covers_s`` (lines x interval /
+    speed), and a longer run has no samples after that (the collector says
+    so once). Lines that are not tegrastats are skipped and counted in
+    ``skipped``.
 
     Each channel's ``period_s`` is the log's interval over the speed: the
     sampler reads the line in force at every tick, but a new reading comes
@@ -224,6 +226,11 @@ class ReplaySensor(Sensor):
         self._nan = {c.name: NAN for c in self.channels}
         self.absent_in_source = _absent_in_log(self.channels, self._rows)
 
+    @property
+    def covers_s(self) -> float:
+        """How long the log lasts when replayed: its lines x its interval / the speed."""
+        return len(self.records) * self.interval_s / self.speed
+
     def _interval_from_timestamps(self) -> float:
         stamps = [r.timestamp for r in self.records if r.timestamp is not None]
         if len(stamps) >= 2 and stamps[-1] > stamps[0]:
@@ -240,10 +247,15 @@ class ReplaySensor(Sensor):
             return dict(self._nan)
         return self._nan | self._rows[index]
 
+    def ran_out(self, run_s: float) -> str:
+        return (f"the log {self.path} covers {self.covers_s:.3g} s at speed {self.speed:g}; the run lasted "
+                f"{run_s:.3g} s: samples after that are missing (a run needs a log of at least run time x speed "
+                f"/ interval = {math.ceil(run_s * self.speed / self.interval_s)} lines)")
+
     def metadata(self) -> dict:
         first = self.records[0]
         meta = rail_budget(self.channels) | {"replay_of": str(self.path), "records": len(self.records), "skipped_lines": self.skipped,
-                "interval_ms": self.interval_s * 1000.0, "speed": self.speed}
+                "interval_ms": self.interval_s * 1000.0, "speed": self.speed, "log_covers_s": self.covers_s}
         if first.ram_total_mb is not None:
             meta["ram_total_bytes"] = first.ram_total_mb * 1024 * 1024
         return meta

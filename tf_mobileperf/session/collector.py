@@ -21,7 +21,9 @@ failure where the sampler has them (``unread_reasons``); a channel that
 stops answering later is warned about as a gap. A channel its source itself
 leaves without a value at times (``Sensor.absent_in_source``: a core a
 tegrastats log says is "off") is neither: it is named once at info level,
-and its reason is the report's.
+and its reason is the report's. A source that ends (a replayed log,
+``Sensor.covers_s``) is no gap either once it has: a run that outlasted it is
+said once, at its end (``Sensor.ran_out``).
 
 Before the first step it samples ``idle_s`` seconds with nothing training:
 the idle power of each rail (``idle_power_w``), subtracted from each step's
@@ -145,6 +147,7 @@ class Collector:
         self._measured_seen = False  # the first measured step has closed: unread channels are named now
         self._absent = absent_in_source(sampler)  # no value there is the source's word, not a gap
         self._absent_noted: set[str] = set()
+        self._ran_out_said = False
 
     @property
     def buffered_rows(self) -> int:
@@ -252,6 +255,7 @@ class Collector:
             if self.last_end is not None:
                 self._guard("wait for the energy counters", self._settle, self.last_end, True)
             self.sampler.stop()
+            self._guard("say which sources ran out", self._warn_ran_out)
 
     def _loop(self) -> None:
         while not self._stop.wait(self._options.flush_s):
@@ -290,7 +294,7 @@ class Collector:
             return
         gapped = self.stats.add(rows)
         self._note_absent([name for name in gapped if name in self._absent])
-        gapped = [name for name in gapped if name not in self._absent]
+        gapped = [name for name in gapped if name not in self._absent and name not in self._ended(rows.t[-1])]
         unread = set(never_valued(self.stats))
         stopped = [name for name in gapped if name not in unread]
         if stopped:
@@ -303,6 +307,14 @@ class Collector:
         if self._writers.series:
             self._guard("write samples", self._writers.series.append, rows.t, rows.values)
 
+    def _ended(self, t: float) -> set[str]:
+        """The channels of the sources that have ended by ``t`` (a replayed log: ``covers_s`` after the first
+        sample): no value after that is the source's end, not a gap."""
+        if self.sampler is None or self.stats.first is None:
+            return set()
+        return {c.name for s in self.sampler.sensors if (covers := getattr(s, "covers_s", None)) is not None
+                and t > self.stats.first + covers for c in s.channels}
+
     def _note_absent(self, names: list[str]) -> None:
         """Once per channel, at info level: its source leaves it without a value (``absent_in_source``)."""
         names = [name for name in names if name not in self._absent_noted]
@@ -310,6 +322,18 @@ class Collector:
         if names:
             log.info("mobileperf: no value of %s in some stretches, as its source says (not a sensor gap)",
                      ", ".join(f"{name} ({self._absent[name]})" for name in names))
+
+    def _warn_ran_out(self) -> None:
+        """Once, at the end: each source (a replayed log) that ended before the run did, and from when on the
+        samples are missing."""
+        if self.sampler is None or self.stats.first is None or self._ran_out_said:
+            return
+        self._ran_out_said = True
+        run_s = (self.last_end if self.last_end is not None else self.stats.last) - self.stats.first
+        for sensor in self.sampler.sensors:
+            covers = getattr(sensor, "covers_s", None)
+            if covers is not None and run_s > covers:
+                log.warning("mobileperf: %s", sensor.ran_out(run_s))
 
     def _watch_sampler(self, rows: Samples) -> None:
         """A sampler that died or stopped writing: warn once, record the outage, restart it once."""

@@ -48,7 +48,7 @@ import numpy as np
 from tf_mobileperf.output.writers import RunWriters
 from tf_mobileperf.sampling.sampler import FIRST_ROW_TIMEOUT_S, Sampler, Samples
 from tf_mobileperf.sampling.stats import SamplingStats
-from tf_mobileperf.sensors.base import RAIL_KINDS
+from tf_mobileperf.sensors.base import RAIL_KINDS, Sensor
 from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.steps import join as join_mod
 from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, fill_steps
@@ -73,6 +73,12 @@ def absent_in_source(sampler: Sampler | None) -> dict[str, str]:
     """Channel -> why its source itself gives it no value at times (``Sensor.absent_in_source``)."""
     sensors = sampler.sensors if sampler is not None else []
     return {name: why for s in sensors for name, why in getattr(s, "absent_in_source", {}).items()}
+
+
+def ending_sources(sampler: Sampler | None) -> list[tuple[Sensor, float]]:
+    """The sensors whose source ends (``Sensor.covers_s``: a replayed log), each with how long it lasts."""
+    sensors = sampler.sensors if sampler is not None else []
+    return [(s, covers) for s in sensors if (covers := getattr(s, "covers_s", None)) is not None]
 
 
 def unread_reasons(names: list[str], sampler: Sampler | None, default: str) -> dict[str, str]:
@@ -310,10 +316,10 @@ class Collector:
     def _ended(self, t: float) -> set[str]:
         """The channels of the sources that have ended by ``t`` (a replayed log: ``covers_s`` after the first
         sample): no value after that is the source's end, not a gap."""
-        if self.sampler is None or self.stats.first is None:
+        if self.stats.first is None:
             return set()
-        return {c.name for s in self.sampler.sensors if (covers := getattr(s, "covers_s", None)) is not None
-                and t > self.stats.first + covers for c in s.channels}
+        return {c.name for sensor, covers in ending_sources(self.sampler) if t > self.stats.first + covers
+                for c in sensor.channels}
 
     def _note_absent(self, names: list[str]) -> None:
         """Once per channel, at info level: its source leaves it without a value (``absent_in_source``)."""
@@ -326,13 +332,12 @@ class Collector:
     def _warn_ran_out(self) -> None:
         """Once, at the end: each source (a replayed log) that ended before the run did, and from when on the
         samples are missing."""
-        if self.sampler is None or self.stats.first is None or self._ran_out_said:
+        if self.stats.first is None or self._ran_out_said:
             return
         self._ran_out_said = True
         run_s = (self.last_end if self.last_end is not None else self.stats.last) - self.stats.first
-        for sensor in self.sampler.sensors:
-            covers = getattr(sensor, "covers_s", None)
-            if covers is not None and run_s > covers:
+        for sensor, covers in ending_sources(self.sampler):
+            if run_s > covers:
                 log.warning("mobileperf: %s", sensor.ran_out(run_s))
 
     def _watch_sampler(self, rows: Samples) -> None:

@@ -32,7 +32,7 @@ class ChannelRate:
     def of(cls, t: np.ndarray, v: np.ndarray, declared_s: float | None = None) -> "ChannelRate":
         """From the rows' times and the channel's column, as the join estimates it; its rate is the one its
         source declared where it did (``declared_s``: a channel's ``period_s`` in ``channels.json``, a replayed
-        log's line interval: the sampler reads the line in force at every row, the log has one a second)."""
+        log's line interval over its speed: the sampler reads the line in force at every row)."""
         rows_period = float(np.median(np.diff(t))) if len(t) > 2 else 0.0
         own = own_period_s(t, v)
         return cls(declared_s or own, allowed_gap_s(max(rows_period, own or 0.0)))

@@ -195,8 +195,7 @@ class SamplingStats:
 def own_rate_hz(channel: Channel, read_hz: float | None) -> float | None:
     """A channel's own rate: its source's, where the channel says it (``Channel.period_s``: a replayed 1 Hz log
     is 1 Hz however often it is read), else how often it was read with a value."""
-    period = getattr(channel, "period_s", None)
-    return 1.0 / period if period else read_hz
+    return 1.0 / channel.period_s if channel.period_s else read_hz
 
 
 def _last_finite(values: np.ndarray, finite: np.ndarray) -> np.ndarray:

@@ -29,15 +29,23 @@ class ChannelRate:
     max_gap_s: float
 
     @classmethod
-    def of(cls, t: np.ndarray, v: np.ndarray) -> "ChannelRate":
-        """From the rows' times and the channel's column, as the join estimates it."""
+    def of(cls, t: np.ndarray, v: np.ndarray, declared_s: float | None = None) -> "ChannelRate":
+        """From the rows' times and the channel's column, as the join estimates it; its rate is the one its
+        source declared where it did (``declared_s``: a channel's ``period_s`` in ``channels.json``, a replayed
+        log's line interval over its speed: the sampler reads the line in force at every row)."""
         rows_period = float(np.median(np.diff(t))) if len(t) > 2 else 0.0
         own = own_period_s(t, v)
-        return cls(own, allowed_gap_s(max(rows_period, own or 0.0)))
+        return cls(declared_s or own, allowed_gap_s(max(rows_period, own or 0.0)))
 
     def to_dict(self) -> dict:
         rate = 1.0 / self.period_s if self.period_s else None
         return {"period_s": self.period_s, "rate_hz": rate, "max_gap_s": self.max_gap_s}
+
+
+def declared_period_s(header: dict, channel: str) -> float | None:
+    """The ``period_s`` a run's ``channels.json`` (``header``) declares for ``channel``; None where none does."""
+    period = next((c.get("period_s") for c in header.get("channels", []) if c.get("name") == channel), None)
+    return float(period) if isinstance(period, (int, float)) and not isinstance(period, bool) and period > 0 else None
 
 
 def min_max(t: np.ndarray, v: np.ndarray, max_points: int, max_gap_s: float = math.inf) -> dict[str, list]:

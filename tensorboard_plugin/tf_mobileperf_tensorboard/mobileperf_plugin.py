@@ -36,7 +36,7 @@ from tensorboard.data import provider
 from tensorboard.plugins import base_plugin
 
 from . import finite_json, metadata, missing_bundle, reader, run_status, schema
-from .downsample import ChannelRate, min_max
+from .downsample import ChannelRate, declared_period_s, min_max
 
 log = logging.getLogger(__name__)
 
@@ -251,7 +251,8 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
             raise errors.InvalidArgumentError("end must be >= start")
         t = np.asarray(rows[:, 0])
         column = np.asarray(rows[:, header["columns"].index(channel)])
-        rate = ChannelRate.of(t, column)  # over the whole run, so a zoomed window keeps the run's rate
+        # Over the whole run, so a zoomed window keeps the run's rate.
+        rate = ChannelRate.of(t, column, declared_period_s(header, channel))
         lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "right")
         return {"run": run, "channel": channel, "samples": int(hi - lo), **rate.to_dict(),
                 **min_max(t[lo:hi], column[lo:hi], max_points, rate.max_gap_s)}

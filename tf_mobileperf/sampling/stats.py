@@ -9,6 +9,11 @@ across it. ``add`` returns the channels whose first gap it found, so the
 monitor can warn once. A dead sampler writes no rows at all: the hole shows
 as a gap of every channel once rows resume, and the monitor records the
 outage itself (``add_outage``), so a report never looks healthy over it.
+
+Per channel the summary gives its own rate (``rate_hz``: its source's where
+the channel declares it, ``Channel.period_s``, else ``read_hz``), how often
+it was read with a value (``read_hz``: a replayed log's line is read at every
+tick) and how often its value changed (``updates_hz``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import numpy as np
 
 from tf_mobileperf_tensorboard.metadata import allowed_gap_s
 from tf_mobileperf.sampling.sampler import Sampler, Samples
+from tf_mobileperf.sensors.base import Channel
 
 
 @dataclasses.dataclass
@@ -150,10 +156,11 @@ class SamplingStats:
         per_channel = {}
         stale = {}
         for i, c in enumerate(self.channels):
-            rate = self.valid[i] / span if span else None
+            read = self.valid[i] / span if span else None
+            rate = own_rate_hz(c, read)
             update = self.changes[i] / span if span else None
             open_s = self.last - self._valid_since(i) if self._open_gap[i] else 0.0
-            per_channel[c.name] = {"read_hz": rate, "updates_hz": update,
+            per_channel[c.name] = {"rate_hz": rate, "read_hz": read, "updates_hz": update,
                                    "gaps": int(self.channel_gaps[i] + self._open_gap[i]),
                                    "gap_s": float(self.channel_gap_s[i] + open_s)}
             if rate and update is not None and self.valid[i] > 20 and update < 0.2 * rate:
@@ -183,6 +190,12 @@ class SamplingStats:
             "stale_channels_updates_hz": stale,
             "sampler_outages": [dataclasses.asdict(o) for o in self.outages],
         }
+
+
+def own_rate_hz(channel: Channel, read_hz: float | None) -> float | None:
+    """A channel's own rate: its source's, where the channel says it (``Channel.period_s``: a replayed 1 Hz log
+    is 1 Hz however often it is read), else how often it was read with a value."""
+    return 1.0 / channel.period_s if channel.period_s else read_hz
 
 
 def _last_finite(values: np.ndarray, finite: np.ndarray) -> np.ndarray:

@@ -19,6 +19,7 @@ import math
 import os
 import stat
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 if TYPE_CHECKING:
@@ -81,10 +82,16 @@ class Channel:
             ``gpu0_power`` and ``gpu0_energy``: rail "gpu0"). Defaults to the
             channel's name; "" for every other kind.
         core: Index of the CPU core of a per-core channel; None otherwise.
+        period_s: How often the source has a new reading, where it says so
+            (a replayed log: its line interval over the replay's speed);
+            None: each read is a new reading. The sampler may read it
+            faster; the report and the dashboard give this rate as the
+            channel's own.
 
     Raises:
         ValueError: an unknown kind or device, a rail on a channel that is
-            not power or energy, or a core that is not a CPU core index.
+            not power or energy, a core that is not a CPU core index, or a
+            period that is not a finite number > 0.
     """
 
     name: str
@@ -95,6 +102,7 @@ class Channel:
     device: str = ""
     rail: str = ""
     core: int | None = None
+    period_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in UNITS:
@@ -110,6 +118,9 @@ class Channel:
                 raise ValueError(f"core of {self.name!r} must be a CPU core index >= 0 or None, got {self.core!r}")
             if self.device != "cpu":
                 raise ValueError(f"channel {self.name!r} has core {self.core} but device {self.device!r}, not 'cpu'")
+        if self.period_s is not None and (isinstance(self.period_s, bool) or not isinstance(self.period_s, (int, float))
+                                          or not (math.isfinite(self.period_s) and self.period_s > 0)):
+            raise ValueError(f"period_s of {self.name!r} must be a finite number > 0 or None, got {self.period_s!r}")
 
     @property
     def unit(self) -> str:
@@ -158,6 +169,11 @@ class Sensor(abc.ABC):
     #: GB200 1.2 kW) with room to spare; sensors of smaller parts say their own.
     max_power_w: ClassVar[float] = 2000.0
     provides: ClassVar[frozenset[tuple[str, str]]] = frozenset()
+    #: Channel -> why its source itself gives it no value at times (a core a tegrastats log says is "off"):
+    #: a NaN there is the source's word, not a sensor that stopped answering, and is not warned about as a gap.
+    absent_in_source: Mapping[str, str] = MappingProxyType({})
+    #: How long the source lasts from the first read (a replayed log), s; None: as long as the run.
+    covers_s: float | None = None
 
     @abc.abstractmethod
     def read(self) -> Mapping[str, float | Exception]:
@@ -177,6 +193,11 @@ class Sensor(abc.ABC):
         120 bytes of UTF-8. A value that is not a real number (a str, None)
         fails its channel too, with a text that says what it was.
         """
+
+    def ran_out(self, run_s: float) -> str:
+        """What is said once when a run of ``run_s`` seconds outlasted the source (``covers_s``)."""
+        return (f"{self.name} covers {self.covers_s:.3g} s; the run lasted {run_s:.3g} s: samples after that "
+                "are missing")
 
     def metadata(self) -> dict:
         """Static facts about the device (board, driver, limits) for the report."""

@@ -18,7 +18,12 @@ wait for that update (again at most ``SETTLE_MAX_S``).
 Channels that never gave a valid value are named once, at the first
 measured step (``warn_unread``), with the library's own words for the
 failure where the sampler has them (``unread_reasons``); a channel that
-stops answering later is warned about as a gap.
+stops answering later is warned about as a gap. A channel its source itself
+leaves without a value at times (``Sensor.absent_in_source``: a core a
+tegrastats log says is "off") is neither: it is named once at info level,
+and its reason is the report's. A source that ends (a replayed log,
+``Sensor.covers_s``) is no gap either once it has: a run that outlasted it is
+said once, at its end (``Sensor.ran_out``).
 
 Before the first step it samples ``idle_s`` seconds with nothing training:
 the idle power of each rail (``idle_power_w``), subtracted from each step's
@@ -43,7 +48,7 @@ import numpy as np
 from tf_mobileperf.output.writers import RunWriters
 from tf_mobileperf.sampling.sampler import FIRST_ROW_TIMEOUT_S, Sampler, Samples
 from tf_mobileperf.sampling.stats import SamplingStats
-from tf_mobileperf.sensors.base import RAIL_KINDS
+from tf_mobileperf.sensors.base import RAIL_KINDS, Sensor
 from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.steps import join as join_mod
 from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, fill_steps
@@ -64,21 +69,35 @@ def never_valued(stats: SamplingStats) -> list[str]:
     return [c.name for c, n in zip(stats.channels, stats.valid) if n == 0]
 
 
+def absent_in_source(sampler: Sampler | None) -> dict[str, str]:
+    """Channel -> why its source itself gives it no value at times (``Sensor.absent_in_source``)."""
+    sensors = sampler.sensors if sampler is not None else []
+    return {name: why for s in sensors for name, why in getattr(s, "absent_in_source", {}).items()}
+
+
+def ending_sources(sampler: Sampler | None) -> list[tuple[Sensor, float]]:
+    """The sensors whose source ends (``Sensor.covers_s``: a replayed log), each with how long it lasts."""
+    sensors = sampler.sensors if sampler is not None else []
+    return [(s, covers) for s in sensors if (covers := getattr(s, "covers_s", None)) is not None]
+
+
 def unread_reasons(names: list[str], sampler: Sampler | None, default: str) -> dict[str, str]:
     """Channel -> why it has no value, in the sensor library's words where the sampler kept them
-    (``error_texts``: a channel's last failed read), with its sensor's failed reads (``errors``);
-    ``default`` where there is neither. ``error_texts`` is optional on a sampler."""
+    (``error_texts``: a channel's last failed read), with its sensor's failed reads (``errors``); else
+    the source's own word ("off in the log", ``absent_in_source``); ``default`` where there is none.
+    ``error_texts`` is optional on a sampler."""
     texts = getattr(sampler, "error_texts", None)
     texts = texts() if callable(texts) else {}
     failed = sampler.errors() if sampler is not None else {}
     sensor_of = {c.name: s.name for s in sampler.sensors for c in s.channels} if sampler is not None else {}
+    default_of = absent_in_source(sampler)
     out = {}
     for name in names:
         text = texts.get(name) or texts.get(sensor_of.get(name, ""))
         count = failed.get(name, failed.get(sensor_of.get(name, ""), 0))
         reads = f"{count} failed read{'s' if count != 1 else ''}" if count else ""
         out[name] = (f"{text} ({reads})" if text and reads else text
-                     or (f"no valid reading ({reads})" if reads else default))
+                     or (f"no valid reading ({reads})" if reads else default_of.get(name, default)))
     return out
 
 
@@ -132,6 +151,9 @@ class Collector:
         self._counter_margin_s = COUNTER_HISTORY_MAX_S if self._counters else 0.0
         self._unread_warned: set[str] = set()
         self._measured_seen = False  # the first measured step has closed: unread channels are named now
+        self._absent = absent_in_source(sampler)  # no value there is the source's word, not a gap
+        self._absent_noted: set[str] = set()
+        self._ran_out_said = False
 
     @property
     def buffered_rows(self) -> int:
@@ -239,6 +261,7 @@ class Collector:
             if self.last_end is not None:
                 self._guard("wait for the energy counters", self._settle, self.last_end, True)
             self.sampler.stop()
+            self._guard("say which sources ran out", self._warn_ran_out)
 
     def _loop(self) -> None:
         while not self._stop.wait(self._options.flush_s):
@@ -276,6 +299,8 @@ class Collector:
         if not len(rows):
             return
         gapped = self.stats.add(rows)
+        self._note_absent([name for name in gapped if name in self._absent])
+        gapped = [name for name in gapped if name not in self._absent and name not in self._ended(rows.t[-1])]
         unread = set(never_valued(self.stats))
         stopped = [name for name in gapped if name not in unread]
         if stopped:
@@ -287,6 +312,33 @@ class Collector:
         self._buffer.append(rows)
         if self._writers.series:
             self._guard("write samples", self._writers.series.append, rows.t, rows.values)
+
+    def _ended(self, t: float) -> set[str]:
+        """The channels of the sources that have ended by ``t`` (a replayed log: ``covers_s`` after the first
+        sample): no value after that is the source's end, not a gap."""
+        if self.stats.first is None:
+            return set()
+        return {c.name for sensor, covers in ending_sources(self.sampler) if t > self.stats.first + covers
+                for c in sensor.channels}
+
+    def _note_absent(self, names: list[str]) -> None:
+        """Once per channel, at info level: its source leaves it without a value (``absent_in_source``)."""
+        names = [name for name in names if name not in self._absent_noted]
+        self._absent_noted.update(names)
+        if names:
+            log.info("mobileperf: no value of %s in some stretches, as its source says (not a sensor gap)",
+                     ", ".join(f"{name} ({self._absent[name]})" for name in names))
+
+    def _warn_ran_out(self) -> None:
+        """Once, at the end: each source (a replayed log) that ended before the run did, and from when on the
+        samples are missing."""
+        if self.stats.first is None or self._ran_out_said:
+            return
+        self._ran_out_said = True
+        run_s = (self.last_end if self.last_end is not None else self.stats.last) - self.stats.first
+        for sensor, covers in ending_sources(self.sampler):
+            if run_s > covers:
+                log.warning("mobileperf: %s", sensor.ran_out(run_s))
 
     def _watch_sampler(self, rows: Samples) -> None:
         """A sampler that died or stopped writing: warn once, record the outage, restart it once."""
@@ -313,6 +365,8 @@ class Collector:
         is not named now: if it stays without a value, it is once its gap shows."""
         self._measured_seen = True
         unread = never_valued(self.stats)
+        self._note_absent([name for name in unread if name in self._absent])
+        unread = [name for name in unread if name not in self._absent]
         reasons = unread_reasons(unread, self.sampler, "")
         waited = self.stats.last - self.stats.first if self.stats.rows else 0.0
         past_gap = {c.name for c, gap in zip(self.stats.channels, self.stats.allowed_gap) if waited > gap}
@@ -321,7 +375,8 @@ class Collector:
     def _warn_unread(self, names: list[str]) -> None:
         """One warning line for those of ``names`` not named yet (the main thread and the collector's may ask)."""
         with self.lock:
-            names = [c.name for c in self.channels if c.name in names and c.name not in self._unread_warned]
+            names = [c.name for c in self.channels if c.name in names and c.name not in self._unread_warned
+                     and c.name not in self._absent]
             self._unread_warned.update(names)
         if names:
             reasons = unread_reasons(names, self.sampler, "no reading yet")

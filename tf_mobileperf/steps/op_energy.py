@@ -22,7 +22,9 @@ piecewise-linear power, as in the join) is split equally among the ops
 running then on the rail's device: GPU ops for GPU rails, CPU ops for CPU
 rails, all ops for the others (the board's input, memory, SoC). Energy while
 no op runs is the step's *no-op* share (idle, stalls, Python, input).
-Energy counters (NVML, RAPL) are not split; their rails are left out.
+Energy counters (NVML, RAPL) are not split; their rails are left out. Where a
+rail's power is unknown (no reading over the traced steps, a replayed log that
+ran out) its energies are None (JSON null), never NaN.
 tf.data's wait for the next batch (``IteratorGetNextOp::DoCompute``) counts
 as an op, ``IteratorGetNext``, and each step's ``input_wait_s`` sums it.
 """
@@ -189,7 +191,7 @@ def _table(keys: np.ndarray, energy: dict[str, np.ndarray], duration: np.ndarray
     for i in order:
         mine = index == i
         rows.append({label: str(names[i]), "count": int(mine.sum()), "time_s": float(duration[mine].sum()),
-                     "energy_j": {rail: float(e[mine].sum()) for rail, e in energy.items()}})
+                     "energy_j": {rail: _finite(e[mine].sum()) for rail, e in energy.items()}})
     return rows
 
 
@@ -230,7 +232,7 @@ def op_energy(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channe
         "by_op_type": _table(ops.op_type, energy, duration, rank, "op_type"),
         "by_layer": _table(ops.layer, energy, duration, rank, "layer"),
         "top_ops": [{"name": ops.name[k], "op_type": ops.op_type[k], "layer": ops.layer[k], "device": ops.device[k],
-                     "time_s": float(duration[k]), "energy_j": {r: float(e[k]) for r, e in energy.items()}}
+                     "time_s": float(duration[k]), "energy_j": {r: _finite(e[k]) for r, e in energy.items()}}
                     for k in top],
     }
 
@@ -255,4 +257,5 @@ def chrome_trace(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Cha
 
 
 def _finite(x: float) -> float | None:
+    """``x``, or None where it is unknown (NaN power: no reading of the rail): JSON has no NaN."""
     return float(x) if np.isfinite(x) else None

@@ -95,12 +95,9 @@ class Report:
         energy_j = {r: totals.energy(r) for r in rails + (["total"] if rails else [])}
         power_avg_w = {r: _per_second(e, totals.rail(r).time_s) for r, e in energy_j.items()}
         energy_time = totals.energy_time_s
-        clusters: dict[str, list[str]] = {}
-        for c in roles.cores:
-            if c.cluster:
-                clusters.setdefault(c.cluster, []).append(f"cpu{c.core}")
         per_core = {core: totals.mean(f"core/{core}") for core in totals.cores or []}
-        per_cluster = {name: _mean_known([per_core.get(core) for core in cores]) for name, cores in clusters.items()}
+        per_cluster = {name: _mean_known([per_core.get(core) for core in cores])
+                       for name, cores in core_clusters(roles.cores).items()}
         samples = self.batch_size * totals.batches if self.batch_size else None
         energy_total = energy_j.get("total")
         measured = len(durations) > 0
@@ -206,6 +203,20 @@ def _total_parts(roles: Roles) -> str:
     if roles.input_rail is not None:
         return f"the total is the input rail {roles.input_rail}'s energy"
     return f"the total sums {', '.join(c.name for c in roles.total)}, and is unknown where one of them is"
+
+
+#: The cluster of cores whose type no sensor knows (a tegrastats log does not say it).
+ALL_CORES = "all cores"
+
+
+def core_clusters(cores: list[Channel]) -> dict[str, list[str]]:
+    """Cluster -> its cores ("cpuN"); where no core has a cluster, every core in one, ``ALL_CORES``."""
+    typed = any(c.cluster for c in cores)
+    clusters: dict[str, list[str]] = {}
+    for c in cores:
+        if c.cluster or not typed:
+            clusters.setdefault(c.cluster or ALL_CORES, []).append(f"cpu{c.core}")
+    return clusters
 
 
 def _mean_known(values: list[float | None]) -> float | None:

@@ -83,6 +83,7 @@ def assert_fake_values(readings: dict) -> None:
 def test_forked_child_opens_nvml_itself_and_reads_real_values(sensors):
     assert_fake_values(read_timed(sensors))  # NVML opened here first: the child inherits an open session
     parent_handle = sensors[0]._session.handles()[0]
+    time.sleep(0.2)  # every value due again (utilization every 200 ms) when the child reads
 
     def in_child() -> dict:
         try:
@@ -95,7 +96,7 @@ def test_forked_child_opens_nvml_itself_and_reads_real_values(sensors):
     payload = in_forked_child(in_child)
     assert payload["inherited"] == "Uninitialized"  # as on the H200: the parent's NVML is dead in the child
     assert_fake_values(payload["readings"])
-    time.sleep(0.1)  # every value due again
+    time.sleep(0.2)  # every value due again
     assert_fake_values(read_timed(sensors))  # the parent's session is untouched by the child's
 
 
@@ -123,7 +124,7 @@ def test_pickled_sensor_carries_no_module_or_handle_and_keeps_what_was_probed(se
         pickle.dumps(sensors[0]._session.handles())
 
 
-def test_probe_measures_the_counters_100ms_period_and_4ms_cost_and_reads_it_every_10ms(probed):
+def test_probe_measures_the_counters_100ms_period_and_4ms_cost_and_reads_it_every_30ms(probed):
     for gpu in probed.gpus:
         energy, power = gpu.rates["energy"], gpu.rates["power_instant"]
         assert energy.change_period_s == pytest.approx(fake.ENERGY_UPDATE_S, abs=0.012)
@@ -132,17 +133,17 @@ def test_probe_measures_the_counters_100ms_period_and_4ms_cost_and_reads_it_ever
         assert fake.ENERGY_CALL_S <= energy.wall_s < 0.015  # a sleep in the driver: wall time...
         assert energy.cpu_s < 0.001  # ...not CPU
         assert power.wall_s < 0.001
-        # T/10 (a tenth of 0.1 s), at least 10 ms, and 0.2% of a core at most: the fake's call spends
+        # 0.3 T (0.3 of 0.1 s), at least 10 ms, and 0.2% of a core at most: the fake's call spends
         # 10-50 us of CPU in Python around its sleep, so on a busy machine the CPU term can set it.
         assert gpu.periods["energy"].period_s == pytest.approx(
-            max(energy.change_period_s / 10, 0.01, energy.cpu_s / 0.002))
-        assert 0.01 <= gpu.periods["energy"].period_s < 0.05
-        assert gpu.periods["power_instant"].period_s == pytest.approx(0.05, abs=0.006)
-        assert gpu.periods["util"].period_s == pytest.approx(0.1, abs=0.012)
+            max(energy.change_period_s * 0.3, 0.01, energy.cpu_s / 0.002))
+        assert 0.025 <= gpu.periods["energy"].period_s < 0.05
+        assert gpu.periods["power_instant"].period_s == pytest.approx(0.1, abs=0.012)  # the rate it changes at
+        assert gpu.periods["util"].period_s == pytest.approx(0.2, abs=0.024)
         assert gpu.periods["memory"].period_s == gpu.periods["clock"].period_s == 0.1
         assert any(limit in gpu.periods["energy"].why for limit in ("change period (energy", "floor", "CPU cost"))
     values, counters = NvmlSensor(library=LIBRARY, probed=probed), NvmlEnergySensor(library=LIBRARY, probed=probed)
-    assert values.min_period_s == pytest.approx(0.05, abs=0.006)
+    assert values.min_period_s == pytest.approx(0.1, abs=0.012)
     slowest = max(g.periods["energy"].period_s for g in probed.gpus)
     wall = sum(g.rates["energy"].wall_s for g in probed.gpus)  # both GPUs' 4 ms calls, one after the other
     cpu = sum(g.rates["energy"].cpu_s for g in probed.gpus)

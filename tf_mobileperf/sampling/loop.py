@@ -37,7 +37,7 @@ import numpy as np
 from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.offload import OffloadedSensor, read_sensor
 from tf_mobileperf.sampling.ring import COUNT, EPOCH, SharedRing, store_reading
-from tf_mobileperf.sampling.schedule import inline_budget_s, next_due, next_wake, plan
+from tf_mobileperf.sampling.schedule import NEVER, grid_periods, inline_budget_s, next_due, next_wake, plan
 from tf_mobileperf.sensors.base import Sensor, reading_range
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class SamplingLoop:
             low, high, why = zip(*(reading_range(sensor, c) for c in sensor.channels)) if sensor.channels else ((),) * 3
             self.ranges.append((np.arange(col, col + len(sensor.channels)), np.array(low), np.array(high), list(why)))
             col += len(sensor.channels)
-        self.every, self.stride = plan([s.min_period_s for s in sensors], period_s)
+        self.every, self.stride = plan(grid_periods(sensors), period_s)
         self.due = [0] * len(sensors)  # the tick each sensor is due (Python ticks)
         self.tick = 0  # the tick of the row being filled; a new leader goes on from it
         self.origin = time.monotonic()  # the grid's tick 0: set again when the first row is read
@@ -193,9 +193,14 @@ class SamplingLoop:
         """Reads sensor i in its own thread from now on: its inline read in flight since ``since`` overran the
         budget (a failed read), or (None) it declares ``own_thread`` and this thread is started for it."""
         publish = functools.partial(self._publish_side, i) if since is None else None
-        self.offloaded[i] = offloaded = OffloadedSensor(self.sensors[i], since, publish)
-        if self.tables is not None:
+        paced_s = max(self.sensors[i].min_period_s, self.period_s) if since is None else None
+        self.offloaded[i] = offloaded = OffloadedSensor(self.sensors[i], since, publish, paced_s)
+        if self.tables is not None and since is not None:  # C hands every wake-up back to Python to poll it
             self.tables.sensors[i].offloaded = 1
+        else:  # paced by its own thread: neither loop reads it nor wakes for it
+            self.due[i] = NEVER
+            if self.tables is not None:
+                self.tables.sensors[i].due = NEVER
         if since is None:
             threading.Thread(target=offloaded.serve, args=(self.alive,), daemon=True,
                              name=f"mobileperf-{self.sensors[i].name}").start()
@@ -271,7 +276,8 @@ class SamplingLoop:
                 self.tick = loop.loop.tick
                 row = self._slot()
                 now = row[0]
-                for i in python_side if not any(self.offloaded) else range(len(self.sensors)):
+                polled = any(o is not None and o.publish is None for o in self.offloaded)  # taken over after a hang
+                for i in range(len(self.sensors)) if polled else python_side:
                     if not self._visit(i, bool(tables.sensors[i].due_now), now, row, generation):
                         return  # replaced in a Python read: C is not reading
         finally:

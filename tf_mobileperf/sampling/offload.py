@@ -9,8 +9,9 @@ The lag this costs a sensor taken over after a hung read: a read asked for at
 one wake-up lands in the row of the first wake-up after it returned, so its
 values sit in a row up to one row period (plus the read's own time) after
 they were read. A sensor that declares ``own_thread`` has no such lag: its
-thread ``publish``es each reading at the instant of the read (the middle of
-the call) as a row of its own (``ring.SharedRing.side``), which a counter
+thread reads on a grid of its own (``paced_s``, never waking the sampling
+loop) and ``publish``es each reading at the instant of the read (the middle
+of the call) as a row of its own (``ring.SharedRing.side``), which a counter
 needs to place its changes in time. A read that takes
 longer than its deadline (``deadline_s``: the larger of the inline budget
 and the sensor's own period) is a failed read, its values dropped.
@@ -18,6 +19,7 @@ and the sensor's own period) is a failed read, its values dropped.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from typing import Any, Callable
@@ -38,12 +40,16 @@ class OffloadedSensor:
         since: The start of its read that overran the inline budget (already
             counted as failed); None for a sensor read in its own thread from
             the start (``Sensor.own_thread``), which is never read inline again.
+        publish: For such a sensor, what each reading is handed to with its
+            instant (the sampling loop's side rows).
+        paced_s: For such a sensor, the period of its own reading grid.
     """
 
     def __init__(self, sensor: Sensor, since: float | None,
-                 publish: Callable[[float, Any], None] | None = None):
+                 publish: Callable[[float, Any], None] | None = None, paced_s: float | None = None):
         self.sensor = sensor
         self.publish = publish  # (instant, values) of each read, for a sensor read in its own thread from the start
+        self.paced_s = paced_s  # such a sensor reads every paced_s on its own grid, never waking the loop
         self.requested = threading.Event()
         self.since: float | None = since  # start of the read in flight (the hung one at first), None when idle
         self.missed = since is not None  # the read in flight is already counted as failed
@@ -58,28 +64,40 @@ class OffloadedSensor:
         self.serve(alive)
 
     def serve(self, alive: Callable[[], bool]) -> None:
-        """Reads on request while ``alive()``."""
+        """Reads on request while ``alive()`` (every ``paced_s`` on its own grid, where it publishes)."""
+        if self.publish is not None:
+            self._serve_paced(alive)
+            return
         while alive() and not self.retired:
             if not self.requested.wait(0.5):
                 continue
             self.requested.clear()
-            start, began = self.since, time.monotonic()
+            start = self.since
             values = read_sensor(self.sensor)
-            done = time.monotonic()
-            if self.publish is not None:
-                self.publish(0.5 * (began + done), values)
-            else:
-                self.result = (values, done - start)
+            self.result = (values, time.monotonic() - start)
             self.since = None  # after result: the sampler sees idle only with the result in place
 
+
+    def _serve_paced(self, alive: Callable[[], bool]) -> None:
+        """Reads every ``paced_s`` on the monotonic grid from the first read and publishes each reading; a
+        read that overran skips the grid's ticks already past."""
+        origin, tick = time.monotonic(), 0
+        while alive():
+            began = time.monotonic()
+            values = read_sensor(self.sensor)
+            done = time.monotonic()
+            self.publish(0.5 * (began + done), values)
+            tick = max(tick + 1, math.floor((done - origin) / self.paced_s) + 1)
+            while alive() and (wait := origin + tick * self.paced_s - time.monotonic()) > 0:
+                time.sleep(min(wait, 0.5))
 
     def poll(self, due: bool, now: float, deadline_s: float, budget_s: float) -> tuple[Any, bool]:
         """At a wake-up of the sampling loop: (a finished read's values to store, else None; whether a read
         failed by missing ``deadline_s``), and a request for the next read when ``due``. Sets ``retired``
         when its last ``INLINE_AGAIN_AFTER`` reads took under half ``budget_s``: it is read inline again."""
+        if self.publish is not None:  # it reads and publishes by itself
+            return None, False
         if self.since is not None:  # a read in flight
-            if self.publish is not None:  # it is stamped with its own instant whenever it returns
-                return None, False
             missed_now = not self.missed and now - self.since > deadline_s
             self.missed = self.missed or missed_now
             return None, missed_now

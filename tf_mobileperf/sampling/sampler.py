@@ -45,7 +45,7 @@ import numpy as np
 from tf_mobileperf.sampling.child import SamplerProcess, spawn_settings
 from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.loop import SamplingLoop
-from tf_mobileperf.sampling.schedule import plan
+from tf_mobileperf.sampling.schedule import grid_periods, plan
 from tf_mobileperf.sampling.ring import EPOCH, ERRORS, REALTIME, SharedRing
 from tf_mobileperf.sensors.base import Channel, Sensor
 
@@ -202,7 +202,7 @@ class Sampler:
     @property
     def row_period_s(self) -> float:
         """How often a row is written: the sampler wakes only when its fastest sensor is due."""
-        return self.period_s * plan([s.min_period_s for s in self.sensors], self.period_s)[1]
+        return self.period_s * plan(grid_periods(self.sensors), self.period_s)[1]
 
     @property
     def tick_loop(self) -> str:

@@ -29,15 +29,26 @@ def every_ticks(min_period_s: float, period_s: float) -> int:
     return max(1, math.ceil(min_period_s * 0.95 / period_s - 1e-9))
 
 
-def plan(min_periods_s: list[float], period_s: float) -> tuple[list[int], int]:
+#: The ``every`` of a sensor read in its own thread (``Sensor.own_thread``): never due on the loop's grid.
+NEVER = 1 << 40
+
+
+def grid_periods(sensors) -> list[float | None]:
+    """Each sensor's ``min_period_s`` for ``plan``; None for a sensor read in its own thread, which paces its
+    reads itself and so never wakes the loop."""
+    return [None if sensor.own_thread else sensor.min_period_s for sensor in sensors]
+
+
+def plan(min_periods_s: list[float | None], period_s: float) -> tuple[list[int], int]:
     """Every how many ticks each sensor is read, and the ticks between wake-ups.
 
     The stride is the fastest sensor's ``every_ticks``; every other sensor's
     is rounded up to a multiple of it, never down (a sensor is never read
-    faster than its ``min_period_s``)."""
-    every = [every_ticks(p, period_s) for p in min_periods_s]
-    step = stride(every)
-    return [-(-e // step) * step for e in every], step
+    faster than its ``min_period_s``). A sensor without a period (None: read
+    in its own thread) is never due (``NEVER``)."""
+    every = [None if p is None else every_ticks(p, period_s) for p in min_periods_s]
+    step = stride([e for e in every if e is not None])
+    return [NEVER if e is None else -(-e // step) * step for e in every], step
 
 
 def next_due(tick: int, due: int, every: int) -> int:

@@ -42,11 +42,12 @@ def device_metadata(sensors: list[Sensor], guard: Guard) -> dict:
 
 
 def log_absent_power(probe: Probe) -> None:
-    """Says once, at the start, in one line, that power and energy will be null; the reason of each absent
-    power sensor is a debug message (``mobileperf sensors`` lists them all)."""
+    """Says once, at the start, in one info line, that power and energy will be null (a machine without a
+    power sensor is not a fault: the report's ``unavailable`` says why too); the reason of each absent power
+    sensor is a debug message (``mobileperf sensors`` lists them all)."""
     if not probe.has_kind("power") and not probe.has_kind("energy"):
         looked_for = ", ".join(probe.absent_for("power")) or "none was given"
-        log.warning("mobileperf: no power sensor on this machine (looked for: %s): power and energy are reported "
+        log.info("mobileperf: no power sensor on this machine (looked for: %s): power and energy are reported "
                     "as null, not 0; `mobileperf sensors` says why each is absent", looked_for)
         log.debug("absent power sensors: %s", probe.why_absent("power"))
 

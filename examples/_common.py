@@ -18,6 +18,7 @@ from typing import Callable, Iterator, TypeVar
 
 from tf_mobileperf.output.files import local_dir
 from tf_mobileperf.session.options import MonitorOptions
+from tf_mobileperf.session.reporting import by_cause
 from tf_mobileperf.tools.cli import OneLineParser, int_at_least
 from tf_mobileperf.tools.sweep import open_sensors_once
 
@@ -125,25 +126,17 @@ def show(value: float | None, unit: str, fmt: str = ".3f") -> str:
     return "n/a" if value is None else f"{value:{fmt}} {unit}"
 
 
-def _cause(why: str, no_step: str | None) -> str:
-    """The first words of a reason, "see above" where the console said it already."""
-    if why == no_step:
-        return "no step was measured, see above"
-    head = why.split(": ", 1)[0]
-    return f"{head}, see above" if head == "no power sensor" else head  # the run's one line at its start
-
-
 def print_unavailable(summary: dict) -> None:
     """The report's quantities without a value, one line per cause ("power, energy, ...: n/a (no power
     sensor, see above)"); the full reasons are in report.json's ``unavailable`` and ``mobileperf sensors``."""
     no_step = None if summary["steps_measured"] else summary["unavailable"].get("step_time_s")
-    by_cause: dict[str, list[str]] = {}
-    for what, why in summary["unavailable"].items():
-        by_cause.setdefault(_cause(why, no_step), []).append(what)
-    if by_cause:
+    grouped = by_cause((what, "no step was measured, see above" if why == no_step else why)
+                       for what, why in summary["unavailable"].items())
+    if grouped:
         print("without a value (report.json's \"unavailable\" says why in full):")
-    for cause, whats in by_cause.items():
-        print(f"  {', '.join(whats)}: n/a ({cause})")
+    for cause, whats in grouped.items():
+        said = ", see above" if cause == "no power sensor" else ""  # the run's one line at its start
+        print(f"  {', '.join(whats)}: n/a ({cause}{said})")
 
 
 def finish(report, logdir) -> None:

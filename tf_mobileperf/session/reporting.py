@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Iterable
 
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import Probe, Sensor
@@ -50,6 +51,18 @@ def log_absent_power(probe: Probe) -> None:
         log.info("mobileperf: no power sensor on this machine (looked for: %s): power and energy are reported "
                     "as null, not 0; `mobileperf sensors` says why each is absent", looked_for)
         log.debug("absent power sensors: %s", probe.why_absent("power"))
+
+
+def by_cause(missing: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """Quantities without a value grouped by the first words of their reason ("no power sensor: ina3221x ...:
+    ..." -> "no power sensor"), in order, each once: for a console that says each cause once (the full reasons
+    are the report's ``unavailable``)."""
+    grouped: dict[str, list[str]] = {}
+    for what, why in missing:
+        names = grouped.setdefault(why.split(": ", 1)[0], [])
+        if what not in names:
+            names.append(what)
+    return grouped
 
 
 def missing_sensors(channels: list[Channel], probe: Probe) -> dict[str, str]:

@@ -26,6 +26,7 @@ from tf_mobileperf.sampling.sampler import check_period
 from tf_mobileperf.tools.cli_commands import (MEASURE_DEFAULT, cmd_combine, cmd_plot, cmd_predict, cmd_sensors,
                                               cmd_sweep)
 from tf_mobileperf.tools.sizes import parse_size
+from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
 from tf_mobileperf.tools.sweep_results import SweepError
 
 
@@ -113,9 +114,10 @@ def _existing_dir(text: str) -> Path:
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     """The options of a sweep configuration, shared by sweep and predict."""
-    p.add_argument("--steps", type=int_at_least(1), default=10,
-                   help="training steps per configuration (warm-up included)")
-    p.add_argument("--warmup-steps", type=int_at_least(0), default=3,
+    p.add_argument("--steps", type=int_at_least(1), default=WARMUP_STEPS + MEASURED_STEPS,
+                   help=f"training steps per configuration, warm-up included (fewer than {MEASURED_STEPS} measured "
+                        "steps are warned about: their mean is noise)")
+    p.add_argument("--warmup-steps", type=int_at_least(0), default=WARMUP_STEPS,
                    help="first steps recorded but left out of averages and totals")
     p.add_argument("--input-size", type=int_at_least(1), default=None,
                    help="image side (32 CIFAR-10, 224 ImageNet) or sequence length")

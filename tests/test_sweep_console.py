@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 from tf_mobileperf.tools.cli import build_parser
 from tf_mobileperf.tools.cli_commands import _print_rows
@@ -12,6 +16,7 @@ from tf_mobileperf.tools.power_modes import PowerPlan
 from tf_mobileperf.tools.sweep import SweepConfig, warn_few_measured_steps
 from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS
 
+ROOT = Path(__file__).parent.parent
 NO_POWER = "no power sensor: ina3221 (hwmon, JetPack 5/6): no ina3221 hwmon rails under /sys/bus/i2c"
 NO_GPU = "no GPU device visible to tensorflow (tf.config.list_physical_devices('GPU') is empty)"
 
@@ -32,6 +37,15 @@ def test_fewer_measured_steps_are_one_warning_line(tmp_path, caplog):
     message = record.getMessage()
     assert record.levelno == logging.WARNING and "\n" not in message
     assert "--steps 4 with 3 warm-up steps measures 1 step per configuration" in message and "--steps 13" in message
+
+
+def test_a_bad_argument_is_its_one_line_without_the_warning(tmp_path):
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-m", "tf_mobileperf.tools.cli", "sweep", "--models", "cnn", "--steps", "4",
+                           "--input-size", "8", "--out", str(tmp_path / "sweep")], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, PYTHONPATH=path))
+    (line,) = proc.stderr.strip().splitlines()  # no warning about --steps 4 before it
+    assert proc.returncode == 2 and line.startswith("mobileperf: error: input size 8 for cnn is too small")
 
 
 def _row(batch_size: int, **values) -> dict:

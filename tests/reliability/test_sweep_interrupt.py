@@ -78,6 +78,7 @@ def test_ctrl_c_during_a_sweep_is_one_line_and_exit_130_and_a_rerun_runs_only_wh
     assert sweep.returncode == INTERRUPTED
     assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr[-3000:]
     assert [line for line in stderr.splitlines() if line.startswith("mobileperf")] == ["mobileperf: sweep interrupted"]
+    assert sum("measures 2 steps per configuration" in line for line in stderr.splitlines()) == 1  # said once
     _wait_for("the child and its sampler to be gone", lambda: _gone(child), timeout_s=10)
     (kept,) = _rows(out)
     assert kept["batch_size"] == 1 and kept["success"] is True

@@ -109,12 +109,14 @@ def cmd_sensors(args: argparse.Namespace) -> int:
         sensor.close()
     return 0
 
-def _sweep_config(args: argparse.Namespace):
-    """The ``SweepConfig`` of the sweep and predict commands' options; one warning if it measures too few steps."""
-    from tf_mobileperf.tools.sweep import SweepConfig, warn_few_measured_steps
+def _sweep_config(args: argparse.Namespace, models: list[str]):
+    """The ``SweepConfig`` of the sweep and predict commands' options, checked (ValueError) with the input size of
+    each of ``models``; then one warning if it measures too few steps, after any error of the arguments."""
+    from tf_mobileperf.tools.sweep import SweepConfig, check_models, warn_few_measured_steps
 
     config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
                          memory_limit=args.memory_limit, sensors=args.sensors)
+    check_models(models, config)
     warn_few_measured_steps(config)
     return config
 
@@ -125,17 +127,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from tf_mobileperf.tools.search import search_largest
     from tf_mobileperf.tools.sweep import find_max_batch, sweep
 
-    config = _sweep_config(args)
     plan = PowerPlan(args.power_modes, args.jetson_clocks, args.settle_s)
     if args.find_max_batch and plan.active:
         raise ValueError("--find-max-batch searches in the board's current mode; "
                          "it takes no --power-modes or --jetson-clocks")
     if args.ray is None and args.boards:
         raise ValueError("--boards picks the board types of a fleet sweep: it needs --ray ADDRESS")
+    if args.ray is not None and (args.find_max_batch or plan.active):
+        raise ValueError("--ray runs a sweep of models x batch sizes in each board's current mode; "
+                         "it takes no --find-max-batch, --power-modes or --jetson-clocks")
+    config = _sweep_config(args, args.models)
     if args.ray is not None:
-        if args.find_max_batch or plan.active:
-            raise ValueError("--ray runs a sweep of models x batch sizes in each board's current mode; "
-                             "it takes no --find-max-batch, --power-modes or --jetson-clocks")
         from tf_mobileperf.tools.fleet import fleet_sweep
 
         rows = fleet_sweep(args.ray, args.models, args.batch_sizes, config, args.boards, args.ray_timeout)
@@ -211,7 +213,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from tf_mobileperf.output.files import write_json
     from tf_mobileperf.tools.sweep import sweep
 
-    config = _sweep_config(args)
+    config = _sweep_config(args, [args.model])
     rows = sweep([args.model], args.measure, config)
     try:
         predictions = predict([r for r in rows if r["model"] == args.model], args.target, args.memory_limit)

@@ -49,7 +49,7 @@ def log_absent_power(probe: Probe) -> None:
     if not probe.has_kind("power") and not probe.has_kind("energy"):
         looked_for = ", ".join(probe.absent_for("power")) or "none was given"
         log.info("mobileperf: no power sensor on this machine (looked for: %s): power and energy are reported "
-                    "as null, not 0; `mobileperf sensors` says why each is absent", looked_for)
+                 "as null, not 0; `mobileperf sensors` says why each is absent", looked_for)
         log.debug("absent power sensors: %s", probe.why_absent("power"))
 
 

@@ -16,11 +16,15 @@ import re
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from tf_mobileperf import sensors as sensors_mod
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.session.reporting import by_cause
+
+if TYPE_CHECKING:
+    from tf_mobileperf.tools.sweep import SweepConfig
 
 #: Batch sizes measured to predict others (benchmarks/predict.py: 1,2,4 are too close together).
 MEASURE_DEFAULT = (1, 4, 16)
@@ -109,7 +113,8 @@ def cmd_sensors(args: argparse.Namespace) -> int:
         sensor.close()
     return 0
 
-def _sweep_config(args: argparse.Namespace, models: list[str]):
+
+def _sweep_config(args: argparse.Namespace, models: list[str]) -> SweepConfig:
     """The ``SweepConfig`` of the sweep and predict commands' options, checked (ValueError) with the input size of
     each of ``models``; then one warning if it measures too few steps, after any error of the arguments."""
     from tf_mobileperf.tools.sweep import SweepConfig, check_models, warn_few_measured_steps
@@ -196,10 +201,10 @@ _MAY_BE_MISSING = {"step ms": ("step_time_s_mean", ("step_time_s",)),
 def _missing(rows: list[dict]) -> list[tuple[str, str]]:
     """(column, why) of each n/a cell of the rows that ran (a failed row says why in its cause column)."""
     missing = []
-    for row in rows:
+    for row in (r for r in rows if r.get("success")):
         unavailable = row.get("unavailable") or {}
         for column, (field, keys) in _MAY_BE_MISSING.items():
-            if row.get("success") and row.get(field) is None:
+            if row.get(field) is None:
                 missing.append((column, next((unavailable[k] for k in keys if k in unavailable), "not reported")))
     return missing
 

@@ -7,6 +7,9 @@ STAMP := $(VENV)/.installed
 FRONTEND := tensorboard_plugin/frontend
 BUNDLE := tensorboard_plugin/tf_mobileperf_tensorboard/static/index.js
 PORT ?= 6006
+# apt-get waits up to 10 minutes for another apt (a freshly booted Ubuntu runs unattended upgrades) instead of
+# failing with "Could not get lock /var/lib/dpkg/lock-frontend".
+APT := apt-get -o DPkg::Lock::Timeout=600
 
 .PHONY: demo test bench browser clean docs-images wheel
 
@@ -16,13 +19,13 @@ $(BIN)/python:
 # The sampler's C tick loop is built by pip with the system C compiler (gcc is on every JetPack image);
 # without one the install still works and the sampler runs its Python loop.
 $(STAMP): $(BIN)/python setup.py setup.cfg pyproject.toml tf_mobileperf/sampling/_tick.c
-	@command -v cc >/dev/null || (apt-get update -q && apt-get install -y -q gcc libc6-dev)
+	@command -v cc >/dev/null || ($(APT) update -q && $(APT) install -y -q gcc libc6-dev)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[all]"
 	touch $(STAMP)
 
 $(FRONTEND)/node_modules/.package-lock.json: $(FRONTEND)/package.json $(FRONTEND)/package-lock.json
-	@command -v npm >/dev/null || (apt-get update -q && apt-get install -y -q nodejs npm)
+	@command -v npm >/dev/null || ($(APT) update -q && $(APT) install -y -q nodejs npm)
 	cd $(FRONTEND) && npm ci --no-audit --no-fund
 
 # The bundle is committed (pip installs from git or a wheel need no node); it is
@@ -38,7 +41,7 @@ wheel: $(STAMP) $(BUNDLE)
 # Debian's Chromium and ChromeDriver for the browser test (root on these machines).
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-		(apt-get update -q && apt-get install -y -q chromium chromium-driver)
+		($(APT) update -q && $(APT) install -y -q chromium chromium-driver)
 
 demo: $(STAMP) $(BUNDLE)
 	$(BIN)/mobileperf sensors --seconds 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Iterable
 
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import Probe, Sensor
@@ -42,13 +43,26 @@ def device_metadata(sensors: list[Sensor], guard: Guard) -> dict:
 
 
 def log_absent_power(probe: Probe) -> None:
-    """Says once, at the start, in one line, that power and energy will be null; the reason of each absent
-    power sensor is a debug message (``mobileperf sensors`` lists them all)."""
+    """Says once, at the start, in one info line, that power and energy will be null (a machine without a
+    power sensor is not a fault: the report's ``unavailable`` says why too); the reason of each absent power
+    sensor is a debug message (``mobileperf sensors`` lists them all)."""
     if not probe.has_kind("power") and not probe.has_kind("energy"):
         looked_for = ", ".join(probe.absent_for("power")) or "none was given"
-        log.warning("mobileperf: no power sensor on this machine (looked for: %s): power and energy are reported "
-                    "as null, not 0; `mobileperf sensors` says why each is absent", looked_for)
+        log.info("mobileperf: no power sensor on this machine (looked for: %s): power and energy are reported "
+                 "as null, not 0; `mobileperf sensors` says why each is absent", looked_for)
         log.debug("absent power sensors: %s", probe.why_absent("power"))
+
+
+def by_cause(missing: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """Quantities without a value grouped by the first words of their reason ("no power sensor: ina3221x ...:
+    ..." -> "no power sensor"), in order, each once: for a console that says each cause once (the full reasons
+    are the report's ``unavailable``)."""
+    grouped: dict[str, list[str]] = {}
+    for what, why in missing:
+        names = grouped.setdefault(why.split(": ", 1)[0], [])
+        if what not in names:
+            names.append(what)
+    return grouped
 
 
 def missing_sensors(channels: list[Channel], probe: Probe) -> dict[str, str]:

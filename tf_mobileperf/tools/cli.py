@@ -26,6 +26,7 @@ from tf_mobileperf.sampling.sampler import check_period
 from tf_mobileperf.tools.cli_commands import (MEASURE_DEFAULT, cmd_combine, cmd_plot, cmd_predict, cmd_sensors,
                                               cmd_sweep)
 from tf_mobileperf.tools.sizes import parse_size
+from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
 from tf_mobileperf.tools.sweep_results import SweepError
 
 
@@ -42,7 +43,7 @@ class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
         return super()._get_help_string(action)
 
 
-class _Parser(argparse.ArgumentParser):
+class OneLineParser(argparse.ArgumentParser):
     """argparse whose errors are one line (the usage is a ``--help`` away) and whose help shows every default."""
 
     def __init__(self, *args, **kwargs):
@@ -53,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
+def int_at_least(minimum: int) -> Callable[[str], int]:
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -113,11 +114,12 @@ def _existing_dir(text: str) -> Path:
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     """The options of a sweep configuration, shared by sweep and predict."""
-    p.add_argument("--steps", type=_int_at_least(1), default=10,
-                   help="training steps per configuration (warm-up included)")
-    p.add_argument("--warmup-steps", type=_int_at_least(0), default=3,
+    p.add_argument("--steps", type=int_at_least(1), default=WARMUP_STEPS + MEASURED_STEPS,
+                   help=f"training steps per configuration, warm-up included (fewer than {MEASURED_STEPS} measured "
+                        "steps are warned about: their mean is noise)")
+    p.add_argument("--warmup-steps", type=int_at_least(0), default=WARMUP_STEPS,
                    help="first steps recorded but left out of averages and totals")
-    p.add_argument("--input-size", type=_int_at_least(1), default=None,
+    p.add_argument("--input-size", type=int_at_least(1), default=None,
                    help="image side (32 CIFAR-10, 224 ImageNet) or sequence length")
     p.add_argument("--sensors", default="auto", help="auto, none or replay:PATH[@SPEED] (a tegrastats log)")
     p.add_argument("--out", required=True, type=_out_dir,
@@ -154,7 +156,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="mobileperf", description="What a training step costs on this device: its sensors, "
+    parser = OneLineParser(prog="mobileperf", description="What a training step costs on this device: its sensors, "
                      "sweeps of models x batch sizes, predictions and figures.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -16,10 +16,15 @@ import re
 import sys
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from tf_mobileperf import sensors as sensors_mod
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sampling.stats import SamplingStats
+from tf_mobileperf.session.reporting import by_cause
+
+if TYPE_CHECKING:
+    from tf_mobileperf.tools.sweep import SweepConfig
 
 #: Batch sizes measured to predict others (benchmarks/predict.py: 1,2,4 are too close together).
 MEASURE_DEFAULT = (1, 4, 16)
@@ -108,24 +113,36 @@ def cmd_sensors(args: argparse.Namespace) -> int:
         sensor.close()
     return 0
 
+
+def _sweep_config(args: argparse.Namespace, models: list[str]) -> SweepConfig:
+    """The ``SweepConfig`` of the sweep and predict commands' options, checked (ValueError) with the input size of
+    each of ``models``; then one warning if it measures too few steps, after any error of the arguments."""
+    from tf_mobileperf.tools.sweep import SweepConfig, check_models, warn_few_measured_steps
+
+    config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
+                         memory_limit=args.memory_limit, sensors=args.sensors)
+    check_models(models, config)
+    warn_few_measured_steps(config)
+    return config
+
+
 def cmd_sweep(args: argparse.Namespace) -> int:
     from tf_mobileperf.tools.power_modes import PowerPlan
     from tf_mobileperf.tools.predict import largest_fitting_batch
     from tf_mobileperf.tools.search import search_largest
-    from tf_mobileperf.tools.sweep import SweepConfig, find_max_batch, sweep
+    from tf_mobileperf.tools.sweep import find_max_batch, sweep
 
-    config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
-                         memory_limit=args.memory_limit, sensors=args.sensors)
     plan = PowerPlan(args.power_modes, args.jetson_clocks, args.settle_s)
     if args.find_max_batch and plan.active:
         raise ValueError("--find-max-batch searches in the board's current mode; "
                          "it takes no --power-modes or --jetson-clocks")
     if args.ray is None and args.boards:
         raise ValueError("--boards picks the board types of a fleet sweep: it needs --ray ADDRESS")
+    if args.ray is not None and (args.find_max_batch or plan.active):
+        raise ValueError("--ray runs a sweep of models x batch sizes in each board's current mode; "
+                         "it takes no --find-max-batch, --power-modes or --jetson-clocks")
+    config = _sweep_config(args, args.models)
     if args.ray is not None:
-        if args.find_max_batch or plan.active:
-            raise ValueError("--ray runs a sweep of models x batch sizes in each board's current mode; "
-                             "it takes no --find-max-batch, --power-modes or --jetson-clocks")
         from tf_mobileperf.tools.fleet import fleet_sweep
 
         rows = fleet_sweep(args.ray, args.models, args.batch_sizes, config, args.boards, args.ray_timeout)
@@ -160,7 +177,9 @@ def _print_rows(args: argparse.Namespace, rows: list[dict], plan) -> int:
               f"{_cell(r.get('proc_peak_gb'), 9)} {_cell(r.get('mem_peak_gb'), 9)} {_cell(r.get('gpu_mem_peak_gb'), 9)}  "
               f"{r.get('cause') or ''}")
     print("proc GiB: peak RSS of the training process; RAM GiB: system RAM in use (every process); "
-          "GPU GiB: peak of the framework's GPU allocator (null without a GPU)")
+          "GPU GiB: peak of the framework's GPU allocator")
+    for cause, columns in by_cause(_missing(rows)).items():
+        print(f"{', '.join(columns)} n/a: {cause}")
     print(f"results: {args.out / 'results.csv'}   dashboard: tensorboard --logdir {args.out / 'runs'}")
     not_run = sum(1 for r in rows if r.get("retry"))
     if not_run:
@@ -170,17 +189,36 @@ def _print_rows(args: argparse.Namespace, rows: list[dict], plan) -> int:
     return 0
 
 
+#: The table's columns that may have no value: the row's field, and the report's ``unavailable`` keys saying why.
+_MAY_BE_MISSING = {"step ms": ("step_time_s_mean", ("step_time_s",)),
+                   "samples/s": ("samples_per_s", ("samples_per_s", "step_time_s")),
+                   "J/step": ("energy_per_step_j", ("energy",)),
+                   "J/sample": ("energy_per_sample_j", ("energy_per_sample_j", "energy")),
+                   "RAM GiB": ("mem_peak_gb", ("mem_peak_gb",)),
+                   "GPU GiB": ("gpu_mem_peak_gb", ("gpu_mem_peak_gb",))}
+
+
+def _missing(rows: list[dict]) -> list[tuple[str, str]]:
+    """(column, why) of each n/a cell of the rows that ran (a failed row says why in its cause column)."""
+    missing = []
+    for row in (r for r in rows if r.get("success")):
+        unavailable = row.get("unavailable") or {}
+        for column, (field, keys) in _MAY_BE_MISSING.items():
+            if row.get(field) is None:
+                missing.append((column, next((unavailable[k] for k in keys if k in unavailable), "not reported")))
+    return missing
+
+
 def _cell(value, width: int = 10) -> str:
-    return f"{'null':>{width}}" if value is None else f"{value:>{width}.4g}"
+    return f"{'n/a':>{width}}" if value is None else f"{value:>{width}.4g}"
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from tf_mobileperf.tools.predict import predict
     from tf_mobileperf.output.files import write_json
-    from tf_mobileperf.tools.sweep import SweepConfig, sweep
+    from tf_mobileperf.tools.sweep import sweep
 
-    config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
-                         memory_limit=args.memory_limit, sensors=args.sensors)
+    config = _sweep_config(args, [args.model])
     rows = sweep([args.model], args.measure, config)
     try:
         predictions = predict([r for r in rows if r["model"] == args.model], args.target, args.memory_limit)
@@ -201,7 +239,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def _pm(value: float | None, plus_minus: float | None) -> str:
     if value is None:
-        return f"{'null':>18}"
+        return f"{'n/a':>18}"
     return f"{value:>9.4g} ± {plus_minus:<6.2g}" if plus_minus is not None else f"{value:>18.4g}"
 
 

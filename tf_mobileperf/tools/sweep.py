@@ -31,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import os
 import re
@@ -51,6 +52,7 @@ from tf_mobileperf.tools import power_modes, sweep_child
 from tf_mobileperf.tools.zoo import check_input_size
 from tf_mobileperf.tools.power_modes import PowerPlan
 from tf_mobileperf.tools.search import search_largest
+from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
 from tf_mobileperf.tools.sweep_results import Results, SweepError
 
 #: Words of the causes (``_cause``, ``_exit_cause``) that mean the configuration ran out of memory.
@@ -64,14 +66,16 @@ _MESSAGE_END = re.compile(r"^(Arguments received by |[IWEF]\d{4} )")
 #: The longest cause kept.
 CAUSE_CHARS = 300
 
+log = logging.getLogger(__name__)
+
 
 @dataclasses.dataclass
 class SweepConfig:
     """How every configuration of a sweep runs; ValueError (or FileNotFoundError) for a bad argument."""
 
     out: Path
-    steps: int = 10
-    warmup_steps: int = 3
+    steps: int = WARMUP_STEPS + MEASURED_STEPS
+    warmup_steps: int = WARMUP_STEPS
     input_size: int | None = None
     memory_limit: int | None = None
     sensors: str = "auto"
@@ -95,6 +99,11 @@ class SweepConfig:
             raise ValueError(f"timeout_s must be a finite number > 0, got {self.timeout_s!r}")
         open_sensors_once(self.sensors)
 
+    @property
+    def measured_steps(self) -> int:
+        """Steps measured in each configuration: those after the warm-up."""
+        return self.steps - self.warmup_steps
+
     def key(self) -> dict:
         """What a result depends on besides its model and batch size."""
         key = {"steps": self.steps, "warmup_steps": self.warmup_steps, "input_size": self.input_size,
@@ -113,6 +122,16 @@ def check_models(models: Iterable[str], config: SweepConfig) -> None:
     """ValueError (one line) for a model that cannot take the configuration's input size."""
     for model in models:
         check_input_size(model, config.input_size)
+
+
+def warn_few_measured_steps(config: SweepConfig) -> None:
+    """One warning where each configuration measures fewer than ``MEASURED_STEPS`` steps: its mean step time and
+    energy are those of a step or two, not an average."""
+    if config.measured_steps < MEASURED_STEPS:
+        log.warning("--steps %d with %d warm-up steps measures %d step%s per configuration: step times and energy "
+                    "are noise, not averages (measure %d or more: --steps %d)", config.steps, config.warmup_steps,
+                    config.measured_steps, "" if config.measured_steps == 1 else "s", MEASURED_STEPS,
+                    config.warmup_steps + MEASURED_STEPS)
 
 
 def open_sensors_once(spec: str) -> None:

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 from tf_mobileperf.output.files import write_json
 from tf_mobileperf.sensors.board import BOARD_TYPE_ENV
 from tf_mobileperf.tools.sizes import parse_size
+from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
 from tf_mobileperf_tensorboard.finite_json import finite
 from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, END_FILE, REPORT_FILE
 
@@ -209,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True)
     parser.add_argument("--batch-size", type=int, required=True)
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--warmup-steps", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=WARMUP_STEPS + MEASURED_STEPS)
+    parser.add_argument("--warmup-steps", type=int, default=WARMUP_STEPS)
     parser.add_argument("--input-size", type=int, default=None)
     parser.add_argument("--memory-limit", type=parse_size, default=None)
     parser.add_argument("--sensors", default="auto")

@@ -195,8 +195,9 @@ class SamplingLoop:
         publish = functools.partial(self._publish_side, i) if since is None else None
         paced_s = max(self.sensors[i].min_period_s, self.period_s) if since is None else None
         self.offloaded[i] = offloaded = OffloadedSensor(self.sensors[i], since, publish, paced_s)
-        if self.tables is not None and since is not None:  # C hands every wake-up back to Python to poll it
-            self.tables.sensors[i].offloaded = 1
+        if since is not None:  # taken over: the C loop hands every wake-up back to Python to poll it
+            if self.tables is not None:
+                self.tables.sensors[i].offloaded = 1
         else:  # paced by its own thread: neither loop reads it nor wakes for it
             self.due[i] = NEVER
             if self.tables is not None:

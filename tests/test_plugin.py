@@ -45,6 +45,15 @@ def logdir(tmp_path_factory):
     return root
 
 
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    """Two real runs (a and b) of one batch size, for the tests that break one of them."""
+    root = tmp_path_factory.mktemp("logs")
+    train(root / "a", batch_size=8)
+    train(root / "b", batch_size=8)
+    return root
+
+
 def client_for(logdir):
     multiplexer = plugin_event_multiplexer.EventMultiplexer()
     multiplexer.AddRunsFromDirectory(str(logdir))

@@ -19,21 +19,13 @@ from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 
-from test_plugin import client_for, get, train
+from test_plugin import client_for, get, two_runs  # noqa: F401 (two_runs: a fixture)
 from tf_mobileperf.session.cluster import combine
 from tf_mobileperf.output.files import StepsCsv, write_json
 from tf_mobileperf_tensorboard import metadata
 from tf_mobileperf_tensorboard.reader import MAX_JSON_BYTES, read_steps, read_steps_counted
 
 DEEP = "[" * 100_000 + "]" * 100_000  # valid JSON, nested deeper than any parser's recursion limit
-
-
-@pytest.fixture(scope="module")
-def two_runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("logs")
-    train(root / "a", batch_size=8)
-    train(root / "b", batch_size=8)
-    return root
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ import pickle
 import sys
 import threading
 import time
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -370,10 +370,10 @@ class Sampler:
         read is published when it returns, after rows of later instants may already be in the main ring,
         so while the worker runs the rows of the last ``SIDE_HOLD_S`` are held back to the next drain; a
         side row older than what was already returned (a read that took longer) is dropped."""
-        rows = self._take(self._shared.ring, self._shared.count(), "_read")
+        rows = self._take(self._shared.ring, self._shared.count, "_read")
         if not self._side_sensors:
             return Samples(rows[:, 0], rows[:, 1:], self.channels)
-        side = self._take(self._shared.side, self._shared.side_count(), "_side_read")
+        side = self._take(self._shared.side, self._shared.side_count, "_side_read")
         late = side[:, 0] < self._returned_until
         self.dropped += int(late.sum())
         merged = np.concatenate([self._held, rows, side[~late]])
@@ -389,17 +389,16 @@ class Sampler:
             self._returned_until = float(merged[-1, 0])
         return Samples(merged[:, 0], merged[:, 1:], self.channels, on_grid)
 
-    def _take(self, ring: np.ndarray, end: int, read_attr: str) -> np.ndarray:
-        """The rows of ``ring`` (``end`` written so far) after those already read (``self.<read_attr>``)."""
-        capacity = ring.shape[0]
+    def _take(self, ring: np.ndarray, count: Callable[[], int], read_attr: str) -> np.ndarray:
+        """The rows of ``ring`` (``count()`` written so far) after those already read (``self.<read_attr>``)."""
+        capacity, end = ring.shape[0], count()
         read = getattr(self, read_attr)
         start = max(read, end - capacity)
         self.dropped += start - read
         rows = ring[np.arange(start, end) % capacity].copy()
         # Rows the writer may have overwritten while we copied are dropped too; the writer fills the
         # row after the last published one in place, so the oldest row is overwritten one count early.
-        count = self._shared.count() if ring is self._shared.ring else self._shared.side_count()
-        overwritten = count + 1 - capacity - start
+        overwritten = count() + 1 - capacity - start
         if overwritten > 0:
             rows = rows[overwritten:]
             self.dropped += overwritten

@@ -20,6 +20,7 @@ from tf_mobileperf.output.files import local_dir
 from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.session.reporting import by_cause
 from tf_mobileperf.tools.cli import OneLineParser, int_at_least
+from tf_mobileperf.tools.shell import tool_command
 from tf_mobileperf.tools.sweep import open_sensors_once
 
 log = logging.getLogger("examples")
@@ -156,4 +157,4 @@ def finish(report, logdir) -> None:
                   f"({100 * step['input_wait_s'] / duration:.0f}% of the step)")
     print_unavailable(s)
     print(f"logdir: {logdir}")
-    print(f"open it: tensorboard --logdir {logdir}")
+    print(f"open it: {tool_command('tensorboard')} --logdir {logdir}")

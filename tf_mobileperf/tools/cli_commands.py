@@ -22,6 +22,7 @@ from tf_mobileperf import sensors as sensors_mod
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.session.reporting import by_cause
+from tf_mobileperf.tools.shell import tool_command
 
 if TYPE_CHECKING:
     from tf_mobileperf.tools.sweep import SweepConfig
@@ -180,7 +181,7 @@ def _print_rows(args: argparse.Namespace, rows: list[dict], plan) -> int:
           "GPU GiB: peak of the framework's GPU allocator")
     for cause, columns in by_cause(_missing(rows)).items():
         print(f"{', '.join(columns)} n/a: {cause}")
-    print(f"results: {args.out / 'results.csv'}   dashboard: tensorboard --logdir {args.out / 'runs'}")
+    print(f"results: {args.out / 'results.csv'}   dashboard: {tool_command('tensorboard')} --logdir {args.out / 'runs'}")
     not_run = sum(1 for r in rows if r.get("retry"))
     if not_run:
         print(f"{not_run} configuration(s) did not run (cause above); they are not recorded and a rerun retries them",

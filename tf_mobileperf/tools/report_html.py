@@ -78,6 +78,42 @@ def _best_table(rows: list[Row]) -> str:
             "<th>most samples/s</th><th>fewest J/sample</th></tr></thead><tbody>" + cells + "</tbody></table>")
 
 
+def _values(rows: list[Row], get: Callable[[Row], object], none: str) -> str:
+    """The distinct values of ``get`` over the rows, in order of appearance; ``none`` for a missing one."""
+    seen = dict.fromkeys(none if (v := get(r)) is None else str(v) for r in rows)
+    return " / ".join(seen)
+
+
+def _machine(device: dict) -> str:
+    """"vm: 2 cores (AMD EPYC), 23.5 GiB RAM" with the board, JetPack and power mode where known."""
+    clusters = ", ".join(device.get("clusters") or {})
+    ram = device.get("ram_total_bytes")
+    parts = [f"{device.get('cpu_count', '?')} cores" + (f" ({clusters})" if clusters else "")]
+    if ram:
+        parts.append(f"{ram / 2**30:.1f} GiB RAM")
+    if device.get("board"):
+        parts.append(str(device["board"]))
+    if device.get("jetpack"):
+        parts.append(f"JetPack {device['jetpack']}")
+    mode = device.get("power_mode") or {}
+    if mode.get("mode_name"):
+        parts.append(f"power mode {mode['mode_name']}")
+    return f"{device.get('board_type') or device.get('hostname') or 'unknown host'}: " + ", ".join(parts)
+
+
+def _setup(rows: list[Row]) -> str:
+    """What the sweep ran and where: steps, input size, memory limit, sensors; each machine."""
+    config = lambda key: (lambda r: (r.get("config") or {}).get(key))  # noqa: E731
+    steps = _values(rows, config("steps"), "?")
+    warmup = _values(rows, config("warmup_steps"), "?")
+    items = [f"steps per configuration: {steps} ({warmup} of them warm-up, left out of every average)",
+             f"input size: {_values(rows, config('input_size'), 'the model default')}",
+             f"memory limit: {_values(rows, config('memory_limit'), 'none')}",
+             f"sensors: {_values(rows, config('sensors'), 'auto')}",
+             "machine: " + "; ".join(dict.fromkeys(_machine(r.get("device") or {}) for r in rows))]
+    return "<ul id=setup>" + "".join(f"<li>{html.escape(item)}</li>" for item in items) + "</ul>"
+
+
 def _figure(path: Path, title: str) -> str:
     data = base64.b64encode(path.read_bytes()).decode()
     return (f"<h2>{html.escape(title)}</h2><img alt=\"{html.escape(title)}\" "
@@ -93,7 +129,7 @@ def write_report(directory: Path, rows: list[Row], figures: list[tuple[Path, str
             f"</title><style>{STYLE}</style></head><body><h1>Sweep {html.escape(str(directory))}</h1>"
             f"<p>{len(rows)} configurations of {html.escape(models)}{on}. Averages cover the measured steps "
             "(warm-up excluded); n/a: not measured on this device (the figures say why).</p>"
-            + _table(rows) + _best_table(rows) + "".join(_figure(path, title) for path, title in figures)
+            + _setup(rows) + _table(rows) + _best_table(rows) + "".join(_figure(path, title) for path, title in figures)
             + "</body></html>")
     out = directory / "report.html"
     out.write_text(page, encoding="utf-8")

@@ -52,9 +52,20 @@ def model(row: dict) -> str:
     return json.loads((Path(row["logdir"]) / "report.json").read_text())["model"]
 
 
+#: The log each board's runs replayed (the nano's ran on this machine's own sensors).
+REPLAYED = {"agx-orin": "orin_long.log", "tx2": "tx2_long.log"}
+
+
+def board(row: dict) -> str:
+    """The dashboard's board of a row's run: its board's name (the report's device.board), and the log a replay
+    played (its power is the log's)."""
+    name = BOARDS[row["board_type"]][0]
+    return f"{name}, replay of {REPLAYED[row['board_type']]}" if row["board_type"] in REPLAYED else name
+
+
 def label(row: dict) -> str:
-    """The dashboard's line of a row's run: its model on its board's name (the report's device.board)."""
-    return f"{model(row)} on {BOARDS[row['board_type']][0]}"
+    """The dashboard's line of a row's run: its model on its board."""
+    return f"{model(row)} on {board(row)}"
 
 
 def pick(browser, select: str, text: str) -> None:
@@ -127,10 +138,10 @@ def test_best_batch_table_under_the_chart_names_each_boards_batch_size_and_value
     show(browser, tensorboard, (run_name(table[0], fleet),))
     cells = browser.execute_script(
         "return [...document.querySelectorAll('.crossrun #best-batch tr')].slice(1).map((r) => [...r.cells].map((c) => c.textContent))")
-    keys = sorted({(BOARDS[r["board_type"]][0], model(r)) for r in table})
+    keys = sorted({(board(r), model(r)) for r in table})
     assert [c[:2] for c in cells] == [list(k) for k in keys]
     for key, (_, _, fastest, thriftiest) in zip(keys, cells):
-        ok = [r for r in table if (BOARDS[r["board_type"]][0], model(r)) == key and r["success"]]
+        ok = [r for r in table if (board(r), model(r)) == key and r["success"]]
         if not ok:
             assert fastest == thriftiest == "no successful configuration on this board"
             continue

@@ -5,11 +5,16 @@ trained by the real callback: models "mlp" and "wide" at batch sizes 1, 4 and
 procfs memory sensor: the board's RAM and the process's own),
 "wide" failing at batch size 16 with a MemoryError in its fourth step; mlp at
 batch size 4 traced with profile_steps; and a traced run with the procfs
-memory sensor only (no power rail). Screenshots under tests/_output/crossrun-*.png."""
+memory sensor only (no power rail). Screenshots under tests/_output/crossrun-*.png.
+
+Apart from it, replays of two boards run on this machine: "mlp" at batch sizes 1 and 4 on a replayed TX2
+tegrastats log in the sweep folder "tx2" (and "wide" at batch size 4 beside it), and directly in the logdir
+on a replayed AGX Orin log: the same model and batch sizes on two boards, which the chart keeps apart."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import time
 from pathlib import Path
@@ -18,10 +23,12 @@ import keras
 import pytest
 
 from helpers.training import constant_sensor, data
+from test_dashboard_boards import hover_batch, number, pick
 from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (fixture)
 from test_dashboard_timeview import serving, show
+from test_plot_boards import replay_log
 from tf_mobileperf import MobilePerfCallback
-from tf_mobileperf.sensors import MemorySensor
+from tf_mobileperf.sensors import MemorySensor, ReplaySensor
 
 pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
 
@@ -109,13 +116,14 @@ def test_crossrun_chart_has_one_series_per_model_on_a_log2_batch_axis_and_marks_
     state = crossrun_state(browser)
     assert state["y"] == "mean power: total rail group (W)" and state["series"] == ["batch size", "mlp", "wide"]
     screenshot(browser, ".crossrun", "crossrun-power.png")
-    # One series per run folder instead: every run is in the logdir itself.
+    # One series per run folder instead: every run is directly in the logdir, each in a folder of its own.
     browser.execute_script("""
         const select = document.querySelector('.crossrun select.grouping');
         select.value = [...select.options].find((o) => o.textContent === 'run folder').value;
         select.dispatchEvent(new Event('change'));
     """)
-    assert crossrun_state(browser)["series"] == ["batch size", "(logdir)"]
+    assert crossrun_state(browser)["series"] == ["batch size", *(f"{m}-bs{s}" for m in ("mlp", "wide") for s in SIZES)]
+    assert browser.find_elements("css selector", ".crossrun .spread") == []  # no point of several runs
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []
 
@@ -205,3 +213,105 @@ def test_op_tables_rank_by_energy_or_time_without_suffixes_and_show_the_top_15(t
     times = [float(td.text) for td in timed.find_elements(By.CSS_SELECTOR, "table[data-by='op_type'] tr td:nth-child(3)")]
     assert times == sorted(times, reverse=True)
     screenshot(browser, f"section[data-run='{NO_POWER}'] .op-energy", "crossrun-ops-time.png")
+
+
+#: Replayed boards' runs: (run folder, model, batch size, replayed log).
+REPLAYS = [("tx2/mlp-bs1", "mlp", 1, "tx2"), ("tx2/mlp-bs4", "mlp", 4, "tx2"), ("tx2/wide-bs4", "wide", 4, "tx2"),
+           ("orin-mlp-bs1", "mlp", 1, "orin"), ("orin-mlp-bs4", "mlp", 4, "orin")]
+
+#: Per line of the cross-run chart: its label and its legend value; and the bars of its points of several runs.
+LEGEND = """
+const box = document.querySelector('.crossrun');
+return {lines: [...box.querySelectorAll('.u-legend .u-series')].slice(1).map((s) =>
+            [s.querySelector('.u-label').textContent, s.querySelector('.u-value').textContent]),
+        spreads: [...box.querySelectorAll('.u-over .spread')].map((e) => ({group: e.dataset.group,
+            size: Number(e.dataset.batchSize), n: Number(e.dataset.n), min: Number(e.dataset.min),
+            max: Number(e.dataset.max), height: e.getBoundingClientRect().height, title: e.title}))};
+"""
+
+
+@pytest.fixture(scope="module")
+def replays(tmp_path_factory):
+    """The replayed boards' runs (REPLAYS) served: (url, {run folder: its report})."""
+    logdir = tmp_path_factory.mktemp("replays")
+    logs = {board: replay_log(logdir.parent, board) for board in ("tx2", "orin")}
+    for folder, name, size, board in REPLAYS:
+        train(logdir / folder, name, [ReplaySensor(logs[board], speed=20)], size)
+    reports = {folder: json.loads((logdir / folder / "report.json").read_text()) for folder, *_ in REPLAYS}
+    with serving(logdir) as url:
+        yield url, reports
+
+
+def energy_per_step(report: dict) -> float:
+    return report["energy_total"] / report["steps_measured"]
+
+
+def shared(value: str) -> list[float]:
+    """The mean, lowest and highest of a legend value of two runs: "0.128 J (n=2, 0.0740–0.182)"."""
+    found = re.fullmatch(r"(\S+) J \(n=2, (\S+)–(\S+)\)", value)
+    assert found, value
+    return [float(v) for v in found.groups()]
+
+
+def test_crossrun_chart_keeps_replays_of_two_boards_on_their_own_lines_with_their_own_values(replays, browser):
+    url, reports = replays
+    show(browser, url, ("tx2/mlp-bs1/train",))
+    device = reports["tx2/mlp-bs1"]["device"]
+    assert device["replay_of"].endswith("tx2_long.log") and not device.get("board_type")
+    host = device.get("board") or device["hostname"]  # the machine that replayed both logs
+    assert all((r["device"].get("board") or r["device"]["hostname"]) == host for r in reports.values())
+    grouping = browser.execute_script("return [...document.querySelectorAll('.crossrun select.grouping option')].map((o) => o.textContent)")
+    assert grouping == ["board and model", "model", "run folder"]
+    label = {"tx2": f"{host}, replay of tx2_long.log", "orin": f"{host}, replay of orin_long.log"}
+    assert crossrun_state(browser)["y"] == "energy per step (J)"
+    for size in (1, 4):
+        hover_batch(browser, size, [1, 4])
+        state = browser.execute_script(LEGEND)
+        assert [name for name, _ in state["lines"]] == [f"mlp on {label['orin']}", f"mlp on {label['tx2']}",
+                                                        f"wide on {label['tx2']}"]
+        values = dict(state["lines"])
+        for folder, name, batch, board in REPLAYS:
+            if batch == size:  # each line's value is its own run's, not a mean over the boards
+                value = values[f"{name} on {label[board]}"]
+                assert "n=" not in value and number(value) == pytest.approx(energy_per_step(reports[folder]), rel=5e-3)
+        assert state["spreads"] == []  # a run per point
+    screenshot(browser, ".crossrun", "crossrun-replays.png")
+    # The replayed logs' own power (energy per step is also this machine's step time): far apart, each on its line.
+    pick(browser, ".crossrun select.quantity", "mean power: total rail group")
+    hover_batch(browser, 4, [1, 4])
+    values = dict(browser.execute_script(LEGEND)["lines"])
+    tx2, orin = reports["tx2/mlp-bs4"]["power_avg"], reports["orin-mlp-bs4"]["power_avg"]
+    assert abs(tx2 - orin) > 0.2 * max(tx2, orin)
+    assert float(values[f"mlp on {label['tx2']}"].split()[0]) == pytest.approx(tx2, rel=5e-3)
+    assert float(values[f"mlp on {label['orin']}"].split()[0]) == pytest.approx(orin, rel=5e-3)
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_a_point_of_several_runs_shows_their_count_and_range(replays, browser):
+    url, reports = replays
+    show(browser, url, ("tx2/mlp-bs1/train",))
+    # One line per model: mlp's two boards share each of its points.
+    pick(browser, ".crossrun select.quantity", "energy per step")
+    pick(browser, ".crossrun select.grouping", "model")
+    hover_batch(browser, 4, [1, 4])
+    state = browser.execute_script(LEGEND)
+    mlp = [energy_per_step(reports[f]) for f in ("tx2/mlp-bs4", "orin-mlp-bs4")]
+    (name, value), (_, wide) = state["lines"]
+    assert name == "mlp" and "n=" not in wide
+    assert shared(value) == [pytest.approx(v, rel=5e-3) for v in (sum(mlp) / 2, min(mlp), max(mlp))]
+    bars = {(s["group"], s["size"]): s for s in state["spreads"]}
+    assert sorted(bars) == [("mlp", 1), ("mlp", 4)]
+    bar = bars["mlp", 4]
+    assert bar["n"] == 2 and [bar["min"], bar["max"]] == [pytest.approx(min(mlp)), pytest.approx(max(mlp))]
+    assert bar["height"] > 5 and "tx2/mlp-bs4/train" in bar["title"] and "orin-mlp-bs4/train" in bar["title"]
+    assert browser.find_element("css selector", ".crossrun .note.shared").text.startswith("Where several runs share")
+    screenshot(browser, ".crossrun", "crossrun-shared-points.png")
+    # One line per run folder: the sweep folder "tx2", and each run directly in the logdir in its own.
+    pick(browser, ".crossrun select.grouping", "run folder")
+    hover_batch(browser, 4, [1, 4])
+    state = browser.execute_script(LEGEND)
+    assert [name for name, _ in state["lines"]] == ["orin-mlp-bs1", "orin-mlp-bs4", "tx2"]
+    tx2 = [energy_per_step(reports[f]) for f in ("tx2/mlp-bs4", "tx2/wide-bs4")]
+    assert shared(dict(state["lines"])["tx2"]) == [pytest.approx(v, rel=5e-3) for v in (sum(tx2) / 2, min(tx2), max(tx2))]
+    assert [(s["group"], s["size"], s["n"]) for s in state["spreads"]] == [("tx2", 4, 2)]
+    screenshot(browser, ".crossrun", "crossrun-folders.png")

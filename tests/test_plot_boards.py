@@ -207,3 +207,19 @@ def test_report_html_shows_the_best_batch_size_per_board(fleet, browser):  # noq
     assert first == "board"
     browser.find_element("css selector", "#best-batch").screenshot(str(OUTPUT / "plot-boards-best-batch.png"))
     browser.save_screenshot(str(OUTPUT / "plot-boards-report.png"))
+
+
+def test_rows_that_record_no_board_beside_a_board_are_a_line_of_their_own_and_replays_are_not_merged():
+    # Rows of one sweep rerun with another sensor: a TX2 and an AGX Orin replay on this machine (the sensors
+    # differ in their configurations); and a row from before boards were recorded beside one of a board.
+    row = {"model": "cnn", "batch_size": 4, "success": True, "host": "vm"}
+    replays = [row | {"energy_per_step_j": j, "config": {"steps": 5, "sensors": f"replay:{log}@20"}}
+               for j, log in ((0.182, "tx2.log"), (0.074, "orin.log"))]
+    per_step = spec(replays, "energy").panels[0]
+    assert [(s.label, s.points) for s in per_step.series] == [
+        ("cnn (sensors replay:tx2.log@20)", [(4, 0.182)]), ("cnn (sensors replay:orin.log@20)", [(4, 0.074)])]
+    mixed = [row | {"energy_per_step_j": 0.182, "config": {}},
+             {k: v for k, v in row.items() if k != "host"} | {"energy_per_step_j": 0.074, "config": {}}]
+    per_step = spec(mixed, "energy").panels[0]
+    assert [(s.label, s.points) for s in per_step.series] == [
+        ("cnn on (board not recorded)", [(4, 0.074)]), ("cnn on vm", [(4, 0.182)])]

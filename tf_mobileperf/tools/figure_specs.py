@@ -80,8 +80,10 @@ def board_of(row: Row) -> str | None:
 
 
 def boards(rows: list[Row]) -> list[str]:
-    """The distinct boards of the rows, sorted: one (or none) for a sweep on one board."""
-    return sorted({b for b in map(board_of, rows) if b is not None})
+    """The distinct boards of the rows, sorted: one (or none) for a sweep on one board. Rows that record no
+    board beside rows that do are on a board of their own (UNKNOWN_BOARD), never on another's line."""
+    named = {board_of(r) or UNKNOWN_BOARD for r in rows}
+    return sorted(named) if named != {UNKNOWN_BOARD} else []
 
 
 def line_groups(rows: list[Row]) -> dict[tuple[str | None, str], list[Row]]:

@@ -2,20 +2,29 @@
 // model (or per run folder; per board and model where the runs come from several
 // boards, with their best batch sizes in a table under the chart), x on a log2
 // axis labelled 1, 2, 4, ..., y picked from
-// every per-run quantity the reports carry; a configuration that failed is a red
-// cross at its batch size (on its series' value where it has one, else on the
-// x axis) with its cause on hover, and listed under the chart.
+// every per-run quantity the reports carry. Where several runs share a point
+// (one series, one batch size) it is their mean, with their count and range in
+// the legend ("0.128 J (n=2, 0.0740–0.182)") and a bar from the lowest to the
+// highest. A configuration that failed is a red cross at its batch size (on
+// its series' value where it has one, else on the x axis) with its cause on
+// hover, and listed under the chart.
 import uPlot from "uplot";
 import { el, fmt } from "./format.js";
-import { bestBatchTable, boardAndModel, boardsOf, successMean } from "./boards.js";
+import { bestBatchTable, boardAndModel, boardsOf, successStats } from "./boards.js";
 import { channelsOf, processPeak } from "./header.js";
 import { energyPerStep, naturalCompare } from "./runs.js";
 
 const PALETTE = ["#1976d2", "#e65100", "#2e7d32", "#6a1b9a", "#00838f", "#ad1457", "#5d4037", "#455a64"];
 const finite = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
 
-// The run's folder above its configuration: "tx2/cnn-bs4/train" -> "tx2".
-const folderOf = (run) => run.split("/").slice(0, -2).join("/") || "(logdir)";
+// The run's folder, without the train (or validation) folder the callback writes:
+// a sweep's configuration is in the sweep's folder ("tx2/cnn-bs4/train" -> "tx2"),
+// a run directly in the logdir is in its own ("cnn-bs4/train" -> "cnn-bs4").
+function folderOf(run) {
+  const parts = run.split("/");
+  if (parts.length > 1 && ["train", "validation"].includes(parts[parts.length - 1])) parts.pop();
+  return parts.length > 1 ? parts.slice(0, -1).join("/") : parts[0];
+}
 const GROUPINGS = [
   ["model", (r) => r.summary.model ?? "(no model)"],
   ["run folder", (r) => folderOf(r.run)],
@@ -53,17 +62,44 @@ function quantities(runs) {
 }
 
 // The chart's data: x = log2(batch size) of every run, a series per group
-// (the mean of its successful runs at each batch size), and the failed runs.
+// (the mean of its successful runs at each batch size, with their count and
+// range in stats), the points of several runs, and the failed runs.
 function chartData(points, groupKey, get) {
   const sizes = [...new Set(points.map((r) => r.summary.batch_size))].sort((a, b) => a - b);
   const groups = [...new Set(points.map(groupKey))].sort(naturalCompare);
-  const series = groups.map((g) => sizes.map((bs) =>
-    successMean(points.filter((r) => groupKey(r) === g && r.summary.batch_size === bs), get)));
+  const stats = groups.map((g) => sizes.map((bs) =>
+    successStats(points.filter((r) => groupKey(r) === g && r.summary.batch_size === bs), get)));
+  const series = stats.map((row) => row.map((s) => s?.mean ?? null));
+  const shared = stats.flatMap((row, i) => row.flatMap((s, j) => (s && s.n > 1
+    ? [{ ...s, series: i, group: groups[i], size: sizes[j], x: Math.log2(sizes[j]) }] : [])));
   const failed = points.filter((r) => r.summary.success === false).map((r) => ({
     x: Math.log2(r.summary.batch_size), y: finite(get(r.summary)), group: groupKey(r),
     text: `${r.run}: batch size ${r.summary.batch_size} failed at step ${r.summary.failed_step ?? "?"}: ${(r.summary.error || "no error recorded").split("\n")[0]}`,
   }));
-  return { x: sizes.map(Math.log2), groups, series, failed };
+  return { x: sizes.map(Math.log2), groups, series, stats, shared, failed };
+}
+
+// A value with, where several runs make it, their count and range: "0.128 J (n=2, 0.0740–0.182)".
+function valueText(v, s, unit) {
+  if (v == null) return "–";
+  return s && s.n > 1 ? `${fmt(v, unit)} (n=${s.n}, ${fmt(s.min)}–${fmt(s.max)})` : fmt(v, unit);
+}
+
+// A bar from the lowest to the highest value at each point of several runs, in
+// its series' colour; the runs, count and range are its title and data.
+function drawSpreads(shared, unit) {
+  return (u) => {
+    for (const old of u.over.querySelectorAll(".spread")) old.remove();
+    for (const s of shared) {
+      const [top, bottom, colour] = [u.valToPos(s.max, "y"), u.valToPos(s.min, "y"), PALETTE[s.series % PALETTE.length]];
+      u.over.append(el("span", { class: "spread", "data-group": s.group, "data-batch-size": String(s.size),
+        "data-n": String(s.n), "data-min": String(s.min), "data-max": String(s.max),
+        title: `${s.group}, batch size ${s.size}: mean of ${s.n} runs, ${valueText(s.mean, s, unit)}: ${s.runs.map((r) => r.run).join(", ")}`,
+        style: `position:absolute;left:${u.valToPos(s.x, "x") - 6}px;top:${top - 1}px;width:12px;height:${bottom - top}px;`
+          + `border-top:2px solid ${colour};border-bottom:2px solid ${colour};`
+          + `background:linear-gradient(${colour},${colour}) center/2px 100% no-repeat;pointer-events:auto;cursor:help` }));
+    }
+  };
 }
 
 // Red crosses over the plot, positioned on each redraw; the cause is their title.
@@ -92,13 +128,17 @@ function drawChart(box, data, q, width) {
     width, height: 260,
     series: [{ label: "batch size", value: (u, v) => (v == null ? "–" : String(Math.round(2 ** v))) },
       ...data.groups.map((g, i) => ({ label: g, stroke: PALETTE[i % PALETTE.length], width: 2, spanGaps: true,
-        points: { show: true, size: 8 }, value: (u, v) => (v == null ? "–" : fmt(v, q.unit)) }))],
+        points: { show: true, size: 8 }, value: (u, v, si, idx) => valueText(v, data.stats[si - 1][idx], q.unit) }))],
     scales: { x: { time: false, range: () => [lo - 0.5, hi + 0.5] },
       y: { range: () => uPlot.rangeNum(Math.min(0, ...values), Math.max(...values), 0.1, true) } },
     axes: [{ label: "batch size", stroke: "currentColor", splits: () => ticks, values: (u, splits) => splits.map((v) => String(2 ** v)) },
       { label: q.unit, stroke: "currentColor" }], // the select above names the quantity
-    hooks: { draw: [drawFailures(data.failed)] },
+    hooks: { draw: [drawSpreads(data.shared, q.unit), drawFailures(data.failed)] },
   }, [data.x, ...data.series], box);
+  if (data.shared.length) {
+    box.append(el("p", { class: "note shared", text: "Where several runs share a point it is their mean: "
+      + "n and their range (lowest–highest) are in the legend, and a bar spans the range." }));
+  }
   if (data.failed.length) {
     box.append(el("ul", { class: "failed" }, ...data.failed.map((f) => el("li", { text: `✕ ${f.text}` }))));
   }

@@ -50,10 +50,12 @@ driver reload, a wrap): the energy there is unknown, never negative.
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
 from tf_mobileperf.sensors.base import RAIL_KINDS, Channel
+from tf_mobileperf.steps.reductions import BY_KIND
 from tf_mobileperf_tensorboard.metadata import GAP_FACTOR, MIN_GAP_S, allowed_gap_s, own_period_s
 
 
@@ -292,18 +294,8 @@ def window_peak(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndar
     return _per_window(_peak, t, values, starts, ends, max_gap_s)
 
 
-#: The reductions of each channel kind, in order; the first is the kind's main one (``StepValues.value``).
-#: "energy_j" of a power rail is its integral; of an energy counter, its increase.
-REDUCTIONS = {
-    "power": ("energy_j", "mean", "peak"),
-    "energy": ("energy_j", "mean"),
-    "util": ("mean", "peak"),
-    "clock": ("mean", "min"),
-    "memory": ("peak", "mean"),
-    "temperature": ("mean", "peak"),
-    "state": ("peak",),
-}
-PRIMARY = {kind: names[0] for kind, names in REDUCTIONS.items()}
+#: Each kind's main reduction (``StepValues.value``).
+PRIMARY = {kind: reductions[0].name for kind, reductions in BY_KIND.items()}
 
 
 MEASURED, INTERPOLATED = "measured", "interpolated"
@@ -317,28 +309,55 @@ def energy_method(durations: np.ndarray, energy: np.ndarray, resolution_s: float
     return method
 
 
-def _reduce(kind: str, t, column, starts, ends, max_gap,
-            read_s: float) -> tuple[dict[str, np.ndarray], np.ndarray, float | None]:
-    """Every reduction of ``kind`` over the windows, which windows are complete, and the update period of
-    power and energy channels (``read_s``: the channel's read period)."""
-    duration = ends - starts
+@dataclasses.dataclass
+class Windows:
+    """One channel's samples and the step windows: the computations the reductions name
+    (``reductions.Reduction.computed_by``), each pass over the samples made once."""
 
-    def per_second(total: np.ndarray) -> np.ndarray:
-        return np.divide(total, duration, out=np.full(len(starts), np.nan), where=duration > 0)
+    t: np.ndarray
+    column: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    max_gap_s: float
+    read_s: float
 
-    if kind == "energy":
-        delta, complete, period = window_counter_delta(t, column, starts, ends, max_gap, read_s)
-        return {"energy_j": delta, "mean": per_second(delta)}, complete, period
-    integral, complete = window_energy(t, column, starts, ends, max_gap)
-    out = {"energy_j": integral} if kind == "power" else {}
-    out["mean"] = per_second(integral)
-    names = REDUCTIONS[kind]
-    if "peak" in names:
-        out["peak"] = window_peak(t, column, starts, ends, max_gap)[0]
-    if "min" in names:
-        out["min"] = -window_peak(t, -column, starts, ends, max_gap)[0]
-    period = update_period_s(t, column) if kind == "power" else None
-    return {name: out[name] for name in names}, complete, period
+    @functools.cached_property
+    def _integral(self) -> tuple[np.ndarray, np.ndarray]:
+        return window_energy(self.t, self.column, self.starts, self.ends, self.max_gap_s)
+
+    @functools.cached_property
+    def _counter(self) -> tuple[np.ndarray, np.ndarray, float | None]:
+        return window_counter_delta(self.t, self.column, self.starts, self.ends, self.max_gap_s, self.read_s)
+
+    def _per_second(self, total: np.ndarray) -> np.ndarray:
+        duration = self.ends - self.starts
+        return np.divide(total, duration, out=np.full(len(self.starts), np.nan), where=duration > 0)
+
+    def energy(self) -> np.ndarray:
+        return self._integral[0]
+
+    def mean(self) -> np.ndarray:
+        return self._per_second(self._integral[0])
+
+    def counter_delta(self) -> np.ndarray:
+        return self._counter[0]
+
+    def counter_mean(self) -> np.ndarray:
+        return self._per_second(self._counter[0])
+
+    def peak(self) -> np.ndarray:
+        return window_peak(self.t, self.column, self.starts, self.ends, self.max_gap_s)[0]
+
+    def lowest(self) -> np.ndarray:
+        return -window_peak(self.t, -self.column, self.starts, self.ends, self.max_gap_s)[0]
+
+    def reduce(self, kind: str) -> tuple[dict[str, np.ndarray], np.ndarray, float | None]:
+        """Every reduction of ``kind``, which windows are complete, and the update period of power and
+        energy channels (None for the other kinds)."""
+        values = {r.name: getattr(self, r.computed_by)() for r in BY_KIND[kind]}
+        if kind == "energy":
+            return values, self._counter[1], self._counter[2]
+        return values, self._integral[1], update_period_s(self.t, self.column) if kind == "power" else None
 
 
 def join(
@@ -353,7 +372,7 @@ def join(
 ) -> dict[str, StepValues]:
     """Joins samples (``t`` (n,), ``values`` (n, channels)) to step windows.
 
-    Every channel gets the reductions of its kind (``REDUCTIONS``): power
+    Every channel gets the reductions of its kind (``reductions.BY_KIND``): power
     rails their energy in J (the integral), mean and peak power; energy
     counters their increase (between their change points) and mean power;
     utilization, clocks, memory and temperatures time-weighted means and
@@ -380,7 +399,7 @@ def join(
         column = values[:, i]
         read = max(period_s, period_s if (own := own_period_s(t, column)) is None else own)
         max_gap = allowed_gap_s(read, gap_factor, min_gap_s)
-        reductions, complete, update = _reduce(channel.kind, t, column, starts, ends, max_gap, read)
+        reductions, complete, update = Windows(t, column, starts, ends, max_gap, read).reduce(channel.kind)
         method = (energy_method(ends - starts, reductions["energy_j"], update or read)
                   if channel.kind in RAIL_KINDS else None)
         out[channel.name] = StepValues(channel, reductions, complete, update, method)

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.steps.join import INTERPOLATED, MEASURED, REDUCTIONS, StepValues
+from tf_mobileperf.steps import reductions
+from tf_mobileperf.steps.join import INTERPOLATED, MEASURED, StepValues
 
 GIB = float(2**30)
 
@@ -96,7 +97,7 @@ def csv_fields(channels: list[Channel]) -> list[str]:
     throttled = ["throttled"] if Roles.of(channels).throttle else []
     return (BASE_FIELDS + throttled + [f"{q}/{r}" for q in ("energy_j", "energy_active_j", "power_w", "energy_method")
                                        for r in rails]
-            + [f"{c.name}/{r}" for c in channels for r in REDUCTIONS[c.kind]])
+            + [f"{c.name}/{r}" for c in channels for r in reductions.names(c.kind)])
 
 
 def energy_rails(channels: list[Channel]) -> list[Channel]:
@@ -290,10 +291,11 @@ class StepTotals:
                 key = f"{name}/{reduction}"
                 if value is None:
                     continue
-                if reduction in ("peak", "min"):
-                    pick = max if reduction == "peak" else min
+                combine = reductions.COMBINE.get(reduction)
+                if combine in ("max", "min"):
+                    pick = max if combine == "max" else min
                     self._extremes[key] = pick(self._extremes.get(key, value), value)
-                elif reduction == "mean":
+                elif combine == "mean":
                     self._sums[key] = self._sums.get(key, 0.0) + value
                     self._counts[key] = self._counts.get(key, 0) + 1
 
@@ -313,9 +315,9 @@ class StepTotals:
         minimum (None where no step has the value); energy is in the report's ``energy_j``."""
         out = {}
         for c in channels:
-            names = [r for r in REDUCTIONS[c.kind] if r != "energy_j"]
-            out[c.name] = {r: (self.mean(f"{c.name}/{r}") if r == "mean" else self._extremes.get(f"{c.name}/{r}"))
-                           for r in names}
+            out[c.name] = {r.name: (self.mean(f"{c.name}/{r.name}") if r.combine == "mean"
+                                    else self._extremes.get(f"{c.name}/{r.name}"))
+                           for r in reductions.BY_KIND[c.kind] if r.combine != "sum"}
         return out
 
     def total(self, key: str) -> float | None:

@@ -48,7 +48,7 @@ def run_name(row: dict, fleet: Path) -> str:  # noqa: F811
 
 
 def model(row: dict) -> str:
-    """The model's own name, as its run's report has it ("char_lstm" for the zoo's "lstm")."""
+    """The model's own name, as its run's report has it (the zoo's name: "lstm")."""
     return json.loads((Path(row["logdir"]) / "report.json").read_text())["model"]
 
 
@@ -156,4 +156,4 @@ def test_runs_of_one_board_keep_a_line_per_model_and_no_best_batch_table(fleet, 
         """)
     assert state == {"series": ["batch size", *sorted({model(r) for r in table})], "grouping": ["model", "run folder"],
                      "best": 0}
-    assert state["series"] == ["batch size", "char_lstm", "cnn"]
+    assert state["series"] == ["batch size", "cnn", "lstm"]

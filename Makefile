@@ -30,7 +30,7 @@ $(FRONTEND)/node_modules/.package-lock.json: $(FRONTEND)/package.json $(FRONTEND
 
 # The bundle is committed (pip installs from git or a wheel need no node); it is
 # rebuilt here when a source is newer, and tests/test_packaging.py checks it is current.
-$(BUNDLE): $(FRONTEND)/node_modules/.package-lock.json $(wildcard $(FRONTEND)/src/*.js)
+$(BUNDLE): $(FRONTEND)/node_modules/.package-lock.json $(wildcard $(FRONTEND)/src/*.js) tensorboard_plugin/tf_mobileperf_tensorboard/model_colours.json
 	cd $(FRONTEND) && npm run build
 
 # A wheel and an sdist under dist/, both carrying the bundle.
@@ -55,9 +55,11 @@ test: $(STAMP) $(BUNDLE) browser
 
 # Every benchmark, one after another (about 30 minutes here; soak.py alone is 10).
 # CodeCarbon is installed only here: overhead.py measures it beside ours.
-# The README's pictures: the browser and plot tests save screenshots, docs/images.py makes them small.
+# The README's pictures: the browser and plot tests save screenshots (the tab with three runs of three devices
+# overlaid; every figure of `mobileperf plot` of a recorded sweep; an empty panel of a CPU-only sweep),
+# docs/images.py makes them small.
 docs-images: $(STAMP) $(BUNDLE) browser
-	$(BIN)/python -m pytest -q tests/test_dashboard_timeview.py tests/test_plot.py -k "overlaid or cpu_only"
+	$(BIN)/python -m pytest -q tests/test_dashboard_timeview.py tests/test_plot.py -k "three_devices or recorded_sweep or cpu_only_sweep"
 	$(BIN)/python docs/images.py
 
 bench: $(STAMP)

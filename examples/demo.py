@@ -17,12 +17,14 @@ from tf_mobileperf import MobilePerfCallback
 
 
 def build_cnn() -> keras.Model:
+    """Two convolutions and two dense layers, named "demo_cnn" in the report and the dashboard (not the zoo's "cnn":
+    another architecture)."""
     model = keras.Sequential([
         keras.Input((32, 32, 3)),
         keras.layers.Conv2D(32, 3, activation="relu"), keras.layers.MaxPooling2D(),
         keras.layers.Conv2D(64, 3, activation="relu"), keras.layers.MaxPooling2D(),
         keras.layers.Flatten(), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10),
-    ])
+    ], name="demo_cnn")
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     return model
 

@@ -95,6 +95,14 @@ def test_crossrun_chart_has_one_series_per_model_on_a_log2_batch_axis_and_marks_
     show(browser, tensorboard, ("mlp-bs1/train",))
     state = crossrun_state(browser)
     assert state["series"] == ["batch size", "mlp", "wide"] and state["canvases"] == 1
+    # Each model's line in its colour, the one `mobileperf plot` gives it (model_colours.json).
+    from tf_mobileperf.tools.colours import model_colour
+
+    markers = browser.execute_script("""
+        return [...document.querySelectorAll('.crossrun .u-legend .u-series')].slice(1).map(
+            (s) => getComputedStyle(s.querySelector('.u-marker')).borderLeftColor);""")
+    hex_of = lambda rgb: "#" + "".join(f"{int(v):02x}" for v in re.findall(r"\d+", rgb)[:3])  # noqa: E731
+    assert [hex_of(m) for m in markers] == [model_colour("mlp").lower(), model_colour("wide").lower()]
     assert state["ticks"] == "1,2,4,8,16"
     assert state["y"] == "energy per step (J)"
     assert len(state["failed"]) == 1

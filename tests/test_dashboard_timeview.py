@@ -23,17 +23,30 @@ import pytest
 from helpers.training import data, small_model
 from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser, free_port  # noqa: F401,F811 (the shared Chromium fixture)
 from tf_mobileperf import MobilePerfCallback
-from tf_mobileperf.sensors import CpuSensor, MemorySensor, SyntheticSensor
+from tf_mobileperf.sensors import CpuSensor, MemorySensor, ReplaySensor, SyntheticSensor
 
 pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
 
 CPU_RUN, POWER_RUNS, CLOCK_RUN = "cpu-only/train", ("power-bs8/train", "power-bs16/train"), "clocks/train"
+#: Three runs on three devices: the zoo's cnn on a replayed TX2 and on a replayed AGX Orin (tegrastats logs), the
+#: small model on this machine's procfs CPU and memory.
+DEVICE_RUNS = ("tx2-replay/train", "orin-replay/train", CPU_RUN)
+DATA = Path(__file__).parent / "data"
 
 
-def train(logdir: Path, sensors: list, batch_size: int, samples: int = 640, step_s: float = 0.0) -> None:
-    """Trains the small model measured into ``logdir``; each step takes at least ``step_s``, spent busy after it
-    (a sleep would leave the CPU idle, its line along the bottom edge of the chart)."""
-    x, y = data(samples)
+def train(logdir: Path, sensors: list, batch_size: int, samples: int = 640, step_s: float = 0.0,
+          model: str | None = None) -> None:
+    """Trains the small model (or the zoo's ``model`` on its synthetic data) measured into ``logdir``; each step
+    takes at least ``step_s``, spent busy after it (a sleep would leave the CPU idle, its line along the bottom
+    edge of the chart)."""
+    if model is None:
+        x, y = data(samples)
+        net = small_model()
+    else:
+        from tf_mobileperf.tools.zoo import get
+
+        x, y = get(model).synthetic(batch_size, samples // batch_size)
+        net = get(model).build()
     cb = MobilePerfCallback(logdir, idle_s=0, sensors=sensors, batch_size=batch_size)
 
     def busy(*_, **__) -> None:
@@ -42,7 +55,7 @@ def train(logdir: Path, sensors: list, batch_size: int, samples: int = 640, step
             pass
 
     pace = keras.callbacks.LambdaCallback(on_train_batch_end=busy)
-    small_model().fit(x, y, batch_size=batch_size, epochs=1, callbacks=[cb, pace], verbose=0)
+    net.fit(x, y, batch_size=batch_size, epochs=1, callbacks=[cb, pace], verbose=0)
 
 
 def power_sensor() -> SyntheticSensor:
@@ -101,6 +114,11 @@ def tensorboard(tmp_path_factory):
     for run in POWER_RUNS:
         batch = int(run.split("-bs")[1].split("/")[0])
         train(logdir / run.split("/")[0], [power_sensor()], batch_size=batch)
+    for board in ("tx2", "orin"):
+        log = tmp_path_factory.mktemp(board) / f"{board}_long.log"
+        log.write_text((DATA / f"{board}_tegrastats.log").read_text() * 150)
+        train(logdir / f"{board}-replay", [ReplaySensor(log, interval_ms=1000, speed=20)], batch_size=8, samples=480, step_s=0.01,
+              model="cnn")
     with serving(logdir) as url:
         yield url
 
@@ -244,3 +262,46 @@ def test_clocks_get_a_chart_of_their_own_per_device_in_mhz(tensorboard, browser)
     assert 16 <= rate(legend, "cpu0_freq", "MHz") <= 22 and covered >= 0.9, (legend, covered)
     assert not any("freq" in legend for title, legend, *_ in charts if not title.startswith("Clocks"))
     screenshot(browser, "clocks")
+
+
+def test_three_runs_of_three_devices_overlaid_each_in_its_models_colour_with_each_devices_ram(tensorboard, browser):
+    """The README's screenshot: cnn on a replayed TX2 and on a replayed Orin, the small model on this machine."""
+    from selenium.webdriver.common.by import By
+
+    from tf_mobileperf.tools.colours import model_colour, shade
+
+    show(browser, tensorboard, DEVICE_RUNS)
+    view = browser.find_element(By.ID, "time-view")
+    assert view.get_attribute("data-layout") == "overlaid"
+    # Each legend entry's marker is its line's stroke: the run's model's colour as `mobileperf plot` draws it,
+    # read from the same model_colours.json (the TX2's cnn, cnn's second run in the runs' order, in its second
+    # shade; the small model's "mlp" in the colour its name's hash picks).
+    expected = {"orin-replay/train": model_colour("cnn"), "tx2-replay/train": shade(model_colour("cnn"), 1),
+                CPU_RUN: model_colour("mlp")}
+    strokes = browser.execute_script("""
+        return [...document.querySelectorAll('#time-view .time-chart .u-series')].map((s) => [
+            s.querySelector('.u-label').textContent, getComputedStyle(s.querySelector('.u-marker')).borderLeftColor]);
+    """)
+    hex_of = lambda rgb: "#" + "".join(f"{int(v):02x}" for v in re.findall(r"\d+", rgb)[:3])  # noqa: E731
+    seen = set()
+    for label, rgb in strokes:
+        run = next((r for r in DEVICE_RUNS if label.startswith(f"{r}: ")), None)
+        if run is not None and not label.endswith("pale band"):
+            assert hex_of(rgb) == expected[run].lower(), (label, rgb)
+            seen.add(run)
+    assert seen == set(DEVICE_RUNS), strokes
+    # One device RAM line per device, named with it, in the limit colour, none red.
+    memory = view.find_element(By.CSS_SELECTOR, ".time-chart[data-chart='memory']")
+    limits = [s.text for s in memory.find_elements(By.CSS_SELECTOR, ".u-series") if "device RAM" in s.text]
+    assert len(limits) == 3, limits
+    assert any("replay of tx2_long.log" in t for t in limits) and any("replay of orin_long.log" in t for t in limits)
+    assert "device RAM: " in memory.find_element(By.CSS_SELECTOR, "p.note").text
+    # The process's peak (VmHWM) is a pale band under its RSS: equal at times, both seen.
+    legend = memory.find_element(By.CSS_SELECTOR, ".u-legend").text
+    assert f"{CPU_RUN}: proc_peak, process" in legend and "pale band" in legend
+    assert not [l for l, rgb in strokes if hex_of(rgb) in ("#c62828", "#ff0000")]
+    # An empty chart says one short clause, the whole reason on hover.
+    for empty in browser.find_elements(By.CSS_SELECTOR, "#time-view .chart.empty p"):
+        assert len(empty.text) < 80 and empty.get_attribute("title"), empty.text
+    screenshot(browser, "three-devices")
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -67,6 +67,7 @@ def test_the_demo_with_fewer_steps_than_its_warm_up_says_no_step_was_measured(tm
     assert "no step was measured (all 2 steps were warm-up steps (warmup_steps=3))" in proc.stdout
     report = json.loads((logdir / "report.json").read_text())
     assert report["steps_measured"] == 0
+    assert report["model"] == "demo_cnn"  # its own name in the report and the dashboard, not Keras' "sequential"
     # Each reason is said once: its quantities share a line, and the full text is in report.json.
     console = proc.stdout + proc.stderr
     for reason in report["unavailable"].values():

@@ -60,6 +60,12 @@ def test_sequence_models_take_any_length():
         check_input_size(model, 1)
 
 
+@pytest.mark.parametrize("model", ["cnn", "lstm", "bert", "nmt", "dqn", "dcgan"])
+def test_the_keras_model_is_named_as_its_zoo_entry(model):
+    """A run's report names the model by its Keras name, a sweep's rows by the entry's: the two are one name."""
+    assert get(model).build(RULES[model].minimum if model in RULES else 4).name == model
+
+
 def test_a_child_failing_in_keras_has_the_exceptions_message_as_its_cause(tmp_path):
     """A real child given a size the sweep would refuse (run_one does not check): Keras raises while building."""
     row = sweep_mod.run_one("cnn", 1, SweepConfig(out=tmp_path / "sweep", steps=3, warmup_steps=1, input_size=8,

@@ -11,6 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
+import matplotlib.colors
 import matplotlib.image
 import matplotlib.pyplot as plt
 import numpy as np
@@ -19,10 +20,15 @@ import pytest
 from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (the fixture)
 from tf_mobileperf.tools.cli import main
 from tf_mobileperf.tools.figure_specs import figures
+from tf_mobileperf.tools.colours import limit_colour, model_colour, short_reason, table
 from tf_mobileperf.tools.figures import batch_ticks, draw_panel
 from tf_mobileperf.tools.plot import plot
 
 TX2_LOG = Path(__file__).parent / "data" / "tx2_tegrastats.log"
+#: The rows of a real sweep on a replayed TX2 (tx2_tegrastats.log repeated, at 20x) under a 1.4 GiB memory limit:
+#: cnn and lstm at batch 1, 4, 16, 64, and cnn on 160 px inputs at 4, 16, 64 (64 out of memory); their runs'
+#: samples and sensors' details left out.
+RECORDED = Path(__file__).parent / "data" / "sweep_tx2_replay.json"
 FIGURES = ("step_time", "throughput", "gpu_util", "cpu_util", "power", "energy", "memory")
 
 
@@ -109,9 +115,11 @@ def test_plot_of_a_cpu_only_sweep_draws_step_time_throughput_cpu_and_memory(cpu_
         assert all(gib == by_key[series.label, b]["proc_peak_gb"] > 0.1 for b, gib in series.points)
     assert "every process" in system.title and not system.limits and not process.limits  # no limit set
     gpu = spec(rows, "gpu_util").panels[0]
-    if not gpu.series:  # no GPU here: the panel says why, in the report's words
-        assert gpu.why_empty == rows[0]["unavailable"]["gpu_util"]
+    if not gpu.series:  # no GPU here: the panel says why in one short clause; the report's whole reason apart
+        assert gpu.why_detail == rows[0]["unavailable"]["gpu_util"]
+        assert gpu.why_empty == short_reason(gpu.why_detail) and len(gpu.why_empty) < 60, gpu.why_empty
         assert line_pixels(out / "gpu_util.png") == 0
+        shutil.copy(out / "gpu_util.png", OUTPUT / "plot-gpu_util-cpu-only.png")
     shutil.copy(out / "memory.png", OUTPUT / "plot-memory-cpu-sweep.png")
 
 
@@ -226,3 +234,77 @@ def test_energy_figure_without_an_idle_baseline_has_no_active_line():
              "energy_per_sample_j": 1.0} for b in (1, 2)]
     per_step, _ = spec(rows, "energy").panels
     assert [s.label for s in per_step.series] == ["cnn"] and per_step.title == "energy per step"
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    out = tmp_path_factory.mktemp("recorded")
+    shutil.copy(RECORDED, out / "results.json")
+    return out, rows_of(out)
+
+
+def drawn(panel, sizes):
+    """The panel drawn on a figure of its own: (figure, axes), laid out as `plot` lays it out."""
+    fig, ax = plt.subplots(layout="constrained", figsize=(5.5, 6))
+    draw_panel(ax, panel, sizes)
+    fig.canvas.draw()
+    return fig, ax
+
+
+def test_every_figure_of_a_recorded_sweep_has_its_models_colours_its_legend_below_and_one_limit(recorded):
+    """The figures the README shows (copied under tests/_output/ for docs/images.py)."""
+    out, rows = recorded
+    written = plot(out)
+    assert [p.name for p in written] == [f"{name}.png" for name in FIGURES] + ["report.html"]
+    own = table()["models"]
+    assert own["cnn"] == model_colour("cnn") and own["lstm"] == model_colour("lstm")
+    assert "red" not in own.values() and limit_colour() not in own.values()
+    for figure in figures(rows):
+        for panel in figure.panels:
+            fig, ax = drawn(panel, figure.batch_sizes)
+            # The first line of each model in its own colour (cnn at 160 px, cnn's second line, in a shade).
+            for line in ax.get_lines():
+                label = line.get_label().split(" (")[0].split(":")[0]
+                if label in ("cnn", "lstm") and "input_size 160" not in line.get_label():
+                    assert matplotlib.colors.to_hex(line.get_color()) == own[label].lower(), line.get_label()
+            # The legend below the axes, over no line.
+            legend = ax.get_legend()
+            if legend is not None:
+                assert legend.get_window_extent().y1 <= ax.get_window_extent().y0, (figure.name, panel.title)
+            plt.close(fig)
+    process = spec(rows, "memory").panels[0]
+    # Every line's limit of the address space is the same (RLIMIT_AS = at start + 1.4 GiB, a few MiB apart): one
+    # line, labelled once, in the limit colour; cnn at 160 px out of memory at 64, marked on it.
+    (limit,) = process.limits
+    assert limit.label == f"limit of address space ({rows[0]['limited_how']})"
+    caps = [r["limited_cap_gb"] for r in rows if r["batch_size"] == 64]
+    assert dict(limit.points)[64] == pytest.approx(sum(caps) / len(caps))
+    assert [(f.label, f.oom) for f in process.failures] == [("cnn (input_size 160)", [64])]
+    fig, ax = drawn(process, spec(rows, "memory").batch_sizes)
+    limits = [line for line in ax.get_lines() if line.get_label().startswith("limit of")]
+    assert len(limits) == 1 and matplotlib.colors.to_hex(limits[0].get_color()) == limit_colour().lower()
+    address = next(line for line in ax.get_lines() if line.get_label() == "lstm: peak address space")
+    assert matplotlib.colors.to_hex(address.get_color()) == model_colour("lstm").lower()  # the model's, dashed
+    plt.close(fig)
+    # On the board's RAM every line has the replayed log's values: the later ones say so and stay visible.
+    system = spec(rows, "memory").panels[1]
+    fig, ax = drawn(system, spec(rows, "memory").batch_sizes)
+    assert [line.get_label() for line in ax.get_lines()][-1] == "lstm (same values as cnn (input_size default))"
+    plt.close(fig)
+    for name in FIGURES:
+        shutil.copy(out / f"{name}.png", OUTPUT / f"plot-{name}.png")
+
+
+def test_an_empty_panel_says_one_short_clause_and_the_report_keeps_the_whole_reason(tmp_path):
+    reason = ("no power sensor: no such sensor among those given: tegrastats (not on PATH), nvml (no NVIDIA "
+              "driver), ina3221 (no /sys/bus/i2c/drivers/ina3221), rapl (no /sys/class/powercap)")
+    rows = [{"model": "cnn", "batch_size": b, "success": True, "step_time_s_mean": 0.01 * b,
+             "unavailable": {"power": reason}} for b in (1, 2)]
+    (tmp_path / "results.json").write_text(json.dumps(rows))
+    (power,) = spec(rows, "power").panels
+    assert power.why_empty == "no power sensor on this device" and power.why_detail == reason
+    fig, ax = drawn(power, [1, 2])
+    assert [t.get_text() for t in ax.texts] == ["not measured:\nno power sensor on this device"]
+    plt.close(fig)
+    page = plot(tmp_path)[-1].read_text()
+    assert "ina3221 (no /sys/bus/i2c/drivers/ina3221)" in page  # the whole reason, once, in the report

@@ -27,6 +27,7 @@ import pytest
 from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (the fixture)
 from test_plot import line_pixels, run_cli, spec
 from tf_mobileperf.tools.boards import NO_SUCCESS, best_batch
+from tf_mobileperf.tools.colours import model_colour, shade
 from tf_mobileperf.tools.figure_specs import lines
 from tf_mobileperf.tools.plot import plot
 
@@ -153,12 +154,13 @@ def test_plot_of_several_boards_writes_every_figure_with_its_lines(fleet):
     for name in ("throughput", "energy", "step_time"):
         png = fleet / f"{name}.png"
         assert png in written and line_pixels(png) > 500, name
-        # The three lines' colours, in the order of their labels. These "boards" all trained on this one
-        # machine, so two lines can lie on each other (cnn on agx-orin under cnn on tx2: 85 pixels, its
-        # legend entry's): each colour is there, and the lines' values are checked in the spec above.
-        for colour in ("C0", "C1", "C2"):
+        # The three lines' colours: each model's own (the dashboard's), a second board's cnn line in a shade of
+        # it (cnn on nano is cnn's second line, cnn on tx2 its third). These "boards" all trained on this one
+        # machine, so two lines can lie on each other: each colour is there (its legend entry's at least), and
+        # the lines' values are checked in the spec above.
+        for colour in (model_colour("cnn"), model_colour("lstm"), shade(model_colour("cnn"), 2)):
             assert colour_pixels(png, colour) > 0, (name, colour)
-        assert colour_pixels(png, "C3") == 0, name  # no fourth line: the nano trained nothing
+        assert colour_pixels(png, shade(model_colour("cnn"), 1)) == 0, name  # no line for the nano: it trained nothing
         shutil.copy(png, OUTPUT / f"plot-boards-{name}.png")
 
 

@@ -9,7 +9,9 @@ from tf_mobileperf.sensors import SyntheticSensor
 
 
 def small_model(steps_per_execution: int = 1) -> keras.Model:
-    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
+    """Two dense layers, named "mlp" (its report's and the dashboard's name for it)."""
+    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)],
+                             name="mlp")
     model.compile("adam", "mse", steps_per_execution=steps_per_execution)
     return model
 

@@ -15,6 +15,7 @@ import dataclasses
 import json
 from typing import Callable
 
+from tf_mobileperf.tools.colours import short_reason
 from tf_mobileperf.tools.sweep import is_oom
 
 Row = dict
@@ -32,12 +33,15 @@ UNKNOWN_BOARD = "(board not recorded)"
 @dataclasses.dataclass
 class Series:
     """One line: (batch size, value) of the successful configurations of a model; ``beside``: the label of
-    the line it goes with (drawn in that line's colour)."""
+    the line it goes with (drawn in that line's colour); ``model``: the model it is of (its colour);
+    ``variant``: which line of that model it is (0 the first; a shade and a marker of their own after)."""
 
     label: str
     points: list[tuple[int, float]]
     dashed: bool = False
     beside: str | None = None
+    model: str | None = None
+    variant: int = 0
 
 
 @dataclasses.dataclass
@@ -49,11 +53,15 @@ class Failures:
     oom: list[int]
     other: list[int]
     at: float | None = None
+    model: str | None = None
+    variant: int = 0
 
 
 @dataclasses.dataclass
 class Panel:
-    """One axes: its lines, or the reason it has none; its limit lines (a value per batch size) and failure marks."""
+    """One axes: its lines, or the short reason it has none (``why_empty``, one clause; ``why_detail``: the
+    rows' full reason, for the report); its limit lines (a value per batch size, one per distinct limit) and
+    failure marks."""
 
     title: str
     ylabel: str
@@ -61,6 +69,7 @@ class Panel:
     why_empty: str | None = None
     limits: list[Series] = dataclasses.field(default_factory=list)
     failures: list[Failures] = dataclasses.field(default_factory=list)
+    why_detail: str | None = None
 
 
 @dataclasses.dataclass
@@ -105,9 +114,14 @@ def line_groups(rows: list[Row]) -> dict[tuple[str | None, str], list[Row]]:
     out: dict[tuple[str | None, str], list[Row]] = {}
     for row in sorted(rows, key=lambda r: (board(r) or "", r["model"], r["batch_size"])):
         where = board(row)
-        differs = ", ".join(f"{SETTING_LABELS.get(k, k)} {setting(row, k)}" for k in varying[where, row["model"]])
+        differs = ", ".join(f"{SETTING_LABELS.get(k, k)} {_value(setting(row, k))}" for k in varying[where, row["model"]])
         out.setdefault((where, f"{row['model']} ({differs})" if differs else row["model"]), []).append(row)
     return out
+
+
+def _value(setting) -> str:
+    """A setting as a line's label shows it: None (the model's own default) as "default"."""
+    return "default" if setting is None else str(setting)
 
 
 def lines(rows: list[Row]) -> dict[str, list[Row]]:
@@ -129,24 +143,48 @@ def why_missing(rows: list[Row], *keys: str) -> str:
 
 
 def panel(groups: dict[str, list[Row]], title: str, ylabel: str, get: Getter, *reason_keys: str) -> Panel:
-    """A panel of ``get`` against batch size, a line per group; empty with the rows' reason if no row has it."""
+    """A panel of ``get`` against batch size, a line per group; empty if no row has it, with the first clause
+    of the rows' reason ("no power sensor on this device") and the whole reason apart."""
     series = []
+    k = variants(groups)
     for label, rows in groups.items():
         points = [(r["batch_size"], float(v)) for r in rows if r.get("success") and (v := get(r)) is not None]
         if points:
-            series.append(Series(label, points))
-    every = [r for rows in groups.values() for r in rows]
-    return Panel(title, ylabel, series, None if series else why_missing(every, *reason_keys))
+            series.append(Series(label, points, model=str(rows[0]["model"]), variant=k[label]))
+    return empty_if(Panel(title, ylabel, series), [r for rows in groups.values() for r in rows], *reason_keys)
+
+
+def variants(groups: dict[str, list[Row]]) -> dict[str, int]:
+    """Line label -> which line of its model it is, in the order of the lines (the same in every panel, whether
+    or not the line has a value there): "cnn on agx-orin" 0, "lstm on agx-orin" 0, "cnn on tx2" 1."""
+    seen: dict[str, int] = {}
+    out = {}
+    for label, rows in groups.items():
+        model = str(rows[0]["model"])
+        out[label] = seen.get(model, 0)
+        seen[model] = out[label] + 1
+    return out
+
+
+def empty_if(out: Panel, rows: list[Row], *reason_keys: str) -> Panel:
+    """``out`` with its reasons for being empty where it has no line, else without."""
+    if out.series:
+        out.why_empty = out.why_detail = None
+    else:
+        out.why_detail = why_missing(rows, *reason_keys)
+        out.why_empty = short_reason(out.why_detail)
+    return out
 
 
 def failures(groups: dict[str, list[Row]]) -> list[Failures]:
     """Per line with failed configurations, the batch sizes that ran out of memory and those that failed otherwise."""
     out = []
+    k = variants(groups)
     for label, rows in groups.items():
         failed = [r for r in rows if not r.get("success")]
         if failed:
             out.append(Failures(label, [r["batch_size"] for r in failed if is_oom(r)],
-                                [r["batch_size"] for r in failed if not is_oom(r)]))
+                                [r["batch_size"] for r in failed if not is_oom(r)], model=str(rows[0]["model"]), variant=k[label]))
     return out
 
 
@@ -204,7 +242,7 @@ def figures(rows: list[Row]) -> list[FigureSpec]:
             panel(groups, "mean GPU utilization", "utilization (%)", lambda r: r.get("gpu_util_avg"), "gpu_util")]),
         FigureSpec("cpu_util", "CPU utilization per cluster", cpu),
         FigureSpec("power", "Mean power per rail group", power or [
-            Panel("mean power", "power (W)", [], why_missing(rows, "power"))]),
+            empty_if(Panel("mean power", "power (W)", []), rows, "power")]),
         FigureSpec("energy", "Energy", [
             energy_panel(groups, "energy per step", _scaled("energy_per_step_j", 1.0),
                          _scaled("energy_active_per_step_j", 1.0), "energy"),
@@ -221,11 +259,40 @@ def energy_panel(groups: dict[str, list[Row]], title: str, total: Getter, active
     dashed) where the rows have an idle baseline."""
     out = panel(groups, title, "energy (J)", total, *reason_keys)
     beside = panel(groups, title, "energy (J)", active).series
-    out.series += [Series(f"{s.label}: active (idle power taken out)", s.points, dashed=True, beside=s.label)
-                   for s in beside]
+    out.series += [Series(f"{s.label}: active (idle power taken out)", s.points, dashed=True, beside=s.label,
+                          model=s.model, variant=s.variant) for s in beside]
     if beside:
         out.title += " (solid: total; dashed: active, above the idle power)"
     return out
+
+
+#: Limits of several lines within this share of each other at every batch size they share are one line.
+SAME_LIMIT = 0.01
+
+
+def _same_limit(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> bool:
+    theirs = dict(b)
+    shared = [(y, theirs[x]) for x, y in a if x in theirs]
+    return bool(shared) and all(abs(y - z) <= SAME_LIMIT * max(abs(y), abs(z)) for y, z in shared)
+
+
+def merge_limits(limits: list[tuple[str, str, list[tuple[int, float]]]]) -> list[Series]:
+    """(line, "limit of <quantity> (<how>)", points) per line -> one limit line per distinct limit: the lines
+    whose limits are equal (within ``SAME_LIMIT``: the address space at start differs by a few MiB from one
+    child to the next) share one, labelled once; a limit of only some lines names them."""
+    merged: list[tuple[str, list[str], dict[int, list[float]]]] = []
+    for line, text, points in limits:
+        for what, lines_of, values in merged:
+            if what == text and _same_limit(points, [(x, sum(v) / len(v)) for x, v in values.items()]):
+                lines_of.append(line)
+                for x, y in points:
+                    values.setdefault(x, []).append(y)
+                break
+        else:
+            merged.append((text, [line], {x: [y] for x, y in points}))
+    several = len(merged) > 1
+    return [Series(text + (f": {', '.join(lines_of)}" if several else ""),
+                   sorted((x, sum(v) / len(v)) for x, v in values.items())) for text, lines_of, values in merged]
 
 
 def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
@@ -234,6 +301,8 @@ def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
     process = panel(groups, "peak memory of the training process (RSS)", "memory (GiB)",
                     lambda r: r.get("proc_peak_gb"), "proc_peak_gb")
     process.failures = failures(groups)
+    limits = []
+    k = variants(groups)
     for label, rows in groups.items():
         capped = [r for r in rows if r.get("limited_cap_gb") is not None]
         if not capped:
@@ -242,14 +311,15 @@ def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
         peaks = [(r["batch_size"], r["limited_peak_gb"]) for r in capped
                  if r.get("success") and r.get("limited_peak_gb") is not None]
         if peaks:
-            process.series.append(Series(f"{label}: peak {quantity}", peaks, dashed=True))
-        process.limits.append(Series(f"{label}: limit of {quantity}, {capped[0]['limited_how']}",
-                                     [(r["batch_size"], r["limited_cap_gb"]) for r in capped]))
+            process.series.append(Series(f"{label}: peak {quantity}", peaks, dashed=True, beside=label,
+                                         model=str(rows[0]["model"]), variant=k[label]))
+        limits.append((label, f"limit of {quantity} ({capped[0]['limited_how']})",
+                       [(r["batch_size"], r["limited_cap_gb"]) for r in capped]))
         for failed in process.failures:
             if failed.label == label:
                 failed.at = max(r["limited_cap_gb"] for r in capped)
-    if process.series:
-        process.why_empty = None
+    process.limits = merge_limits(limits)
+    empty_if(process, [r for rows in groups.values() for r in rows], "proc_peak_gb")
     system = panel(groups, "RAM in use on the board (every process)", "memory (GiB)", lambda r: r.get("mem_peak_gb"),
                    "mem_peak_gb")
     gpu = gpu_memory_panel(groups)
@@ -262,9 +332,8 @@ def gpu_memory_panel(groups: dict[str, list[Row]]) -> Panel:
     out = panel(groups, "GPU memory: allocator peak", "GPU memory (GiB)", lambda r: r.get("gpu_mem_peak_gb"),
                 "gpu_mem_peak_gb")
     device = panel(groups, out.title, "GPU memory (GiB)", lambda r: r.get("gpu_device_mem_peak_gb")).series
-    out.series += [Series(f"{s.label}: GPU device memory in use (NVML)", s.points, dashed=True, beside=s.label)
-                   for s in device]
+    out.series += [Series(f"{s.label}: GPU device memory in use (NVML)", s.points, dashed=True, beside=s.label,
+                          model=s.model, variant=s.variant) for s in device]
     if device:
         out.title += " (solid: allocator peak; dashed: device memory in use, NVML)"
-        out.why_empty = None
-    return out
+    return empty_if(out, [r for rows in groups.values() for r in rows], "gpu_mem_peak_gb")

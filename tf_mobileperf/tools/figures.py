@@ -2,11 +2,15 @@
 
 It exists apart from the specs so that the look of every figure is decided in
 one place: batch size on a log2 axis labelled 1, 2, 4, ... (never 2^k), a
-title and units on each panel, an empty panel's reason written inside it,
-a line drawn beside another (active energy beside total) dashed in its colour,
-limit lines dashed red, out-of-memory configurations as red crosses on their
-line's limit (the top of the axis where no limit is known), other failures
-as grey triangles.
+title and units on each panel, each model in its own colour (``colours``:
+the dashboard's too; lines of one model that differ in a setting or a board
+in shades of it, with their own marker), a line drawn beside another (active
+energy beside total, a peak of the limited quantity beside the RSS) dashed
+in its colour, the legend below the axes (never over a line), each distinct
+limit line once, dash-dotted in the limit colour (no model's), failed
+configurations as crosses (out of memory) or triangles (another failure) in
+their line's colour on its limit (the top of the axis where no limit is
+known), and an empty panel's one-clause reason inside it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from pathlib import Path
 
 import matplotlib
 
-from tf_mobileperf.tools.figure_specs import FigureSpec, Panel
+from tf_mobileperf.tools.colours import limit_colour, model_colour, shade
+from tf_mobileperf.tools.figure_specs import Failures, FigureSpec, Panel, Series
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -25,6 +30,10 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator  # noqa: 
 
 PANEL_SIZE = (5.5, 4.0)
 MAX_COLUMNS = 3
+#: Height of a legend row below a panel, in inches; legend text wraps at this many characters.
+LEGEND_ROW_IN, LEGEND_WRAP = 0.2, 60
+#: Markers of the lines of one model, in order (a second configuration or board of it gets the second).
+MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
 def batch_ticks(sizes: list[int]) -> list[int]:
@@ -43,45 +52,79 @@ def _batch_axis(ax, sizes: list[int]) -> None:
     ax.set_xlabel("batch size")
 
 
+def line_style(series: Series | Failures) -> tuple[str, str]:
+    """(colour, marker) of a line: its model's colour (its label's, where it names no model), in the shade and
+    with the marker of its variant (the model's k-th line: another setting or board)."""
+    colour = model_colour(series.model or series.label)
+    return shade(colour, series.variant), MARKERS[series.variant % len(MARKERS)]
+
+
 def _failures(ax, panel: Panel) -> None:
-    """Failed batch sizes on their line's limit, else at the top of the axis."""
+    """Failed batch sizes on their line's limit, else at the top of the axis, in their line's colour."""
     top = ax.get_ylim()[1]
     for failed in panel.failures:
         y = top if failed.at is None else failed.at
+        colour = line_style(failed)[0]
         if failed.oom:
-            ax.scatter(failed.oom, [y] * len(failed.oom), marker="x", s=80, color="red", zorder=5,
-                       label=f"{failed.label}: out of memory")
+            ax.scatter(failed.oom, [y] * len(failed.oom), marker="x", s=90, linewidths=2.5, color=colour, zorder=5,
+                       label=f"{failed.label}: out of memory", clip_on=False)
         if failed.other:
-            ax.scatter(failed.other, [y] * len(failed.other), marker="v", s=60, color="gray", zorder=5,
-                       label=f"{failed.label}: failed, not out of memory")
+            ax.scatter(failed.other, [y] * len(failed.other), marker="v", s=60, color=colour, zorder=5,
+                       edgecolors="black", label=f"{failed.label}: failed, not out of memory", clip_on=False)
+
+
+def same_as(series: Series, drawn: list[Series]) -> Series | None:
+    """The first of ``drawn`` with the same points as ``series`` (the same batch sizes, values within 1e-9)."""
+    for other in drawn:
+        if [b for b, _ in other.points] == [b for b, _ in series.points] and all(
+                math.isclose(y, z, rel_tol=1e-9, abs_tol=1e-12) for (_, y), (_, z) in zip(other.points, series.points)):
+            return other
+    return None
+
+
+def legend_entries(panel: Panel) -> int:
+    """How many entries the panel's legend has (its lines, limits and kinds of failure marks)."""
+    marks = sum(bool(f.oom) + bool(f.other) for f in panel.failures)
+    return len(panel.series) + len(panel.limits) + marks
+
+
+def _wrap(label: str) -> str:
+    return "\n".join(textwrap.wrap(label, LEGEND_WRAP, subsequent_indent="  "))
 
 
 def draw_panel(ax, panel: Panel, sizes: list[int]) -> None:
-    """One panel: its lines, limits and failure marks, or its reason for being empty."""
-    colours = {}
+    """One panel: its lines, limits and failure marks with their legend below the axes, or its reason for
+    being empty."""
+    drawn: list[Series] = []
     for series in panel.series:
-        (line,) = ax.plot(*zip(*series.points), marker="o", linestyle="--" if series.dashed else "-",
-                          label=series.label, color=colours.get(series.beside))
-        colours[series.label] = line.get_color()
+        colour, marker = line_style(series)
+        same = same_as(series, drawn)
+        # A line equal to one drawn before it is drawn thinner on top of it, and says so: both stay visible.
+        ax.plot(*zip(*series.points), marker=marker, linestyle="--" if series.dashed else "-",
+                label=_wrap(series.label + (f" (same values as {same.label})" if same else "")), color=colour,
+                markerfacecolor="white" if series.dashed else colour,
+                markersize=3.5 if same else 6, linewidth=1.0 if same else 1.5)
+        drawn.append(series)
     for limit in panel.limits:
-        ax.plot(*zip(*limit.points), color="red", linestyle=":", marker="_", markersize=14, label=limit.label)
-    if panel.series:
-        # From 0 (or below, where a value is: active energy under the idle baseline), room for the legend above.
-        low = min([0.0] + [y for series in panel.series for _, y in series.points if math.isfinite(y)])
-        ax.set_ylim(low * 1.1, ax.get_ylim()[1] * 1.25)
+        ax.plot(*zip(*limit.points), color=limit_colour(), linestyle="-.", linewidth=1.2, label=_wrap(limit.label))
+    values = [y for series in panel.series + panel.limits for _, y in series.points if math.isfinite(y)]
+    if values:
+        # From 0 (or below, where a value is: active energy under the idle baseline) to a little above the top.
+        low, high = min([0.0] + values), max(values)
+        # (A rail at 0 W everywhere sits a little above the bottom edge, not on it.)
+        ax.set_ylim(low * 1.1 if low < 0 else (0.0 if high > 0 else -0.05), high * 1.08 if high > 0 else 1.0)
     _failures(ax, panel)
     _batch_axis(ax, sizes)
     ax.set_title("\n".join(textwrap.wrap(panel.title, 48)), fontsize=10)
     ax.set_ylabel(panel.ylabel)
     ax.grid(True, alpha=0.3)
-    if panel.series or panel.limits or panel.failures:
-        ax.legend(fontsize=7)
+    if legend_entries(panel):
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), frameon=False,
+                  ncol=1, borderaxespad=0.0)
     if panel.why_empty:
         ax.set_yticks([])
-        why = textwrap.wrap(panel.why_empty, 60)
-        text = "\n".join(why[:12]) + (" ..." if len(why) > 12 else "")
-        ax.text(0.5, 0.5, "not measured:\n" + text, ha="center", va="center", transform=ax.transAxes,
-                color="dimgray", fontsize=7)
+        ax.text(0.5, 0.5, "not measured:\n" + "\n".join(textwrap.wrap(panel.why_empty, 40)), ha="center",
+                va="center", transform=ax.transAxes, color="dimgray", fontsize=9)
 
 
 def draw(spec: FigureSpec, path: Path) -> Path:
@@ -89,13 +132,14 @@ def draw(spec: FigureSpec, path: Path) -> Path:
     n = len(spec.panels)
     cols = min(n, MAX_COLUMNS)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(PANEL_SIZE[0] * cols, PANEL_SIZE[1] * rows + 0.4), squeeze=False)
+    legend = [max((legend_entries(p) for p in spec.panels[r * cols:(r + 1) * cols]), default=0) for r in range(rows)]
+    height = PANEL_SIZE[1] * rows + LEGEND_ROW_IN * sum(legend) + 0.4
+    fig, axes = plt.subplots(rows, cols, figsize=(PANEL_SIZE[0] * cols, height), squeeze=False, layout="constrained")
     for ax, panel in zip(axes.flat, spec.panels):
         draw_panel(ax, panel, spec.batch_sizes)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     fig.suptitle(spec.title, fontsize=12, fontweight="bold")
-    fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

@@ -114,6 +114,19 @@ def _setup(rows: list[Row]) -> str:
     return "<ul id=setup>" + "".join(f"<li>{html.escape(item)}</li>" for item in items) + "</ul>"
 
 
+def _not_measured(rows: list[Row]) -> str:
+    """Each quantity the rows have no value for, with the whole reason (the sensors tried and why each is
+    absent): a figure's empty panel says only its first clause."""
+    reasons: dict[str, str] = {}
+    for row in rows:
+        for key, reason in (row.get("unavailable") or {}).items():
+            reasons.setdefault(key, str(reason))
+    if not reasons:
+        return ""
+    items = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in sorted(reasons.items()))
+    return f"<h2>Not measured</h2><ul id=not-measured>{items}</ul>"
+
+
 def _figure(path: Path, title: str) -> str:
     data = base64.b64encode(path.read_bytes()).decode()
     return (f"<h2>{html.escape(title)}</h2><img alt=\"{html.escape(title)}\" "
@@ -128,8 +141,9 @@ def write_report(directory: Path, rows: list[Row], figures: list[tuple[Path, str
     page = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Sweep {html.escape(directory.name)}"
             f"</title><style>{STYLE}</style></head><body><h1>Sweep {html.escape(str(directory))}</h1>"
             f"<p>{len(rows)} configurations of {html.escape(models)}{on}. Averages cover the measured steps "
-            "(warm-up excluded); n/a: not measured on this device (the figures say why).</p>"
-            + _setup(rows) + _table(rows) + _best_table(rows) + "".join(_figure(path, title) for path, title in figures)
+            "(warm-up excluded); n/a: not measured on this device (\"Not measured\" below says why).</p>"
+            + _setup(rows) + _table(rows) + _best_table(rows) + _not_measured(rows)
+            + "".join(_figure(path, title) for path, title in figures)
             + "</body></html>")
     out = directory / "report.html"
     out.write_text(page, encoding="utf-8")

@@ -46,18 +46,35 @@ function newSpec(key, c) {
   const kind = KINDS[c.kind] || { title: c.kind, split: () => "" };
   const part = key.split("/")[1];
   const [unit, scale] = SHOWN[c.unit] || [c.unit || "", 1];
-  return { key, kind: c.kind, title: part ? `${kind.title}, ${part}` : kind.title, unit, scale, lines: [], limit: null };
+  return { key, kind: c.kind, title: part ? `${kind.title}, ${part}` : kind.title, unit, scale, lines: [], limits: [] };
 }
 
-// The device's RAM, offered (hidden until asked for) only on a chart of
-// system RAM: the same quantity as the line it is compared with.
-function ramLimit(spec, runs) {
-  if (spec.kind !== "memory" || !spec.lines.some((l) => l.channel.device === "board")) return null;
-  const totals = runs.map((r) => ((r.summary || {}).device || {}).ram_total_bytes).filter((v) => v > 0);
-  return totals.length ? Math.max(...totals) / GIB : null;
+// The device a run ran on, in words: its board, else the log it replays, else its host.
+export function deviceName(summary) {
+  const d = (summary || {}).device || {};
+  if (d.board) return d.board;
+  if (d.replay_of) return `replay of ${String(d.replay_of).split("/").pop()}`;
+  return d.hostname || "device";
 }
 
-// runs: [{run, header, summary}] -> [{key, title, unit, scale, lines: [{run, channel}], limit}
+// The RAM of each device whose runs have a system RAM line on the chart, offered (hidden until asked for)
+// only on a chart of system RAM: the same quantity as the line it is compared with. One device: "device RAM";
+// several: a line per device, named with it ("device RAM: replay of tx2.log").
+function ramLimits(spec, runs) {
+  if (spec.kind !== "memory") return [];
+  const boardRuns = new Set(spec.lines.filter((l) => l.channel.device === "board").map((l) => l.run));
+  const devices = new Map();
+  for (const r of runs) {
+    const total = (((r.summary || {}).device || {}).ram_total_bytes);
+    if (!boardRuns.has(r.run) || !(total > 0)) continue;
+    const name = deviceName(r.summary);
+    devices.set(`${name}\u0000${total}`, { device: name, value: total / GIB });
+  }
+  const several = devices.size > 1;
+  return [...devices.values()].map((d) => ({ ...d, label: several ? `device RAM: ${d.device}` : "device RAM" }));
+}
+
+// runs: [{run, header, summary}] -> [{key, title, unit, scale, lines: [{run, channel}], limits: [{device, value, label}]}
 // or {key, title, empty: reason}], in the order of KINDS, then any other kind.
 export function chartSpecs(runs) {
   const specs = new Map();
@@ -68,7 +85,7 @@ export function chartSpecs(runs) {
       specs.get(key).lines.push({ run: r.run, channel: c });
     }
   }
-  for (const spec of specs.values()) spec.limit = ramLimit(spec, runs);
+  for (const spec of specs.values()) spec.limits = ramLimits(spec, runs);
   const unavailable = Object.assign({}, ...runs.map((r) => (r.summary || {}).unavailable || {}));
   const keys = [...specs.keys()];
   for (const e of EXPECTED) {

@@ -8,11 +8,16 @@
 // exactly at the route's gap markers: where the sensor really had no reading.
 import uPlot from "uplot";
 import { lineLabel } from "./chartlist.js";
-import { el, NOT_MEASURED } from "./format.js";
+import { el, NOT_MEASURED, shortReason } from "./format.js";
 import { getSeries } from "./api.js";
+import { LIMIT_COLOUR, modelColour, shade } from "./colours.js";
 
-const COLORS = ["#1976d2", "#e65100", "#2e7d32", "#6a1b9a", "#c62828", "#00838f", "#f9a825", "#4e342e"];
+// One run's channels, one colour each (colour-blind-safe, no red: red marks failed steps).
+const CHANNEL_COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#332288", "#999933", "#AA4499"];
 const DASHES = [[], [8, 4], [2, 3], [12, 3, 2, 3]];
+// A peak channel (VmHWM beside VmRSS) is drawn as a wide pale band under its value: where the two are
+// equal (a process that only grew) both stay visible.
+const isPeak = (c) => /(^|_)peak$/.test(c.name) || /HWM/.test(c.source || "");
 const MAX_POINTS = 2000;
 
 // Draws the steps behind a time chart, of every run at its own offset: warm-up
@@ -57,8 +62,10 @@ export function zoomGroup() {
   };
 }
 
+// An empty chart: its title and the first clause of why (the whole reason on hover).
 export function notMeasured(title, why) {
-  return el("div", { class: "chart empty" }, el("h4", { text: title }), el("p", { text: `${NOT_MEASURED}${why ? ": " + why : ""}` }));
+  return el("div", { class: "chart empty" }, el("h4", { text: title }),
+    el("p", { text: `not measured: ${why ? shortReason(why) : NOT_MEASURED}`, title: why || NOT_MEASURED }));
 }
 
 function rateText(hz) {
@@ -74,12 +81,26 @@ async function lineTable(view, spec, line) {
   return {
     table: [s.t.map((t) => t - r.t0), s.max.map((v) => (v === null ? null : v / spec.scale))],
     label: `${prefix}${lineLabel(line.channel)} (${[spec.unit, rateText(s.rate_hz)].filter(Boolean).join(", ")})`,
-    dash: DASHES[r.index % DASHES.length],
+    run: r, peak: isPeak(line.channel),
   };
 }
 
-function lineSeries(lines) {
-  return lines.map((l, i) => ({ label: l.label, stroke: COLORS[i % COLORS.length], dash: l.dash, width: 1.5, spanGaps: false }));
+// Each line's colour and dash. One run: a colour per channel. Overlaid runs: the run's model's colour (a
+// shade of it for a second run of that model), a dash per channel of the run in this chart.
+export function lineStyles(lines, multi) {
+  const nth = new Map();
+  return lines.map((l, i) => {
+    const k = nth.get(l.run) || 0;
+    nth.set(l.run, k + 1);
+    const colour = multi ? shade(modelColour(l.run.model), l.run.variant) : CHANNEL_COLOURS[i % CHANNEL_COLOURS.length];
+    return { colour, dash: multi ? DASHES[k % DASHES.length] : [] };
+  });
+}
+
+function lineSeries(lines, multi) {
+  return lineStyles(lines, multi).map(({ colour, dash }, i) => (lines[i].peak
+    ? { label: `${lines[i].label}, pale band`, stroke: `${colour}66`, dash: [], width: 6, spanGaps: false }
+    : { label: lines[i].label, stroke: colour, dash, width: 1.5, spanGaps: false }));
 }
 
 // Every run's first and last row, as a table of x values only: all charts
@@ -90,21 +111,24 @@ function extentTable(view) {
 }
 
 function limitNote(spec) {
-  return el("p", { class: "note", text: `device RAM: ${spec.limit.toPrecision(3)} GiB, the limit of the system RAM line `
-    + "(click \"device RAM\" in the legend to draw it)" });
+  const one = spec.limits.length === 1;
+  const values = spec.limits.map((l) => `${one ? "" : l.device + " "}${l.value.toPrecision(3)} GiB`).join(", ");
+  return el("p", { class: "note", text: `device RAM: ${values}, the limit of the system RAM line${one ? "" : " of each device's runs"} `
+    + `(click "${one ? spec.limits[0].label : "device RAM: …"}" in the legend to draw it)` });
 }
 
 export async function timeChart(view, spec) {
   if (spec.empty !== undefined) return notMeasured(spec.title, spec.empty);
   const lines = await Promise.all(spec.lines.map((line) => lineTable(view, spec, line)));
   const data = uPlot.join([extentTable(view), ...lines.map((l) => l.table)]);
-  const series = [{ label: "time (s)" }, ...lineSeries(lines)];
+  const series = [{ label: "time (s)" }, ...lineSeries(lines, view.multi)];
   const box = el("div", { class: "chart time-chart", "data-chart": spec.key }, el("h4", { text: spec.unit ? `${spec.title} (${spec.unit})` : spec.title }));
-  if (spec.limit !== null) {
-    data.push(data[0].map(() => spec.limit));
-    series.push({ label: "device RAM", stroke: "#c62828", dash: [6, 4], width: 1, show: false });
-    box.append(limitNote(spec));
-  }
+  // A device's RAM, one line per device of the runs (hidden until asked for), in the limit colour.
+  spec.limits.forEach((limit, i) => {
+    data.push(data[0].map(() => limit.value));
+    series.push({ label: limit.label, stroke: LIMIT_COLOUR, dash: DASHES[(i + 1) % DASHES.length], width: 1.2, show: false });
+  });
+  if (spec.limits.length) box.append(limitNote(spec));
   const chart = new uPlot({
     width: view.width, height: 220, series,
     scales: { x: { time: false } },

@@ -11,10 +11,10 @@
 import uPlot from "uplot";
 import { el, fmt } from "./format.js";
 import { bestBatchTable, boardAndModel, boardsOf, successStats } from "./boards.js";
+import { modelColour, shade } from "./colours.js";
 import { channelsOf, processPeak } from "./header.js";
 import { energyPerStep, naturalCompare } from "./runs.js";
 
-const PALETTE = ["#1976d2", "#e65100", "#2e7d32", "#6a1b9a", "#00838f", "#ad1457", "#5d4037", "#455a64"];
 const finite = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
 
 // The run's folder, without the train (or validation) folder the callback writes:
@@ -70,13 +70,27 @@ function chartData(points, groupKey, get) {
   const stats = groups.map((g) => sizes.map((bs) =>
     successStats(points.filter((r) => groupKey(r) === g && r.summary.batch_size === bs), get)));
   const series = stats.map((row) => row.map((s) => s?.mean ?? null));
+  const colours = groupColours(points, groupKey, groups);
   const shared = stats.flatMap((row, i) => row.flatMap((s, j) => (s && s.n > 1
-    ? [{ ...s, series: i, group: groups[i], size: sizes[j], x: Math.log2(sizes[j]) }] : [])));
+    ? [{ ...s, colour: colours[i], group: groups[i], size: sizes[j], x: Math.log2(sizes[j]) }] : [])));
   const failed = points.filter((r) => r.summary.success === false).map((r) => ({
     x: Math.log2(r.summary.batch_size), y: finite(get(r.summary)), group: groupKey(r),
     text: `${r.run}: batch size ${r.summary.batch_size} failed at step ${r.summary.failed_step ?? "?"}: ${(r.summary.error || "no error recorded").split("\n")[0]}`,
   }));
-  return { x: sizes.map(Math.log2), groups, series, stats, shared, failed };
+  return { x: sizes.map(Math.log2), groups, series, stats, shared, failed, colours };
+}
+
+// Each line's colour: its model's (plot and dashboard alike), a shade of it for
+// the model's further lines (another device); a line of several models (a run
+// folder) takes the colour its name picks.
+function groupColours(points, groupKey, groups) {
+  const used = {};
+  return groups.map((g) => {
+    const models = new Set(points.filter((r) => groupKey(r) === g).map((r) => r.summary.model ?? "(no model)"));
+    const base = modelColour(models.size === 1 ? [...models][0] : g);
+    used[base] = (used[base] ?? -1) + 1;
+    return shade(base, used[base]);
+  });
 }
 
 // A value with, where several runs make it, their count and range: "0.128 J (n=2, 0.0740–0.182)".
@@ -91,7 +105,7 @@ function drawSpreads(shared, unit) {
   return (u) => {
     for (const old of u.over.querySelectorAll(".spread")) old.remove();
     for (const s of shared) {
-      const [top, bottom, colour] = [u.valToPos(s.max, "y"), u.valToPos(s.min, "y"), PALETTE[s.series % PALETTE.length]];
+      const [top, bottom, colour] = [u.valToPos(s.max, "y"), u.valToPos(s.min, "y"), s.colour];
       u.over.append(el("span", { class: "spread", "data-group": s.group, "data-batch-size": String(s.size),
         "data-n": String(s.n), "data-min": String(s.min), "data-max": String(s.max),
         title: `${s.group}, batch size ${s.size}: mean of ${s.n} runs, ${valueText(s.mean, s, unit)}: ${s.runs.map((r) => r.run).join(", ")}`,
@@ -127,7 +141,7 @@ function drawChart(box, data, q, width) {
   new uPlot({
     width, height: 260,
     series: [{ label: "batch size", value: (u, v) => (v == null ? "–" : String(Math.round(2 ** v))) },
-      ...data.groups.map((g, i) => ({ label: g, stroke: PALETTE[i % PALETTE.length], width: 2, spanGaps: true,
+      ...data.groups.map((g, i) => ({ label: g, stroke: data.colours[i], width: 2, spanGaps: true,
         points: { show: true, size: 8 }, value: (u, v, si, idx) => valueText(v, data.stats[si - 1][idx], q.unit) }))],
     scales: { x: { time: false, range: () => [lo - 0.5, hi + 0.5] },
       y: { range: () => uPlot.rangeNum(Math.min(0, ...values), Math.max(...values), 0.1, true) } },

@@ -18,3 +18,13 @@ export function el(tag, attrs = {}, ...children) {
   for (const child of children) node.append(child);
   return node;
 }
+
+// A reason a quantity was not measured, cut to its first clause for an empty chart ("no power sensor on this
+// device"); the whole reason (the sensors tried and why each is absent) goes on hover. As tf_mobileperf's
+// colours.short_reason.
+export function shortReason(reason, limit = 60) {
+  let text = String(reason || NOT_MEASURED).trim().split(": ")[0].split(" (")[0].trim().replace(/[.;,]+$/, "");
+  if (text.startsWith("no ") && text.endsWith("sensor")) text += " on this device";
+  if (text.length > limit) text = `${text.slice(0, limit - 1).replace(/ [^ ]*$/, "")}…`;
+  return text;
+}

@@ -1,6 +1,7 @@
 // A run's header (the seed's numbers and the sampling quality), and a multi-worker
 // run's combined view. Every number says on hover (its title) what it is, over
 // which steps, and from which sensor channel, or why it was not measured.
+import { modelColour } from "./colours.js";
 import { el, fmt, NOT_MEASURED } from "./format.js";
 
 const GIB = 2 ** 30;
@@ -113,7 +114,9 @@ function headerLine(items) {
 }
 
 export function runHeader(run, s, profile) {
-  const box = el("div", {}, el("h3", { text: `${run}${s.model ? " — " + s.model : ""}${s.batch_size ? ", batch " + s.batch_size : ""}` }));
+  // The model's colour (its lines' when runs are overlaid, as in `mobileperf plot`) beside its name.
+  const swatch = s.model ? [el("span", { class: "swatch", title: `${s.model}'s colour`, style: `background:${modelColour(s.model)}` })] : [];
+  const box = el("div", {}, el("h3", {}, ...swatch, `${run}${s.model ? " — " + s.model : ""}${s.batch_size ? ", batch " + s.batch_size : ""}`));
   box.append(headerLine([...explained(s), ...boardItems(s)]));
   if (s.error) box.append(el("div", { class: "failed", text: s.error.split("\n")[0] }));
   for (const p of profile || []) {

@@ -10,5 +10,6 @@ export const STYLE = [
   ".chart { margin: 8px 0 16px; } .empty p { color: #757575; font-style: italic; } .note { color: #757575; }",
   ".error { color: #c62828; } .scroll { overflow-x: auto; max-height: 420px; } .step-table td, .step-table th { white-space: nowrap; }",
   ".step-table tr.failed td { color: #c62828; } .step-table tr.warm-up td { color: #757575; }",
+  ".swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; vertical-align: baseline; }",
   ".header span[title] b { text-decoration: underline dotted; cursor: help; } a.csv { display: inline-block; margin: 4px 0; } .crossrun select { margin: 0 4px; }",
 ].join("\n");

@@ -1,7 +1,10 @@
 // The time view of the selected runs: every chart of chartlist, the runs
 // overlaid on one x axis aligned at their first measured step (t = 0 at the
 // start of the first step after warm-up), or stacked one run under another
-// (a toggle). Either way every chart shares one zoom and one cursor.
+// (a toggle). Either way every chart shares one zoom and one cursor. Overlaid,
+// each run's lines are in its model's colour (colours.js, as in `mobileperf
+// plot`), a second run of one model in a shade of it, and its channels told
+// apart by their dash.
 import { chartSpecs } from "./chartlist.js";
 import { timeChart, zoomGroup } from "./charts.js";
 import { el } from "./format.js";
@@ -12,9 +15,22 @@ function origin(steps, header) {
   return measured ? measured.start_s : header.t0 ?? 0;
 }
 
+// Which run of its model each run is (0 the first): overlaid runs of one model get shades of its colour.
+function variants(group) {
+  const seen = new Map();
+  return group.map((r) => {
+    const model = (r.summary || {}).model ?? "";
+    const k = seen.get(model) || 0;
+    seen.set(model, k + 1);
+    return k;
+  });
+}
+
 async function charts(group, width, zoom) {
+  const k = variants(group);
   const runs = new Map(group.map((r, index) => [r.run, {
     index, steps: r.steps, t0: origin(r.steps, r.header), first: r.header.t0, last: r.header.t1,
+    model: (r.summary || {}).model ?? "", variant: k[index],
   }]));
   const view = { runs, width, zoom, syncKey: "mobileperf-time", multi: group.length > 1 };
   return Promise.all(chartSpecs(group).map((spec) => timeChart(view, spec).catch((err) =>

@@ -1,5 +1,9 @@
 """Sequence models: the char-LSTM (Shakespeare), a small BERT-style masked LM,
-and an encoder-decoder LSTM for translation (the seed's IWSLT15 NMT)."""
+and an encoder-decoder LSTM for translation (the seed's IWSLT15 NMT).
+
+Each Keras model is named as its zoo entry ("lstm", "bert", "bert-base",
+"nmt"): a run's report names the model by its Keras name, a sweep's rows by
+the entry's, and the figures and the dashboard show one name for both."""
 
 from __future__ import annotations
 
@@ -12,10 +16,11 @@ CHAR_VOCAB = 65  # distinct characters of tinyshakespeare
 
 
 def build_char_lstm(seq_len: int, vocab: int = CHAR_VOCAB, units: int = 256) -> keras.Model:
+    """The char-LSTM, named "lstm" as the zoo and the sweep's rows call it (its report carries that name)."""
     model = keras.Sequential([
         keras.Input((seq_len,), dtype="int32"), keras.layers.Embedding(vocab, 64),
         keras.layers.LSTM(units, return_sequences=True), keras.layers.Dense(vocab),
-    ], name="char_lstm")
+    ], name="lstm")
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 
@@ -25,7 +30,8 @@ def _chars(rng, n, seq_len):
     return text[:, :-1], text[:, 1:]
 
 
-def build_bert(seq_len: int, vocab: int = 8000, dim: int = 128, layers: int = 2, heads: int = 4) -> keras.Model:
+def build_bert(seq_len: int, vocab: int = 8000, dim: int = 128, layers: int = 2, heads: int = 4,
+               name: str = "bert") -> keras.Model:
     """A BERT-style encoder trained as a masked language model (every position predicted)."""
     tokens = keras.Input((seq_len,), dtype="int32")
     x = keras.layers.Embedding(vocab, dim)(tokens)
@@ -36,14 +42,14 @@ def build_bert(seq_len: int, vocab: int = 8000, dim: int = 128, layers: int = 2,
         x = keras.layers.LayerNormalization()(x + attention)
         ffn = keras.layers.Dense(dim, activation="gelu")(keras.layers.Dense(4 * dim, activation="gelu")(x))
         x = keras.layers.LayerNormalization()(x + ffn)
-    model = keras.Model(tokens, keras.layers.Dense(vocab)(x), name="bert_mlm")
+    model = keras.Model(tokens, keras.layers.Dense(vocab)(x), name=name)
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 
 
 def build_bert_base(seq_len: int) -> keras.Model:
     """BERT-base's shape (12 layers, 768 wide, 12 heads, 30522 tokens): the seed's SQuAD case."""
-    return build_bert(seq_len, vocab=30522, dim=768, layers=12, heads=12)
+    return build_bert(seq_len, vocab=30522, dim=768, layers=12, heads=12, name="bert-base")
 
 
 def _masked_tokens(rng, n, seq_len, vocab=8000, mask_id=1):
@@ -57,7 +63,7 @@ def build_nmt(seq_len: int, vocab: int = 8000, units: int = 256) -> keras.Model:
     target_in = keras.Input((seq_len,), dtype="int32", name="target_in")
     _, h, c = keras.layers.LSTM(units, return_state=True)(keras.layers.Embedding(vocab, 128)(source))
     decoded = keras.layers.LSTM(units, return_sequences=True)(keras.layers.Embedding(vocab, 128)(target_in), initial_state=[h, c])
-    model = keras.Model([source, target_in], keras.layers.Dense(vocab)(decoded), name="nmt_seq2seq")
+    model = keras.Model([source, target_in], keras.layers.Dense(vocab)(decoded), name="nmt")
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 

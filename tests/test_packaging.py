@@ -175,7 +175,7 @@ def test_wheel_built_without_a_c_compiler_installs_and_runs_the_python_loop(clon
     python = install(wheel, tmp_path / "venv")
     said = run(python, "-c", "from tf_mobileperf.sampling.sampler import Sampler\n"
                "from tf_mobileperf.sensors.procfs import MemorySensor\n"
-               "sampler = Sampler([MemorySensor()], 5.0, mode='process')\n"
+               "sampler = Sampler([MemorySensor()], 0.005, mode='process')\n"
                "print(sampler.tick_loop)\n"
                "import time; sampler.start(); rows, deadline = 0, time.monotonic() + 30\n"
                "while rows < 10 and time.monotonic() < deadline: time.sleep(0.05); rows += len(sampler.drain())\n"

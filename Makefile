@@ -18,7 +18,7 @@ $(BIN)/python:
 
 # The sampler's C tick loop is built by pip with the system C compiler (gcc is on every JetPack image);
 # without one the install still works and the sampler runs its Python loop.
-$(STAMP): $(BIN)/python setup.py setup.cfg pyproject.toml tf_mobileperf/sampling/_tick.c
+$(STAMP): $(BIN)/python setup.py setup.cfg pyproject.toml tf_mobileperf/sampling/_tick.c tf_mobileperf/sampling/_tick_abi.h
 	@command -v cc >/dev/null || ($(APT) update -q && $(APT) install -y -q gcc libc6-dev)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[all]"

@@ -10,9 +10,12 @@ Python loop."""
 from setuptools import Extension, find_packages, setup
 
 # -ffp-contract=off: no fused multiply-adds, so that C rounds each operation as Python does (the C loop's
-# readings equal the Python loop's to the bit: tests/test_tick_parity.py).
+# readings equal the Python loop's to the bit: tests/test_tick_parity.py). -Werror: a warning fails the build
+# (optional=True: the install then goes on without the C loop, and says so). _tick_abi.h: the structures and
+# constants Python shares, which sampling/abi.py reads at import (package data in setup.cfg).
 TICK = Extension("tf_mobileperf.sampling._tick", ["tf_mobileperf/sampling/_tick.c"], optional=True,
-                 extra_compile_args=["-O2", "-std=gnu99", "-Wall", "-Wextra", "-ffp-contract=off"])
+                 depends=["tf_mobileperf/sampling/_tick_abi.h"],
+                 extra_compile_args=["-O2", "-std=gnu99", "-Wall", "-Wextra", "-Wmissing-prototypes", "-Werror", "-ffp-contract=off"])
 
 setup(packages=find_packages(include=["tf_mobileperf", "tf_mobileperf.*"]) + find_packages("tensorboard_plugin"),
       ext_modules=[TICK])

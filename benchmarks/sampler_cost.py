@@ -138,7 +138,7 @@ def run_floor(binary: Path, specs: list[str], period_s: float, warmup_s: float, 
 
 def run_sampler(sensors: list[Sensor], period_s: float, warmup_s: float, seconds: float, fifo: bool,
                 python: bool = False) -> dict:
-    sampler = Sampler(sensors, period_s * 1e3, mode="process", realtime=fifo)
+    sampler = Sampler(sensors, period_s, mode="process", realtime=fifo)
     if python:
         os.environ["MOBILEPERF_NATIVE"] = "0"  # read by the child when it starts
     sampler.start()

@@ -52,7 +52,7 @@ def train_for(seconds: float) -> None:
 def run(design: str, period_ms: float, seconds: float, rails: Path) -> dict:
     sensors = [Ina3221HwmonSensor(rails), CpuSensor(), MemorySensor()]
     mode = "thread" if design == "thread" else "process"
-    sampler = Sampler(sensors, period_ms, mode=mode, realtime="fifo" in design)
+    sampler = Sampler(sensors, period_ms / 1e3, mode=mode, realtime="fifo" in design)
     wall0 = time.monotonic()
     with environment(MOBILEPERF_NATIVE="0" if design.endswith("python") else "1"):
         sampler.start()

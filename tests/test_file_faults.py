@@ -36,7 +36,7 @@ TX2_RAIL = "sys/bus/i2c/drivers/ina3221x/0-0041/iio:device1/in_power1_input"  # 
 
 
 def sample(sensors: list, seconds: float = 0.3):
-    sampler = Sampler(sensors, 5.0, mode="process")
+    sampler = Sampler(sensors, 0.005, mode="process")
     with sampler:
         assert sampler.wait_for_first_row(10.0)
         time.sleep(seconds)

@@ -214,7 +214,7 @@ def test_a_failed_call_is_a_failed_read_in_nvmls_words(sensors, monkeypatch):
     counters = sensors[1].read()
     assert all(isinstance(v, SensorReadError) and "NVML" in str(v) and "GPU is lost" in str(v)
                for v in counters.values())
-    with Sampler(sensors, period_ms=5.0, mode="thread") as sampler:  # the sampler counts them
+    with Sampler(sensors, period_s=0.005, mode="thread") as sampler:  # the sampler counts them
         sampler.wait_for_first_row()
         time.sleep(0.2)
     errors = sampler.errors()
@@ -271,7 +271,7 @@ def test_forked_sampler_reads_the_counter_as_the_exact_integral_of_power_with_no
     """Today's sampler forks its child after the probe opened NVML here: the child reopens it and every
     counter value it stores is the exact integral of the fake's power up to one of its 100 ms update instants."""
     sensors[0].read()  # NVML open in this process, as a monitor that listed its sensors leaves it
-    with Sampler(sensors, period_ms=5.0, mode="process") as sampler:
+    with Sampler(sensors, period_s=0.005, mode="process") as sampler:
         assert sampler.wait_for_first_row(5.0)
         time.sleep(0.6)
     rows = sampler.drain()

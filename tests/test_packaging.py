@@ -35,6 +35,7 @@ FRONTEND = ROOT / "tensorboard_plugin" / "frontend"
 IN_TREE = "tensorboard_plugin/tf_mobileperf_tensorboard/static/index.js"
 BUNDLE = ROOT / IN_TREE
 IN_WHEEL = "tf_mobileperf_tensorboard/static/index.js"
+TICK_ABI = "tf_mobileperf/sampling/_tick_abi.h"  # the C loop's contract: in the wheel whether the loop was built or not
 OUTSIDE = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # subprocesses see no source tree
 needs_git = pytest.mark.skipif(not ((ROOT / ".git").exists() and shutil.which("git")), reason="not a git checkout")
 needs_browser = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
@@ -155,6 +156,33 @@ def test_wheel_from_a_clean_clone_carries_every_module_and_the_bundle(clone, whe
     with zipfile.ZipFile(wheel) as archive:
         assert modules - set(archive.namelist()) == set()
         assert archive.read(IN_WHEEL) == (clone / IN_TREE).read_bytes()
+        assert archive.read(TICK_ABI) == (clone / TICK_ABI).read_bytes()  # sampling/abi.py reads it at import
+        if shutil.which("cc"):
+            assert any(n.startswith("tf_mobileperf/sampling/_tick") and n.endswith(".so") for n in archive.namelist())
+
+
+@needs_git
+def test_wheel_built_without_a_c_compiler_installs_and_runs_the_python_loop(clone, tmp_path):
+    """CC=false: every compile fails, as on an image without gcc (or where the C loop has a warning, -Werror)."""
+    source = shutil.copytree(clone, tmp_path / "source", ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
+                           "-w", str(tmp_path / "dist"), str(source)], env={**OUTSIDE, "CC": "false"},
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    wheel = next((tmp_path / "dist").glob("tf_mobileperf-*.whl"))
+    with zipfile.ZipFile(wheel) as archive:
+        assert TICK_ABI in archive.namelist() and not any(n.endswith(".so") for n in archive.namelist())
+    python = install(wheel, tmp_path / "venv")
+    said = run(python, "-c", "from tf_mobileperf.sampling.sampler import Sampler\n"
+               "from tf_mobileperf.sensors.procfs import MemorySensor\n"
+               "sampler = Sampler([MemorySensor()], 0.005, mode='process')\n"
+               "print(sampler.tick_loop)\n"
+               "import time; sampler.start(); rows, deadline = 0, time.monotonic() + 30\n"
+               "while rows < 10 and time.monotonic() < deadline: time.sleep(0.05); rows += len(sampler.drain())\n"
+               "sampler.stop(); print(rows)", cwd=tmp_path).splitlines()
+    assert said[0] == ("Python (the C tick loop was not built when the package was installed (no C compiler, or it "
+                       "failed: pip install -v says why))")
+    assert int(said[1]) >= 10
 
 
 @needs_git
@@ -183,7 +211,8 @@ def test_sdist_from_a_clean_clone_carries_the_bundle_and_its_sources_and_builds_
         members = {m.name.split("/", 1)[1] for m in sdist.getmembers() if "/" in m.name}
         sdist.extractall(tmp_path, filter="data")
     assert {IN_TREE, "tensorboard_plugin/frontend/src/index.js",
-            "tensorboard_plugin/frontend/package-lock.json", "MANIFEST.in", "setup.py", "setup.cfg"} <= members
+            "tensorboard_plugin/frontend/package-lock.json", "MANIFEST.in", "setup.py", "setup.cfg",
+            "tf_mobileperf/sampling/_tick.c", TICK_ABI} <= members
     assert not any("node_modules" in m for m in members)
     wheel = build_wheel(tmp_path / name.removesuffix(".tar.gz"), tmp_path / "dist")  # what `pip install <sdist>` does
     with zipfile.ZipFile(wheel) as archive:

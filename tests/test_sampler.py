@@ -21,7 +21,7 @@ from tf_mobileperf.sensors import SyntheticSensor
 @pytest.mark.parametrize("mode,start", [("process", "spawn"), ("process", "fork"), ("thread", "auto")])
 def test_synthetic_signal_sampled_on_monotonic_clock(mode, start):
     signal = picklable.offset_sine(2.0) if start == "spawn" else lambda t: 2.0 + math.sin(t)
-    sampler = Sampler([SyntheticSensor(power_w={"VDD_IN": signal})], period_ms=5.0, mode=mode)
+    sampler = Sampler([SyntheticSensor(power_w={"VDD_IN": signal})], period_s=0.005, mode=mode)
     assert sampler.start_method == (start if mode == "process" else None)
     sampler.start()
     sampler.start()  # idempotent
@@ -52,7 +52,7 @@ def test_failing_sensor_leaves_nan_gap_and_sampling_goes_on():
                 raise OSError("vanished")
             return super().read()
 
-    sampler = Sampler([SyntheticSensor(power_w={"a": flaky}), Raising(power_w={"b": lambda t: 3.0})], 5.0, mode="process")
+    sampler = Sampler([SyntheticSensor(power_w={"a": flaky}), Raising(power_w={"b": lambda t: 3.0})], 0.005, mode="process")
     with sampler:
         time.sleep(0.35)
     rows = sampler.drain()
@@ -67,7 +67,7 @@ def test_failing_sensor_leaves_nan_gap_and_sampling_goes_on():
 def test_slow_sensor_read_at_its_own_rate():
     slow = SyntheticSensor(util={"u": lambda t: 50.0}, min_period_s=0.05)
     fast = SyntheticSensor(power_w={"p": lambda t: 1.0})
-    with Sampler([slow, fast], 5.0) as sampler:
+    with Sampler([slow, fast], 0.005) as sampler:
         time.sleep(0.5)
     rows = sampler.drain()
     readings = np.isfinite(rows.values[:, 0]).sum()
@@ -76,7 +76,7 @@ def test_slow_sensor_read_at_its_own_rate():
 
 
 def test_drain_is_incremental_and_overflow_counts_drops():
-    sampler = Sampler([SyntheticSensor(power_w={"p": lambda t: 1.0})], 1.0, capacity=64)
+    sampler = Sampler([SyntheticSensor(power_w={"p": lambda t: 1.0})], 0.001, capacity=64)
     with sampler:
         deadline = time.monotonic() + 10
         while sampler.rows_written < 200 and time.monotonic() < deadline:
@@ -91,7 +91,8 @@ def test_drain_is_incremental_and_overflow_counts_drops():
     assert written >= 200 and second.t[0] > first.t[-1]
 
 
-@pytest.mark.parametrize("bad,error", [(0, ValueError), (-5, ValueError), (0.1, ValueError), ("5", TypeError), (math.nan, TypeError)])
+@pytest.mark.parametrize("bad,error", [(0, ValueError), (-0.005, ValueError), (0.0001, ValueError), ("0.005", TypeError),
+                                       (math.nan, TypeError), (True, TypeError)])
 def test_bad_period(bad, error):
     with pytest.raises(error):
         Sampler([SyntheticSensor(power_w={"p": lambda t: 1.0})], bad)
@@ -105,7 +106,7 @@ def test_duplicate_channel_names_rejected():
 
 @pytest.mark.parametrize("mode,start", [("process", "spawn"), ("process", "fork"), ("thread", "auto")])
 def test_health_is_none_while_sampling_and_after_a_deliberate_stop(mode, start):
-    sampler = Sampler([picklable.rail("p", 1.0)], 5.0, mode=mode, start=start)
+    sampler = Sampler([picklable.rail("p", 1.0)], 0.005, mode=mode, start=start)
     assert sampler.owner_pid == os.getpid() and sampler.health() is None
     with sampler:
         assert sampler.wait_for_first_row()

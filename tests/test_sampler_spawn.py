@@ -39,7 +39,7 @@ def started_fresh(pid: int) -> bool:
 
 
 def test_picklable_sensors_are_sampled_by_a_started_process():
-    sampler = Sampler([rail("a", 2.0), SyntheticSensor(power_w={"b": picklable.offset_sine(2.0)})], 5.0)
+    sampler = Sampler([rail("a", 2.0), SyntheticSensor(power_w={"b": picklable.offset_sine(2.0)})], 0.005)
     assert (sampler.start_method, sampler.start_reason) == ("spawn", "spawn: the sensors can be pickled")
     with sampler:
         assert sampler.wait_for_first_row()
@@ -53,7 +53,7 @@ def test_picklable_sensors_are_sampled_by_a_started_process():
 
 
 def test_a_lambda_sensor_is_sampled_by_a_fork_and_the_reason_says_why():
-    sampler = Sampler([rail("a"), SyntheticSensor(power_w={"b": lambda t: 4.0})], 5.0)
+    sampler = Sampler([rail("a"), SyntheticSensor(power_w={"b": lambda t: 4.0})], 0.005)
     assert sampler.start_method == "fork"
     assert sampler.start_reason.startswith("fork: sensor 'synthetic' cannot be pickled (")
     assert "lambda" in sampler.start_reason
@@ -67,13 +67,13 @@ def test_a_lambda_sensor_is_sampled_by_a_fork_and_the_reason_says_why():
 
 
 def test_start_can_be_asked_for_and_spawn_refuses_what_it_cannot_pickle():
-    assert Sampler([rail()], 5.0, start="fork").start_reason == "fork: asked for (start='fork')"
-    assert Sampler([rail()], 5.0, start="spawn").start_reason == "spawn: asked for (start='spawn')"
-    assert Sampler([rail()], 5.0, mode="thread").start_method is None
+    assert Sampler([rail()], 0.005, start="fork").start_reason == "fork: asked for (start='fork')"
+    assert Sampler([rail()], 0.005, start="spawn").start_reason == "spawn: asked for (start='spawn')"
+    assert Sampler([rail()], 0.005, mode="thread").start_method is None
     with pytest.raises(ValueError, match="start='spawn' is not possible: sensor 'synthetic' cannot be pickled"):
-        Sampler([SyntheticSensor(power_w={"p": lambda t: 1.0})], 5.0, start="spawn")
+        Sampler([SyntheticSensor(power_w={"p": lambda t: 1.0})], 0.005, start="spawn")
     with pytest.raises(ValueError, match="start must be one of"):
-        Sampler([rail()], 5.0, start="forkserver")
+        Sampler([rail()], 0.005, start="forkserver")
 
 
 def test_a_sensor_class_of_the_scripts_main_is_forked(tmp_path):
@@ -90,7 +90,7 @@ def test_a_sensor_class_of_the_scripts_main_is_forked(tmp_path):
             def read(self):
                 return {"mine_w": 7.0}
 
-        sampler = Sampler([Mine()], 5.0).start()
+        sampler = Sampler([Mine()], 0.005).start()
         print("FIRST_ROW", sampler.wait_for_first_row())
         time.sleep(0.1)
         print("VALUES", sorted(set(sampler.drain().values[:, 0].tolist())))
@@ -137,7 +137,7 @@ def test_locks_another_thread_holds_at_start(start):
     holder.start()
     try:
         assert held.wait(5)
-        sampler = Sampler([picklable.Locked(), rail()], 5.0, start=start)
+        sampler = Sampler([picklable.Locked(), rail()], 0.005, start=start)
         if start == "fork":
             threading.Timer(LOGGING_FREE_AFTER_S, logging_free.set).start()
         began = time.monotonic()
@@ -180,7 +180,7 @@ def test_no_fork_warning_of_jax_when_the_sampler_starts_while_jax_computes(start
         computing = threading.Thread(target=compute)
         computing.start()
         time.sleep(0.2)
-        sampler = Sampler([MemorySensor(), CpuSensor()], 5.0, start=sys.argv[1]).start()
+        sampler = Sampler([MemorySensor(), CpuSensor()], 0.005, start=sys.argv[1]).start()
         first = sampler.wait_for_first_row()
         time.sleep(0.3)
         rows = sampler.drain()
@@ -205,7 +205,7 @@ def test_failed_reads_count_with_their_words(mode, start):
     value fails that channel only; NaN is no reading, not a failure."""
     long = NVMLError("Uninitialized " + "é" * 100)  # 2 bytes a character: cut inside one
     sampler = Sampler([Raises(NVMLError("Uninitialized")), OneChannelFails(), Raises(long, ("long",), "long"), rail()],
-                      5.0, mode=mode, start=start)
+                      0.005, mode=mode, start=start)
     assert sampler.start_method == (start if mode == "process" else None)
     with sampler:
         assert sampler.wait_for_first_row()
@@ -230,7 +230,7 @@ def test_failed_reads_count_with_their_words(mode, start):
 
 
 def test_a_started_process_that_cannot_load_the_sensors_is_replaced_by_a_fork(capfd):
-    sampler = Sampler([picklable.Unloadable(), rail()], 5.0)
+    sampler = Sampler([picklable.Unloadable(), rail()], 0.005)
     assert sampler.start_method == "spawn"
     with sampler:
         assert sampler.wait_for_first_row() and sampler.health() is None
@@ -242,7 +242,7 @@ def test_a_started_process_that_cannot_load_the_sensors_is_replaced_by_a_fork(ca
     assert len(rows) > 20 and np.all(rows.values == [6.0, 3.0])
     assert "could not load its sensors: RuntimeError: this device opens" in capfd.readouterr().err
 
-    asked = Sampler([picklable.Unloadable()], 5.0, start="spawn")
+    asked = Sampler([picklable.Unloadable()], 0.005, start="spawn")
     with asked:  # no fallback when spawn was asked for: it says it ended
         assert not asked.wait_for_first_row()
         assert asked.health() == "sampler process exited (exit status 3)" and asked.start_method == "spawn"
@@ -259,7 +259,7 @@ def test_a_slow_sensor_in_its_own_thread_never_holds_up_the_tick(mode, start, ti
         monkeypatch.setenv("MOBILEPERF_NATIVE", "0")  # the started process inherits it
     elif native.load() is None:
         pytest.skip(f"C tick loop not built: {native.why_not()}")
-    sampler = Sampler([Slow(0.004, own_thread), SyntheticSensor(memory_b={"fast_t": picklable.clock})], 5.0,  # a time: as power, over 2 kW fails
+    sampler = Sampler([Slow(0.004, own_thread), SyntheticSensor(memory_b={"fast_t": picklable.clock})], 0.005,  # a time: as power, over 2 kW fails
                       mode=mode, start=start)
     assert sampler.tick_loop == ("C" if tick_loop == "C" else f"Python ({'thread mode' if mode == 'thread' else 'MOBILEPERF_NATIVE=0 asks for the Python loop'})")
     with sampler:
@@ -287,7 +287,7 @@ def test_a_file_sensor_in_its_own_thread_is_read_by_that_thread():
     """Memory (files the C loop reads) declared ``own_thread``: the C loop asks its thread for each read."""
     if native.load() is None:
         pytest.skip(f"C tick loop not built: {native.why_not()}")
-    sampler = Sampler([picklable.OwnThreadMemory(), rail()], 5.0)
+    sampler = Sampler([picklable.OwnThreadMemory(), rail()], 0.005)
     with sampler:
         assert sampler.wait_for_first_row()
         time.sleep(0.5)
@@ -308,7 +308,7 @@ def test_the_started_process_unblocks_what_the_starting_thread_blocked_and_ignor
     watchdog must get SIGALRM; SIGINT and SIGTERM are ignored, they are the trainer's."""
     import signal
 
-    sampler = Sampler([rail()], 5.0, start="spawn")
+    sampler = Sampler([rail()], 0.005, start="spawn")
 
     def start_blocked():
         signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGINT})
@@ -336,7 +336,7 @@ def test_the_sampler_process_ends_when_the_trainer_is_killed(start):
         import sys, time
         from helpers.picklable import rail
         from tf_mobileperf.sampling.sampler import Sampler
-        sampler = Sampler([rail()], 5.0, start=sys.argv[1]).start()
+        sampler = Sampler([rail()], 0.005, start=sys.argv[1]).start()
         assert sampler.wait_for_first_row()
         print(sampler.pid, sampler.start_method, flush=True)
         time.sleep(60)

@@ -101,7 +101,7 @@ def test_rails_read_by_the_tick_loop_are_the_sensors_own_values(tick_loop, tmp_p
     hwmon_rails(tmp_path, HWMON, ["VDD_IN", "VDD_SYS_GPU"])
     sensor = Ina3221HwmonSensor(tmp_path)
     assert sensor.read() == pytest.approx({"VDD_IN": 0.5, "VDD_SYS_GPU": 1.0})
-    sampler = Sampler([sensor], 5.0, mode="process")
+    sampler = Sampler([sensor], 0.005, mode="process")
     with sampler:
         time.sleep(0.4)
         write(tmp_path, f"{HWMON}/in1_input", "4000\n")
@@ -117,7 +117,7 @@ def test_rails_read_by_the_tick_loop_are_the_sensors_own_values(tick_loop, tmp_p
 def test_the_sampler_wakes_only_when_a_sensor_is_due(tick_loop):
     """This machine's /proc: memory every 20 ms is the fastest, CPU every 50 ms (read every 60 ms, on the
     wake-ups); the grid is 5 ms."""
-    sampler = Sampler([CpuSensor(), MemorySensor()], 5.0, mode="process")
+    sampler = Sampler([CpuSensor(), MemorySensor()], 0.005, mode="process")
     with sampler:
         sampler.wait_for_first_row(5.0)
         sampler.drain()
@@ -136,7 +136,7 @@ def test_the_sampler_wakes_only_when_a_sensor_is_due(tick_loop):
 def test_the_first_row_starts_the_grid(tick_loop):
     """The first row is tick 0 of the grid: it was read about 7 ms (14 ms while training) after the grid's
     origin, as opening the files came between, and its short first interval was the p99 of a short run."""
-    sampler = Sampler([CpuSensor(), MemorySensor()], 5.0, mode="process")
+    sampler = Sampler([CpuSensor(), MemorySensor()], 0.005, mode="process")
     with sampler:
         sampler.wait_for_first_row(5.0)
         time.sleep(0.3)
@@ -152,7 +152,7 @@ def test_a_rail_file_that_would_block_fails_alone_and_the_other_sensor_goes_on(t
     gpu_sensor_file = tmp_path / HWMON / "curr2_input"
     gpu_sensor_file.unlink()
     os.mkfifo(gpu_sensor_file)
-    sampler = Sampler([sensor, SyntheticSensor(power_w={"steady": lambda t: 3.0})], 5.0, mode="process")
+    sampler = Sampler([sensor, SyntheticSensor(power_w={"steady": lambda t: 3.0})], 0.005, mode="process")
     with sampler:
         time.sleep(1.5)
         assert sampler.health() is None
@@ -169,7 +169,7 @@ def test_the_sampler_process_ends_when_the_trainer_is_killed(tick_loop, tmp_path
         import sys, time
         from tf_mobileperf.sampling.sampler import Sampler
         from tf_mobileperf.sensors.procfs import MemorySensor
-        sampler = Sampler([MemorySensor()], 5.0, mode="process").start()
+        sampler = Sampler([MemorySensor()], 0.005, mode="process").start()
         sampler.wait_for_first_row(5.0)
         print(sampler.pid, flush=True)
         time.sleep(60)
@@ -190,8 +190,8 @@ def test_the_c_tick_loop_is_built_where_there_is_a_c_compiler():
     if shutil.which("cc") is None:
         pytest.skip("no C compiler: the sampler runs its Python loop")
     assert native.load() is not None, native.why_not()
-    assert Sampler([MemorySensor()], 5.0, mode="process").tick_loop == "C"
-    assert Sampler([MemorySensor()], 5.0, mode="thread").tick_loop == "Python (thread mode)"
+    assert Sampler([MemorySensor()], 0.005, mode="process").tick_loop == "C"
+    assert Sampler([MemorySensor()], 0.005, mode="thread").tick_loop == "Python (thread mode)"
 
 
 def test_gpu_load_thermal_zones_and_emc_are_read_by_the_c_loop_as_by_python(tick_loop, tmp_path):
@@ -214,7 +214,7 @@ def test_gpu_load_thermal_zones_and_emc_are_read_by_the_c_loop_as_by_python(tick
     expected = {name: value for s in sensors for name, value in s.read().items()}
     assert expected["gpu_util"] == pytest.approx(53.7) and expected["emc_util"] == pytest.approx(50.0)
     assert expected["CPU-therm_temp"] == pytest.approx(45.5) and np.isnan(expected["CV0-therm_temp"])
-    sampler = Sampler(sensors, 5.0, mode="process")
+    sampler = Sampler(sensors, 0.005, mode="process")
     with sampler:
         time.sleep(0.3)
     rows = sampler.drain()
@@ -228,7 +228,7 @@ def test_gpu_load_thermal_zones_and_emc_are_read_by_the_c_loop_as_by_python(tick
 
 def test_starting_and_stopping_the_sampler_leaves_no_file_descriptor_open_in_the_trainer():
     open_fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
-    sampler = Sampler([MemorySensor()], 5.0, mode="process")
+    sampler = Sampler([MemorySensor()], 0.005, mode="process")
     sampler.start().stop()
     before = open_fds()
     for _ in range(5):

@@ -70,7 +70,7 @@ def child_stops_and_restarts(sampler: Sampler):
 @pytest.mark.parametrize("start", STARTS)
 @pytest.mark.parametrize("child", ["os._exit", "multiprocessing exit hook", "inherited sampler stopped"])
 def test_os_fork_child_leaves_the_parents_sampler_running(child, start):
-    with Sampler([rail()], 5.0, mode="process", start=start) as sampler:
+    with Sampler([rail()], 0.005, mode="process", start=start) as sampler:
         assert sampler.wait_for_first_row()
         action = {"os._exit": lambda: None, "multiprocessing exit hook": child_exit_hook,
                   "inherited sampler stopped": lambda: child_stops_and_restarts(sampler)}[child]
@@ -86,7 +86,7 @@ def test_child_that_calls_sys_exit_leaves_the_parents_sampler_running(start):
         import os, sys, time
         from tf_mobileperf.sampling.sampler import Sampler
         from tf_mobileperf.sensors.procfs import MemorySensor
-        sampler = Sampler([MemorySensor()], 5.0, mode="process", start=sys.argv[1]).start()
+        sampler = Sampler([MemorySensor()], 0.005, mode="process", start=sys.argv[1]).start()
         sampler.wait_for_first_row()
         pid = os.fork()
         if pid == 0:
@@ -108,7 +108,7 @@ def test_child_that_calls_sys_exit_leaves_the_parents_sampler_running(start):
 @pytest.mark.parametrize("start", STARTS)
 @pytest.mark.parametrize("ending", ["returns", "terminated"])
 def test_multiprocessing_fork_child_leaves_the_parents_sampler_running(ending, start):
-    with Sampler([rail()], 5.0, mode="process", start=start) as sampler:
+    with Sampler([rail()], 0.005, mode="process", start=start) as sampler:
         assert sampler.wait_for_first_row()
         worker = mp.get_context("fork").Process(target=time.sleep, args=(0.1 if ending == "returns" else 30,))
         worker.start()
@@ -122,7 +122,7 @@ def test_multiprocessing_fork_child_leaves_the_parents_sampler_running(ending, s
 
 @pytest.mark.parametrize("start", STARTS)
 def test_killed_sampler_is_reported_restarted_and_the_hole_counted(start):
-    sampler = Sampler([rail()], 5.0, mode="process", start=start)
+    sampler = Sampler([rail()], 0.005, mode="process", start=start)
     stats = SamplingStats.of(sampler)
     with sampler:
         assert sampler.wait_for_first_row() and sampler.health() is None
@@ -158,7 +158,7 @@ def test_killed_sampler_is_reported_restarted_and_the_hole_counted(start):
 
 @pytest.mark.parametrize("start", STARTS)
 def test_stalled_sampler_is_reported_and_restart_replaces_it(start):
-    with Sampler([rail()], 5.0, mode="process", start=start) as sampler:
+    with Sampler([rail()], 0.005, mode="process", start=start) as sampler:
         assert sampler.wait_for_first_row()
         stalled = sampler.pid
         os.kill(stalled, signal.SIGSTOP)
@@ -191,7 +191,7 @@ class Returns(SyntheticSensor):
     ("process", "spawn", {"malformed_rail": "x"}), ("process", "fork", {"malformed_rail": "x"}),
     ("thread", "auto", "x")])
 def test_non_number_is_a_failed_read_of_that_sensor_only(mode, start, value):
-    sampler = Sampler([Returns(value), rail()], 5.0, mode=mode, start=start)
+    sampler = Sampler([Returns(value), rail()], 0.005, mode=mode, start=start)
     with sampler:
         assert sampler.wait_for_first_row()
         time.sleep(0.3)
@@ -238,7 +238,7 @@ def busy_cores():
 @pytest.mark.parametrize("mode,start", [("process", "spawn"), ("process", "fork"), ("thread", "auto")])
 def test_blocked_sensor_never_delays_the_fast_rail(mode, start, busy_cores):
     t0 = time.monotonic()
-    sampler = Sampler([BlocksOnce(0.5), rail()], 5.0, mode=mode, start=start)
+    sampler = Sampler([BlocksOnce(0.5), rail()], 0.005, mode=mode, start=start)
     with sampler:
         assert sampler.wait_for_first_row()  # a started process takes a moment on these busy cores
         time.sleep(4.5)

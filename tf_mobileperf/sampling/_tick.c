@@ -36,73 +36,11 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Slots of the shared header (ring.py). */
-#define HEADER_COUNT 0
-#define HEADER_EPOCH 1
-#define HEADER_ERRORS 3
-#define TEXT_BYTES 120 /* ring.TEXT_BYTES: one channel's last error text */
+#include "_tick_abi.h" /* the structures and constants Python shares: sampling/abi.py reads the same file */
 
-enum { MP_STOPPED = 0, MP_PYTHON = 1, MP_REPLACED = 2 };
-#define READING_NONE (-1)
-#define READING_TAKEN (-2)
-
-/* Why a file failed, besides an errno (base.NOT_REGULAR, base.TOO_LARGE, base.MAX_FILE_BYTES). */
+/* Why a file failed, besides an errno (base.NOT_REGULAR, base.TOO_LARGE): mp_file.failed. */
 #define NOT_REGULAR (-1)
 #define TOO_LARGE (-2)
-#define MAX_FILE_BYTES (1 << 24)
-
-/* size: the next read's length, doubled when a read fills it (base.KernelFile); failed: this read's errno,
- * NOT_REGULAR or TOO_LARGE, else 0; why: its text's printf format, %s the reason (base.file_error). */
-typedef struct {
-    const char *path; const char *why; int32_t fd; int32_t size; int32_t first_number; int32_t n_numbers;
-    int32_t failed; int32_t pad;
-} mp_file;
-/* fields: 0 for the first number after the key, else a bit mask of the numbers after it to sum;
- * a value at or below floor (after scale) reads NaN; file: the file it is read from. */
-typedef struct {
-    const char *key; int32_t key_len; int32_t fields; double scale; double floor; double value; double prev;
-    int32_t file; int32_t pad;
-} mp_number;
-/* op: 0 a, 1 a*b, 2 a-b, 3 100 * (1 - change of b / change of a): the busy share of jiffies, 4 a/b (b > 0);
- * a value outside [low, high] is a failed read worded by the printf format why, %g the value
- * (base.reading_range). */
-typedef struct { const char *why; double low; double high; int32_t column; int32_t a; int32_t b; int32_t op; } mp_channel;
-
-typedef struct {
-    int64_t every;          /* ticks between reads */
-    int64_t due;            /* the tick it is next due */
-    int32_t native;         /* read here from its files; else by Python */
-    int32_t offloaded;      /* read in its own thread: Python looks at every wake-up */
-    int32_t due_now;        /* out: a Python sensor due at this wake-up */
-    int32_t first_file, n_files, first_channel, n_channels;
-    int32_t pad;
-} mp_sensor;
-
-typedef struct {
-    int64_t period_ns;      /* the grid: origin_ns + tick * period_ns on CLOCK_MONOTONIC */
-    int64_t origin_ns;
-    int64_t stride;         /* ticks between wake-ups: the fastest sensor's */
-    int64_t tick;           /* the tick of the row being filled */
-    int64_t epoch;          /* this worker's epoch: writes stop when the header's changes */
-    int64_t generation;     /* this leader's generation */
-    int64_t *leader;        /* the current leader's generation (the watchdog's) */
-    int64_t *header;        /* the shared header: count, epoch, realtime, errors per sensor */
-    double *ring;
-    int64_t capacity, width;
-    int64_t budget_us;      /* SIGALRM armed this long while a row is filled; 0: none */
-    int64_t reading;        /* the sensor whose read is in flight; READING_NONE, READING_TAKEN */
-    double reading_since;   /* its start, seconds */
-    double *row;            /* out: the pending row (a slot of the ring) */
-    int32_t pending;        /* a row is filled and waits for Python, then to be published */
-    int32_t n_sensors;
-    mp_sensor *sensors;
-    mp_file *files;
-    mp_number *numbers;
-    mp_channel *channels;
-    char *texts;            /* the channels' last error texts, TEXT_BYTES each from column 1 (shared) */
-    char *buf;              /* this loop's read buffer, grown to the largest file (mp_free frees it) */
-    int64_t buf_size;
-} mp_loop;
 
 static locale_t c_locale; /* strtod's: "." is the decimal point whatever the process's locale, as in float() */
 
@@ -201,7 +139,7 @@ static ssize_t read_whole(mp_loop *L, mp_file *f) {
             f->failed = 0;
             return n;
         }
-        if (size >= MAX_FILE_BYTES) return failed(f, TOO_LARGE);
+        if (size >= MP_MAX_FILE_BYTES) return failed(f, TOO_LARGE);
         f->size = size * 2; /* it may hold more: read it again with room to spare */
     }
 }
@@ -218,10 +156,10 @@ static void read_file(mp_loop *L, mp_file *f) {
 
 /* Keeps text as the last error of the channel in column (as ring.SharedRing.set_text: cut, NUL-padded). */
 static void set_text(mp_loop *L, int32_t column, const char *text) {
-    char padded[TEXT_BYTES] = { 0 };
-    memcpy(padded, text, strnlen(text, TEXT_BYTES));
-    char *slot = L->texts + (int64_t)(column - 1) * TEXT_BYTES;
-    if (memcmp(slot, padded, TEXT_BYTES) != 0) memcpy(slot, padded, TEXT_BYTES); /* written once while it lasts */
+    char padded[MP_TEXT_BYTES] = { 0 };
+    memcpy(padded, text, strnlen(text, MP_TEXT_BYTES));
+    char *slot = L->texts + (int64_t)(column - 1) * MP_TEXT_BYTES;
+    if (memcmp(slot, padded, MP_TEXT_BYTES) != 0) memcpy(slot, padded, MP_TEXT_BYTES); /* written once while it lasts */
 }
 
 static const char *reason(int why) {
@@ -230,7 +168,7 @@ static const char *reason(int why) {
 
 /* A channel's value, or NaN and 1 with its text kept when its file failed or the value is out of range. */
 static int check(mp_loop *L, mp_channel *ch, double *v) {
-    char text[TEXT_BYTES + 1];
+    char text[MP_TEXT_BYTES + 1];
     mp_file *a = &L->files[L->numbers[ch->a].file];
     mp_file *b = ch->b >= 0 ? &L->files[L->numbers[ch->b].file] : NULL;
     mp_file *bad = a->failed ? a : b != NULL && b->failed ? b : NULL;
@@ -249,28 +187,28 @@ static int read_native(mp_loop *L, int i) {
     __atomic_store_n(&L->reading, (int64_t)i, __ATOMIC_SEQ_CST);
     for (int32_t f = 0; f < s->n_files; f++) read_file(L, &L->files[s->first_file + f]);
     int64_t expected = i;
-    if (!__atomic_compare_exchange_n(&L->reading, &expected, READING_NONE, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+    if (!__atomic_compare_exchange_n(&L->reading, &expected, MP_READING_NONE, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         return 0;
     int bad = 0;
     for (int32_t c = 0; c < s->n_channels; c++) {
         mp_channel *ch = &L->channels[s->first_channel + c];
         double v = L->numbers[ch->a].value;
         mp_number *b = ch->b >= 0 ? &L->numbers[ch->b] : NULL;
-        if (ch->op == 1) v *= b->value;
-        else if (ch->op == 2) v -= b->value;
-        else if (ch->op == 3) {
+        if (ch->op == MP_OP_TIMES) v *= b->value;
+        else if (ch->op == MP_OP_MINUS) v -= b->value;
+        else if (ch->op == MP_OP_BUSY) {
             double total = v - L->numbers[ch->a].prev, idle = b->value - b->prev;
             v = total > 0 ? 100.0 * (total - idle) / total : NAN; /* NaN compares false: no share yet */
-        } else if (ch->op == 4) v = b->value > 0 ? v / b->value : NAN;
+        } else if (ch->op == MP_OP_DIVIDE) v = b->value > 0 ? v / b->value : NAN;
         bad |= check(L, ch, &v);
         L->row[ch->column] = v;
     }
-    if (bad) __atomic_add_fetch(&L->header[HEADER_ERRORS + i], 1, __ATOMIC_RELAXED); /* one failed read */
+    if (bad) __atomic_add_fetch(&L->header[MP_HEADER_ERRORS + i], 1, __ATOMIC_RELAXED); /* one failed read */
     return 1;
 }
 
 static int alive(mp_loop *L) {
-    return __atomic_load_n(&L->header[HEADER_EPOCH], __ATOMIC_ACQUIRE) == L->epoch
+    return __atomic_load_n(&L->header[MP_HEADER_EPOCH], __ATOMIC_ACQUIRE) == L->epoch
         && __atomic_load_n(L->leader, __ATOMIC_ACQUIRE) == L->generation;
 }
 
@@ -278,8 +216,8 @@ static int alive(mp_loop *L) {
 static int publish(mp_loop *L) {
     L->pending = 0;
     if (!alive(L)) return 0;
-    int64_t count = __atomic_load_n(&L->header[HEADER_COUNT], __ATOMIC_RELAXED);
-    __atomic_store_n(&L->header[HEADER_COUNT], count + 1, __ATOMIC_RELEASE);
+    int64_t count = __atomic_load_n(&L->header[MP_HEADER_COUNT], __ATOMIC_RELAXED);
+    __atomic_store_n(&L->header[MP_HEADER_COUNT], count + 1, __ATOMIC_RELEASE);
     return 1;
 }
 
@@ -302,7 +240,7 @@ static void sleep_to_next(mp_loop *L) {
 
 /* Fills the row of this tick: its time, NaN, and every due native sensor; marks the Python ones due. */
 static int fill_row(mp_loop *L, int *python) {
-    int64_t count = __atomic_load_n(&L->header[HEADER_COUNT], __ATOMIC_RELAXED);
+    int64_t count = __atomic_load_n(&L->header[MP_HEADER_COUNT], __ATOMIC_RELAXED);
     L->row = L->ring + (count % L->capacity) * L->width;
     L->row[0] = now_s();
     for (int64_t c = 1; c < L->width; c++) L->row[c] = NAN;
@@ -343,7 +281,7 @@ int64_t mp_take_over(mp_loop *L, double budget_s) {
     if (i < 0) return -1;
     double left = L->reading_since + budget_s - now_s();
     if (left >= 0) return -2 - (int64_t)(left * 1e6);
-    return __atomic_compare_exchange_n(&L->reading, &i, READING_TAKEN, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) ? i : -1;
+    return __atomic_compare_exchange_n(&L->reading, &i, MP_READING_TAKEN, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) ? i : -1;
 }
 
 /* One read of sensor i into row, as a tick reads it: how the tests compare this loop with Python's. */
@@ -359,9 +297,8 @@ void mp_free(mp_loop *L) {
     L->buf_size = 0;
 }
 
-/* What native.py checks before it uses this build: the version of the tables' meaning (raise it with
- * any change of an op or a field) and the sizes of the structures. */
-#define MP_ABI 3
+/* What native.py checks before it uses this build: the version of the tables' meaning (MP_ABI) and the
+ * sizes of the structures. */
 void mp_abi(int64_t out[6]) {
     out[0] = MP_ABI; out[1] = sizeof(mp_loop); out[2] = sizeof(mp_sensor); out[3] = sizeof(mp_file);
     out[4] = sizeof(mp_number); out[5] = sizeof(mp_channel);

@@ -6,7 +6,8 @@ extension with the system C compiler; ctypes loads it, so no Python headers
 are needed), and run its own Python loop where not. ``load()`` says which;
 ``MOBILEPERF_NATIVE=0`` in the environment asks for the Python loop.
 
-The tables mirror ``mp_loop`` and its arrays: one ``NativeLoop`` per
+The tables are ``mp_loop`` and its arrays, as ``_tick_abi.h`` declares them
+(``abi.py`` reads it): one ``NativeLoop`` per
 sampling thread (a leader), all sharing one ``NativeTables`` of sensors,
 files, numbers and channels built once from the sensors' ``file_reads``.
 """
@@ -21,48 +22,25 @@ from pathlib import Path
 
 import numpy as np
 
+from tf_mobileperf.sampling import abi
 from tf_mobileperf.sampling.ring import SharedRing, error_text
 from tf_mobileperf.sensors.base import Sensor, file_error, reading_range
 
 log = logging.getLogger(__name__)
 
-STOPPED, PYTHON, REPLACED = 0, 1, 2
-ABI = 3  # _tick.c's MP_ABI: the meaning of the tables this module builds
+_C = abi.CONSTANTS
+STOPPED, PYTHON, REPLACED = _C["MP_STOPPED"], _C["MP_PYTHON"], _C["MP_REPLACED"]
+ABI = _C["MP_ABI"]  # the meaning of the tables this module builds; the library reports the one it was built with
 
-_i32, _i64, _f64 = ctypes.c_int32, ctypes.c_int64, ctypes.c_double
+_i64, _f64 = ctypes.c_int64, ctypes.c_double
 
+# The structures as _tick_abi.h declares them.
+File, Number, Channel = abi.STRUCTS["mp_file"], abi.STRUCTS["mp_number"], abi.STRUCTS["mp_channel"]
+SensorEntry, Loop = abi.STRUCTS["mp_sensor"], abi.STRUCTS["mp_loop"]
 
-class File(ctypes.Structure):
-    _fields_ = [("path", ctypes.c_char_p), ("why", ctypes.c_char_p), ("fd", _i32), ("size", _i32),
-                ("first_number", _i32), ("n_numbers", _i32), ("failed", _i32), ("pad", _i32)]
-
-
-class Number(ctypes.Structure):
-    _fields_ = [("key", ctypes.c_char_p), ("key_len", _i32), ("fields", _i32), ("scale", _f64), ("floor", _f64),
-                ("value", _f64), ("prev", _f64), ("file", _i32), ("pad", _i32)]
-
-
-class Channel(ctypes.Structure):
-    _fields_ = [("why", ctypes.c_char_p), ("low", _f64), ("high", _f64), ("column", _i32), ("a", _i32), ("b", _i32),
-                ("op", _i32)]
-
-
-class SensorEntry(ctypes.Structure):
-    _fields_ = [("every", _i64), ("due", _i64), ("native", _i32), ("offloaded", _i32), ("due_now", _i32),
-                ("first_file", _i32), ("n_files", _i32), ("first_channel", _i32), ("n_channels", _i32), ("pad", _i32)]
-
-
-class Loop(ctypes.Structure):
-    _fields_ = [("period_ns", _i64), ("origin_ns", _i64), ("stride", _i64), ("tick", _i64), ("epoch", _i64),
-                ("generation", _i64), ("leader", ctypes.POINTER(_i64)), ("header", ctypes.POINTER(_i64)),
-                ("ring", ctypes.POINTER(_f64)), ("capacity", _i64), ("width", _i64), ("budget_us", _i64),
-                ("reading", _i64), ("reading_since", _f64), ("row", ctypes.POINTER(_f64)), ("pending", _i32),
-                ("n_sensors", _i32), ("sensors", ctypes.POINTER(SensorEntry)), ("files", ctypes.POINTER(File)),
-                ("numbers", ctypes.POINTER(Number)), ("channels", ctypes.POINTER(Channel)),
-                ("texts", ctypes.c_void_p), ("buf", ctypes.c_void_p), ("buf_size", _i64)]
-
-
-_OPS = {"": 0, "*": 1, "-": 2, "busy%": 3, "/": 4}
+#: files.OPS -> mp_channel.op.
+_OPS = {"": _C["MP_OP_FIRST"], "*": _C["MP_OP_TIMES"], "-": _C["MP_OP_MINUS"], "busy%": _C["MP_OP_BUSY"],
+        "/": _C["MP_OP_DIVIDE"]}
 _library: ctypes.CDLL | None = None
 _why_not = ""
 
@@ -76,22 +54,22 @@ def load() -> ctypes.CDLL | None:
         return _library
     found = sorted(Path(__file__).parent.glob("_tick*.so"))
     if not found:
-        _why_not = "the C tick loop was not built (no C compiler when the package was installed)"
+        _why_not = "the C tick loop was not built when the package was installed (no C compiler, or it failed: pip install -v says why)"
         return None
     try:
         library = ctypes.CDLL(str(found[0]))
     except OSError as exc:
         _why_not = f"cannot load {found[0].name}: {exc}"
         return None
-    library.mp_run.argtypes = library.mp_free.argtypes = [ctypes.POINTER(Loop)]
-    library.mp_take_over.argtypes = [ctypes.POINTER(Loop), _f64]
-    library.mp_read.argtypes = [ctypes.POINTER(Loop), _i32, ctypes.POINTER(_f64)]
-    library.mp_run.restype = library.mp_read.restype = ctypes.c_int
-    library.mp_take_over.restype = _i64
-    library.mp_free.restype = None
-    abi = (_i64 * 6)()
-    library.mp_abi(abi)
-    if list(abi) != [ABI] + [ctypes.sizeof(s) for s in (Loop, SensorEntry, File, Number, Channel)]:
+    for name, (restype, argtypes) in abi.SIGNATURES.items():
+        function = getattr(library, name, None)
+        if function is None:
+            _why_not = f"{found[0].name} has no {name} (reinstall the package to rebuild it)"
+            return None
+        function.restype, function.argtypes = restype, argtypes
+    built = (_i64 * 6)()
+    library.mp_abi(built)
+    if list(built) != [ABI] + [ctypes.sizeof(s) for s in (Loop, SensorEntry, File, Number, Channel)]:
         _why_not = f"{found[0].name} does not match this version of the package (reinstall it to rebuild it)"
         return None
     _library = library
@@ -174,7 +152,7 @@ class NativeLoop:
             period_ns=round(period_s * 1e9), origin_ns=origin_ns, stride=stride, tick=tick, epoch=epoch,
             generation=generation, leader=ctypes.pointer(tables.leader), header=self._header,
             ring=ring.ctypes.data_as(ctypes.POINTER(_f64)), capacity=ring.shape[0], width=ring.shape[1],
-            budget_us=round(budget_s * 1e6) if alarm else 0, reading=-1, pending=0, n_sensors=len(tables.sensors),
+            budget_us=round(budget_s * 1e6) if alarm else 0, reading=_C["MP_READING_NONE"], pending=0, n_sensors=len(tables.sensors),
             sensors=tables.sensors, files=tables.files, numbers=tables.numbers, channels=tables.channels,
             texts=ctypes.addressof(self._texts), buf=None, buf_size=0)
         self._pointer = ctypes.byref(self.loop)

@@ -27,13 +27,15 @@ from typing import Any, Mapping
 
 import numpy as np
 
-#: Slots of the shared header, before the ring: rows written, the epoch of the
-#: worker allowed to write (a new one per start, stop or restart), whether
-#: SCHED_FIFO was granted, then failed reads per sensor.
-COUNT, EPOCH, REALTIME, ERRORS = 0, 1, 2, 3
+from tf_mobileperf.sampling.abi import CONSTANTS
 
-#: Bytes of one channel's last error text (UTF-8, cut to fit, NUL-padded), after the ring.
-TEXT_BYTES = 120
+#: Slots of the shared header, before the ring (``_tick_abi.h``'s MP_HEADER_*, which the C loop writes too): rows
+#: written, the epoch of the worker allowed to write (a new one per start, stop or restart), whether
+#: SCHED_FIFO was granted, then failed reads per sensor.
+COUNT, EPOCH, REALTIME, ERRORS = (CONSTANTS[f"MP_HEADER_{slot}"] for slot in ("COUNT", "EPOCH", "REALTIME", "ERRORS"))
+
+#: Bytes of one channel's last error text (UTF-8, cut to fit, NUL-padded), after the ring (MP_TEXT_BYTES).
+TEXT_BYTES = CONSTANTS["MP_TEXT_BYTES"]
 
 #: Rows of the side ring, where sensors read in their own thread write (40 s of a 10 ms counter between drains).
 SIDE_CAPACITY = 4096

@@ -55,8 +55,10 @@ log = logging.getLogger(__name__)
 #: a read takes (NVML's energy counter: 4-9 ms for one or two GPUs, measured on an H200).
 SIDE_HOLD_S = 0.1
 
-#: Below this the loop cannot keep up in Python (measured: benchmarks/sampling.py).
-MIN_PERIOD_MS = 0.5
+#: Below this the loop cannot keep up in Python (measured: benchmarks/sampling.py): 0.5 ms.
+MIN_PERIOD_S = 0.0005
+#: The slowest sample period taken: slower is no power measurement of a step (and is a period given in ms by mistake).
+MAX_PERIOD_S = 10.0
 
 #: How a sampler process may be started (``Sampler(start=...)``).
 STARTS = ("auto", "spawn", "fork")
@@ -67,13 +69,18 @@ STARTS = ("auto", "spawn", "fork")
 FIRST_ROW_TIMEOUT_S = 10.0
 
 
-def check_period(period_ms: float) -> float:
-    """Returns ``period_ms`` if the sampler can do it, else raises TypeError/ValueError."""
-    if isinstance(period_ms, bool) or not isinstance(period_ms, (int, float)) or not math.isfinite(period_ms):
-        raise TypeError(f"sample period must be a finite number of ms, got {period_ms!r}")
-    if period_ms < MIN_PERIOD_MS:
-        raise ValueError(f"sample period must be >= {MIN_PERIOD_MS} ms (what the sampler can sustain), got {period_ms}")
-    return float(period_ms)
+def check_period(period: float, unit: str = "s") -> float:
+    """Returns ``period`` (in ``unit``: "s", or "ms" as MonitorOptions and the CLI take it) as a float if the
+    sampler can do it, else raises TypeError/ValueError: the one check of a sample period."""
+    least = MIN_PERIOD_S * {"s": 1.0, "ms": 1e3}[unit]
+    if isinstance(period, bool) or not isinstance(period, (int, float)) or not math.isfinite(period):
+        raise TypeError(f"sample period must be a finite number of {unit}, got {period!r}")
+    if period < least:
+        raise ValueError(f"sample period must be >= {least:g} {unit} (what the sampler can sustain), got {period}")
+    if period > MAX_PERIOD_S * {"s": 1.0, "ms": 1e3}[unit]:
+        raise ValueError(f"sample period must be at most {MAX_PERIOD_S:g} s, got {period} {unit}"
+                         + (" (the period is in seconds: 5 ms is 0.005)" if unit == "s" else ""))
+    return float(period)
 
 
 def silence_limit_s(period_s: float) -> float:
@@ -98,11 +105,11 @@ class Samples:
 
 
 class Sampler:
-    """Reads sensors every ``period_ms`` in the background.
+    """Reads sensors every ``period_s`` seconds in the background.
 
     Args:
         sensors: The sensors to read (see ``tf_mobileperf.sensors.detect``).
-        period_ms: Requested sampling period; the seed uses 5 ms.
+        period_s: Requested sampling period, seconds (at least ``MIN_PERIOD_S``); the seed uses 5 ms.
         mode: "process" (a sampler process, default where fork exists), or
             "thread" (in this process; simpler, but suffers from the GIL).
         start: How the sampler process starts: "spawn" (a fresh interpreter
@@ -124,21 +131,20 @@ class Sampler:
             or ``start="spawn"`` with sensors that cannot be pickled.
 
     Example:
-        >>> sampler = Sampler(detect(), period_ms=5.0)     # doctest: +SKIP
+        >>> sampler = Sampler(detect(), period_s=0.005)     # doctest: +SKIP
         >>> sampler.start(); time.sleep(1); rows = sampler.drain(); sampler.stop()
     """
 
     def __init__(
         self,
         sensors: Sequence[Sensor],
-        period_ms: float = 5.0,
+        period_s: float = 0.005,
         mode: str = "auto",
         capacity: int = 1 << 16,
         realtime: bool = True,
         priority_reason: str = "",
         start: str = "auto",
     ):
-        check_period(period_ms)
         if mode == "auto":
             mode = "process" if hasattr(os, "fork") else "thread"
         if mode not in ("process", "thread"):
@@ -151,7 +157,7 @@ class Sampler:
             raise ValueError(f"channel names appear in more than one sensor: {duplicated}")
         self.sensors = list(sensors)
         self.channels = [c for s in self.sensors for c in s.channels]
-        self.period_s = period_ms / 1000.0
+        self.period_s = check_period(period_s)
         self.mode = mode
         self.realtime = realtime
         self.priority_reason = priority_reason

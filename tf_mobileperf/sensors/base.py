@@ -22,6 +22,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
+from tf_mobileperf.sampling.abi import CONSTANTS
+
 if TYPE_CHECKING:
     from tf_mobileperf.sensors.files import FileReads
 
@@ -218,7 +220,8 @@ class Sensor(abc.ABC):
 NOT_REGULAR = "not a regular file"
 TOO_LARGE = "larger than 16 MiB"
 #: The largest file read: /proc/stat of a 4096-core machine is about 0.5 MiB; a larger file is not one of ours.
-MAX_FILE_BYTES = 1 << 24
+#: The C loop's too (``_tick_abi.h``'s MP_MAX_FILE_BYTES).
+MAX_FILE_BYTES = CONSTANTS["MP_MAX_FILE_BYTES"]
 
 
 class KernelFile:

@@ -92,7 +92,7 @@ class PerfMonitor:
         self.model_name: str | None = None  # set by the callback from the Keras model
         self._probe = resolve_sensors(self.options.sensors)
         realtime, why = choose(self.options.sampler_priority)
-        self.sampler = (Sampler(self._probe.sensors, self.options.sample_period_ms, realtime=realtime, priority_reason=why)
+        self.sampler = (Sampler(self._probe.sensors, self.options.period_s, realtime=realtime, priority_reason=why)
                         if self._probe.sensors else None)
         self.channels = self.sampler.channels if self.sampler else []
         self.report: Report | None = None

@@ -135,7 +135,7 @@ class MonitorOptions:
         if self.profile_steps is not None:
             checked["profile_steps"] = self._checked_profile_steps(checked["warmup_steps"])
         checked["keep_steps"] = check_int("keep_steps", self.keep_steps, 1)
-        checked["sample_period_ms"] = check_period(self.sample_period_ms)
+        checked["sample_period_ms"] = check_period(self.sample_period_ms, "ms")
         checked["sensors"] = check_sensors(self.sensors)
         if not isinstance(self.run, str) or not self.run:
             raise TypeError(f"run must be a non-empty folder name, got {self.run!r}")
@@ -161,5 +161,5 @@ class MonitorOptions:
 
     @property
     def period_s(self) -> float:
-        """The sampler period in seconds."""
+        """The sampler period in seconds: what the Sampler and everything after it take."""
         return self.sample_period_ms / 1000.0

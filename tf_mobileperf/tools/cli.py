@@ -86,7 +86,7 @@ def _positive(text: str) -> float:
 
 def _period_ms(text: str) -> float:
     try:
-        return check_period(_finite(text, 0.0))
+        return check_period(_finite(text, 0.0), "ms")
     except (TypeError, ValueError) as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -43,9 +43,9 @@ def _format(value: float | Exception, unit: str) -> str:
     return f"{value:.3f} {unit}"
 
 
-def sampling_test(found: list, period_ms: float, seconds: float) -> dict:
-    """Samples ``found`` for ``seconds``; returns the sampling-quality summary."""
-    with Sampler(found, period_ms=period_ms) as sampler:
+def sampling_test(found: list, period_s: float, seconds: float) -> dict:
+    """Samples ``found`` every ``period_s`` for ``seconds``; returns the sampling-quality summary."""
+    with Sampler(found, period_s=period_s) as sampler:
         time.sleep(seconds)
     stats = SamplingStats.of(sampler)
     rows = sampler.drain()
@@ -103,7 +103,7 @@ def cmd_sensors(args: argparse.Namespace) -> int:
             "counters, no NVML device): power and energy will be reported as null, not 0.\n"
         )
     if found.sensors and args.seconds > 0:
-        result = sampling_test(found.sensors, args.period_ms, args.seconds)
+        result = sampling_test(found.sensors, args.period_ms / 1e3, args.seconds)
         out.write(
             f"\nSampling test ({args.seconds:g} s at {args.period_ms:g} ms, {result['mode']}"
             f"{', SCHED_FIFO' if result['realtime'] else ''}): {result['samples']} samples, "

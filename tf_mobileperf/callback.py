@@ -15,11 +15,13 @@ measurement ends with it and its report is written:
 * a loss that turns NaN or infinite (what ``TerminateOnNaN`` stops on):
   ``success: false`` with the step and the reason.
 
-To see errors outside the train function, the callback wraps, for the
-duration of ``fit``, the model's ``train_function`` and ``evaluate`` and the
-hooks of the callback list that calls it. An error the wrappers cannot see
-(fit's own code between two hooks) still ends the measurement: at the next
-``fit``, when the callback is garbage collected, or when Python exits.
+To see errors between its hooks, the callback has ``tf_mobileperf.keras_seam``
+guard, for the duration of ``fit``, the model's ``train_function`` and
+``evaluate`` and the hooks of the callback list that calls it; every guard is
+undone when the measurement ends, and none holds the callback. An error the
+guards cannot see (fit's own code between two hooks) still ends the
+measurement: at the next ``fit``, when the callback is garbage collected, or
+when Python exits.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import math
 import os
 import signal
 import sys
+import weakref
 
 import keras
 
@@ -127,18 +130,19 @@ class MobilePerfCallback(keras.callbacks.Callback):
         try:
             if error is not None and self.monitor.started:
                 self.monitor.fail(error)
-            if self._seam is not None:
-                self._seam.undo()
-                self._seam = None
+            seam, self._seam = self._seam, None
+            if seam is not None:
+                seam.undo()
             self.monitor.end()  # a signal held during end() is delivered as it returns
         finally:
             self.report = self.monitor.report
             self._restore_interrupt_handlers()
 
     def _on_keras_error(self, where: str, exc: BaseException, args: tuple):
-        """An error raised during ``fit`` in ``where`` (the train function, ``evaluate``, a
-        hook of the callback list); returns what the train function returns instead, or PROPAGATE."""
-        if where == "train_function":
+        """An error raised during ``fit`` in ``where`` (the train function, ``evaluate``, a hook
+        of the callback list, or ``keras_seam.LEAVES_FIT``: an error this callback answered leaves ``fit``
+        all the same); returns what the train function returns instead, or PROPAGATE."""
+        if where == "train_function" and self._running:
             # Keras's iterator ran out of data: no batch ran, so there is no step to record.
             end_of_data = (StopIteration,) + ((sys.modules["tensorflow"].errors.OutOfRangeError,)
                                               if "tensorflow" in sys.modules else ())
@@ -157,13 +161,24 @@ class MobilePerfCallback(keras.callbacks.Callback):
         if not in_main_thread():
             return
 
+        this = weakref.ref(self)  # a handler left installed (fit ended unseen) keeps no callback alive
+
         def on_signal(signum: int) -> None:
-            self._finish(KeyboardInterrupt(signal.Signals(signum).name))
+            callback = this()
+            if callback is not None:
+                callback._finish(KeyboardInterrupt(signal.Signals(signum).name))
 
         self._handlers = [ChainedHandler.install(signum, on_signal) for signum in STOP_SIGNALS]
+        self._handlers_dropped = weakref.finalize(self, _uninstall, self._handlers)  # the callback dropped mid-fit
+        self._handlers_dropped.atexit = False
 
     def _restore_interrupt_handlers(self) -> None:
-        for handler in getattr(self, "_handlers", []):
-            handler.uninstall()
+        if getattr(self, "_handlers_dropped", None) is not None:
+            self._handlers_dropped.detach()
+        _uninstall(getattr(self, "_handlers", []))
         self._handlers = []
 
+
+def _uninstall(handlers: list) -> None:
+    for handler in handlers:
+        handler.uninstall()

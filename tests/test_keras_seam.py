@@ -90,16 +90,20 @@ def test_two_callbacks_leave_keras_objects_as_they_were_and_nothing_alive(tmp_pa
 
 
 def test_the_callback_list_keras_makes_is_found_and_guarded(tmp_path):
+    """Both callbacks find it (the second after the first's guards made Python keep the list's __dict__)."""
     found = []
+    perfs = [perf(tmp_path / "a"), perf(tmp_path / "b")]
 
     class Finds(keras.callbacks.Callback):
         def on_train_begin(self, logs=None):
             found.extend(callback_lists_holding(self))
             found.append(all(isinstance(vars(found[0]).get(h), Guard) for h in LIST_HOOKS))
+            found.append([cb._seam.callback_lists for cb in perfs])
 
     model, train_function = model_with_train_function()
-    model.fit(*data(16), batch_size=8, callbacks=[perf(tmp_path), Finds()], verbose=0)
-    assert len(found) == 2 and isinstance(found[0], keras.callbacks.CallbackList) and found[1] is True
+    model.fit(*data(16), batch_size=8, callbacks=[*perfs, Finds()], verbose=0)
+    assert len(found) == 3 and isinstance(found[0], keras.callbacks.CallbackList)
+    assert found[1:] == [True, [1, 1]]
     assert_keras_own(model, train_function, found[0])
 
 
@@ -146,6 +150,37 @@ def test_a_callback_reused_for_two_fits_makes_two_measurements(tmp_path):
         assert_keras_own(model, train_function)
         assert cb.report.to_dict()["success"] is True
     assert report_of(tmp_path)["steps_measured"] == report_of(tmp_path / "run-2")["steps_measured"] == 3
+
+
+@pytest.mark.parametrize("second", ["stop", "raise"])
+def test_an_oom_is_seen_by_both_callbacks_whatever_each_does_with_it(tmp_path, second):
+    """A MemoryError in batch 3; the first callback stops on it, the second stops or re-raises:
+    both measurements end failed at step 3, and a re-raise ends the first one too."""
+    batch = {"index": -1}
+
+    class AllocatesAtBatch3(keras.layers.Layer):
+        def call(self, x):
+            if batch["index"] == 3:
+                bytearray(1 << 50)  # 1 PiB: a real MemoryError
+            return x
+
+    model = keras.Sequential([keras.Input((16,)), AllocatesAtBatch3(), keras.layers.Dense(1)])
+    model.compile("sgd", "mse", run_eagerly=True)
+    model.make_train_function()
+    train_function = model.train_function
+    counter = keras.callbacks.LambdaCallback(on_train_batch_begin=lambda i, logs: batch.update(index=i))
+    first = MobilePerfCallback(tmp_path / "a", idle_s=0, sensors=[constant_sensor()], warmup_steps=0)
+    other = MobilePerfCallback(tmp_path / "b", on_oom=second, idle_s=0, sensors=[constant_sensor()], warmup_steps=0)
+    if second == "stop":
+        model.fit(*data(80), batch_size=8, callbacks=[counter, first, other], verbose=0)
+    else:
+        with pytest.raises(MemoryError):
+            model.fit(*data(80), batch_size=8, callbacks=[counter, first, other], verbose=0)
+    for name in "ab":
+        report = report_of(tmp_path / name)
+        assert report["success"] is False and report["failed_step"] == 3 and "MemoryError" in report["error"]
+    assert not first.monitor.sampler.running and not other.monitor.sampler.running
+    assert_keras_own(model, train_function)
 
 
 def test_saving_during_and_after_fit_and_loading_work(tmp_path):

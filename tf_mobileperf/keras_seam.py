@@ -164,6 +164,6 @@ def callback_lists_holding(callback) -> list:
             found.append(referrer)
         elif isinstance(referrer, dict):
             dicts.append(referrer)  # an instance's __dict__, where Python keeps it apart from the instance
-    if not found and dicts:
-        found = [r for r in gc.get_referrers(*dicts) if isinstance(r, keras.callbacks.CallbackList)]
-    return [c for c in found if any(c.callbacks is h for h in holders)]
+    if dicts:
+        found += [r for r in gc.get_referrers(*dicts) if isinstance(r, keras.callbacks.CallbackList)]
+    return list({id(c): c for c in found if any(c.callbacks is h for h in holders)}.values())

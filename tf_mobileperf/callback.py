@@ -15,11 +15,13 @@ measurement ends with it and its report is written:
 * a loss that turns NaN or infinite (what ``TerminateOnNaN`` stops on):
   ``success: false`` with the step and the reason.
 
-To see errors outside the train function, the callback wraps, for the
-duration of ``fit``, the model's ``train_function`` and ``evaluate`` and the
-hooks of the callback list that calls it. An error the wrappers cannot see
-(fit's own code between two hooks) still ends the measurement: at the next
-``fit``, when the callback is garbage collected, or when Python exits.
+To see errors between its hooks, the callback has ``tf_mobileperf.keras_seam``
+guard, for the duration of ``fit``, the model's ``train_function`` and
+``evaluate`` and the hooks of the callback list that calls it; every guard is
+undone when the measurement ends, and none holds the callback. An error the
+guards cannot see (fit's own code between two hooks) still ends the
+measurement: at the next ``fit``, when the callback is garbage collected, or
+when Python exits.
 """
 
 from __future__ import annotations
@@ -29,9 +31,11 @@ import math
 import os
 import signal
 import sys
+import weakref
 
 import keras
 
+from tf_mobileperf.keras_seam import PROPAGATE, FitSeam
 from tf_mobileperf.session import backend
 from tf_mobileperf.session.interrupts import STOP_SIGNALS, ChainedHandler, in_main_thread
 from tf_mobileperf.session.monitor import PerfMonitor
@@ -39,11 +43,6 @@ from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.steps.report import Report
 
 log = logging.getLogger(__name__)
-
-#: Hooks of Keras's CallbackList that run inside ``fit``; an error in any of them ends the measurement.
-_LIST_HOOKS = ("on_epoch_begin", "on_epoch_end", "on_train_batch_begin", "on_train_batch_end", "on_batch_end",
-               "on_test_begin", "on_test_end", "on_test_batch_begin", "on_test_batch_end", "on_train_end")
-
 
 class MobilePerfCallback(keras.callbacks.Callback):
     """Measures power, energy, utilization and peak memory of every training step.
@@ -83,7 +82,7 @@ class MobilePerfCallback(keras.callbacks.Callback):
         self._pid = os.getpid()
         self._begin_batch = 0
         self._last_logs: dict = {}
-        self._restore: list = []  # undoes each wrapper and handler installed for this fit
+        self._seam: FitSeam | None = None  # the wraps of Keras's objects for this fit
 
     def on_train_begin(self, logs=None):
         if self._running:  # the last fit ended by an error that no wrapper saw
@@ -94,12 +93,8 @@ class MobilePerfCallback(keras.callbacks.Callback):
         self.monitor.model_name = self.model.name
         self.monitor.begin()
         self._running, self._pid = True, os.getpid()
-        self._wrap_train_function()
-        self._wrap("evaluate", self.model)
-        callback_list = sys._getframe(1).f_locals.get("self")  # the CallbackList calling this hook
-        if isinstance(callback_list, keras.callbacks.CallbackList) and self in callback_list.callbacks:
-            for hook in _LIST_HOOKS:
-                self._wrap(hook, callback_list)
+        self._seam = FitSeam(self._on_keras_error)
+        self._seam.install(self.model, self)
         self._install_interrupt_handlers()
 
     def on_train_batch_begin(self, batch, logs=None):
@@ -135,68 +130,55 @@ class MobilePerfCallback(keras.callbacks.Callback):
         try:
             if error is not None and self.monitor.started:
                 self.monitor.fail(error)
-            for undo in reversed(self._restore):
-                undo()
-            self._restore = []
+            seam, self._seam = self._seam, None
+            if seam is not None:
+                seam.undo()
             self.monitor.end()  # a signal held during end() is delivered as it returns
         finally:
             self.report = self.monitor.report
             self._restore_interrupt_handlers()
 
-    def _wrap(self, name: str, owner) -> None:
-        """Replaces ``owner.name`` (for this fit) by a call that ends the measurement on an error."""
-        original = getattr(owner, name, None)
-        if original is None:
-            return
-        shadowed = name in vars(owner)
-
-        def guarded(*args, **kwargs):
-            try:
-                return original(*args, **kwargs)
-            except BaseException as exc:
-                self._finish(exc)
-                raise
-
-        setattr(owner, name, guarded)
-        self._restore.append(lambda: setattr(owner, name, original) if shadowed else delattr(owner, name))
-
-    def _wrap_train_function(self) -> None:
-        original = self.model.train_function
-        if original is None:
-            return
-        # Keras's iterator ran out of data: no batch ran, so there is no step to record.
-        end_of_data = (StopIteration,) + ((sys.modules["tensorflow"].errors.OutOfRangeError,)
-                                          if "tensorflow" in sys.modules else ())
-
-        def guarded_train_function(*args, **kwargs):  # TF and torch: (iterator); JAX: (state, data)
-            try:
-                return original(*args, **kwargs)
-            except end_of_data:
+    def _on_keras_error(self, where: str, exc: BaseException, args: tuple):
+        """An error raised during ``fit`` in ``where`` (the train function, ``evaluate``, a hook
+        of the callback list, or ``keras_seam.LEAVES_FIT``: an error this callback answered leaves ``fit``
+        all the same); returns what the train function returns instead, or PROPAGATE."""
+        if where == "train_function" and self._running:
+            # Keras's iterator ran out of data: no batch ran, so there is no step to record.
+            end_of_data = (StopIteration,) + ((sys.modules["tensorflow"].errors.OutOfRangeError,)
+                                              if "tensorflow" in sys.modules else ())
+            if isinstance(exc, end_of_data):
                 self.monitor.discard_step()
-                raise
-            except BaseException as exc:
-                if not backend.is_oom(exc) or self.on_oom == "raise":
-                    self._finish(exc)
-                    raise
+                return PROPAGATE
+            if backend.is_oom(exc) and self.on_oom == "stop":
                 self.monitor.fail(exc)
                 self.model.stop_training = True
-                return (self._last_logs, args[0]) if len(args) == 2 else self._last_logs
-
-        self.model.train_function = guarded_train_function
-        self._restore.append(lambda: setattr(self.model, "train_function", original))
+                return (self._last_logs, args[0]) if len(args) == 2 else self._last_logs  # JAX: (state, data)
+        self._finish(exc)
+        return PROPAGATE
 
     def _install_interrupt_handlers(self) -> None:
         """On Ctrl-C (SIGINT) or SIGTERM: write the partial report, then go on as before."""
         if not in_main_thread():
             return
 
+        this = weakref.ref(self)  # a handler left installed (fit ended unseen) keeps no callback alive
+
         def on_signal(signum: int) -> None:
-            self._finish(KeyboardInterrupt(signal.Signals(signum).name))
+            callback = this()
+            if callback is not None:
+                callback._finish(KeyboardInterrupt(signal.Signals(signum).name))
 
         self._handlers = [ChainedHandler.install(signum, on_signal) for signum in STOP_SIGNALS]
+        self._handlers_dropped = weakref.finalize(self, _uninstall, self._handlers)  # the callback dropped mid-fit
+        self._handlers_dropped.atexit = False
 
     def _restore_interrupt_handlers(self) -> None:
-        for handler in getattr(self, "_handlers", []):
-            handler.uninstall()
+        if getattr(self, "_handlers_dropped", None) is not None:
+            self._handlers_dropped.detach()
+        _uninstall(getattr(self, "_handlers", []))
         self._handlers = []
 
+
+def _uninstall(handlers: list) -> None:
+    for handler in handlers:
+        handler.uninstall()

@@ -1,8 +1,8 @@
 """The writers of a run's files: series, steps, progress, claim and JSON.
 
-File names and the schema version come from ``tf_mobileperf_tensorboard.metadata``
-and every reader is ``tf_mobileperf_tensorboard.reader``, so writers and
-readers share one contract.
+File names, paths and the schema version come from ``tf_mobileperf.format``
+and every reader is ``tf_mobileperf.format.reader``, so writers and readers
+share one contract.
 
 TensorBoard keeps only a few tensor events per tag, so raw samples live in
 plain files under ``<run>/plugins/mobileperf/`` (as the profile plugin keeps
@@ -36,10 +36,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tf_mobileperf.output.layout import RunLayout
+from tf_mobileperf.format import names
+from tf_mobileperf.format.channels import CHANNELS_VERSION
+from tf_mobileperf.format.layout import RunLayout
+from tf_mobileperf.format.reader import read_progress
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf_tensorboard import metadata
-from tf_mobileperf_tensorboard.reader import read_progress
 
 log = logging.getLogger(__name__)
 
@@ -150,13 +151,13 @@ class SeriesWriter:
     """Appends sample rows to ``samples.bin`` next to their ``channels.json``."""
 
     def __init__(self, run_dir: str | Path, channels: list[Channel], run_metadata: dict):
-        self.dir = Path(run_dir) / metadata.PLUGIN_DIR
+        self.dir = Path(run_dir) / names.PLUGIN_DIR
         self.dir.mkdir(parents=True, exist_ok=True)
-        header = {"version": metadata.CHANNELS_VERSION, "columns": ["t"] + [c.name for c in channels],
+        header = {"version": CHANNELS_VERSION, "columns": ["t"] + [c.name for c in channels],
                   "channels": [c.to_dict() for c in channels],
                   "clock": "time.monotonic (CLOCK_MONOTONIC), seconds", "metadata": run_metadata}
-        write_json(self.dir / metadata.CHANNELS_FILE, header)
-        self._file = AppendFile(self.dir / metadata.SAMPLES_FILE)
+        write_json(self.dir / names.CHANNELS_FILE, header)
+        self._file = AppendFile(self.dir / names.SAMPLES_FILE)
 
     def append(self, t: np.ndarray, values: np.ndarray) -> None:
         if len(t):

@@ -15,9 +15,9 @@ from typing import Callable
 
 from tf_mobileperf.output.events import ScalarWriter
 from tf_mobileperf.output.files import SeriesWriter, StepProgress, StepsCsv, link_or_copy, write_json
-from tf_mobileperf.output.layout import RunLayout
+from tf_mobileperf.format.finite_json import finite
+from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf_tensorboard.finite_json import finite
 
 #: Runs monitoring work: ``guard(what, fn, *args)`` logs a failure instead of raising it.
 Guard = Callable[..., object]

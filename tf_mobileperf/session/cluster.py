@@ -18,7 +18,7 @@ reads). The chief then combines the workers' runs:
 * A worker without a report (it died) is marked missing, and what it wrote
   to ``steps.csv`` before dying is kept. A worker's report that is there
   but malformed stops the combine with an error naming the file and the
-  field (``tf_mobileperf_tensorboard.schema``): a combine over it would be
+  field (``tf_mobileperf.format.schema``): a combine over it would be
   wrong, and one passed over as missing would hide it.
 
 The combined report is ``<logdir>/combined.json`` and a run ``combined`` for
@@ -35,9 +35,9 @@ import time
 from pathlib import Path
 
 from tf_mobileperf.output.files import StepProgress, write_json
-from tf_mobileperf_tensorboard.finite_json import finite
-from tf_mobileperf_tensorboard.metadata import COMBINED_FILE, PROGRESS_FILE, REPORT_FILE
-from tf_mobileperf_tensorboard.reader import read_report, read_steps
+from tf_mobileperf.format.finite_json import finite
+from tf_mobileperf.format.names import COMBINED_FILE, PROGRESS_FILE, REPORT_FILE
+from tf_mobileperf.format.reader import read_report, read_steps
 
 log = logging.getLogger(__name__)
 

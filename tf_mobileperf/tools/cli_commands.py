@@ -246,7 +246,7 @@ def _pm(value: float | None, plus_minus: float | None) -> str:
 
 def cmd_combine(args: argparse.Namespace) -> int:
     from tf_mobileperf.session.cluster import combine
-    from tf_mobileperf_tensorboard.metadata import COMBINED_FILE
+    from tf_mobileperf.format.names import COMBINED_FILE
 
     tasks = args.tasks or tuple(sorted(p.name for p in args.logdir.iterdir()
                                        if p.is_dir() and re.fullmatch(r"(chief|worker)-\d+", p.name)))

@@ -46,8 +46,8 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from tf_mobileperf.output.files import StepProgress, local_dir
 from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.session.options import check_int, resolve_sensors
-from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, PROGRESS_FILE
-from tf_mobileperf_tensorboard.reader import read_steps
+from tf_mobileperf.format.names import CLAIM_FILE, PROGRESS_FILE
+from tf_mobileperf.format.reader import read_steps
 from tf_mobileperf.tools import power_modes, sweep_child
 from tf_mobileperf.tools.zoo import check_input_size
 from tf_mobileperf.tools.power_modes import PowerPlan

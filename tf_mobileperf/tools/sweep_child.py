@@ -46,8 +46,8 @@ from tf_mobileperf.output.files import write_json
 from tf_mobileperf.sensors.board import BOARD_TYPE_ENV
 from tf_mobileperf.tools.sizes import parse_size
 from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
-from tf_mobileperf_tensorboard.finite_json import finite
-from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, END_FILE, REPORT_FILE
+from tf_mobileperf.format.finite_json import finite
+from tf_mobileperf.format.names import CLAIM_FILE, END_FILE, REPORT_FILE
 
 if TYPE_CHECKING:
     from tf_mobileperf.tools.sweep import SweepConfig
@@ -110,7 +110,7 @@ def run(args: list[str], memory_limit: int | None, timeout_s: float, board_type:
 def record_end(logdir: Path, done: Exit, row: dict, oom: bool) -> Path | None:
     """Writes how the child ended into the run it claimed in ``logdir`` when it ended without a report, so that
     the dashboard shows the run failed, with its cause, rather than "running" forever; returns the file
-    written (``metadata.END_FILE``), or None where the child claimed no run there or wrote its report.
+    written (``names.END_FILE``), or None where the child claimed no run there or wrote its report.
 
     ``row`` is the sweep's row of the configuration (its ``cause``, ``failed_step``, ``steps_on_disk``);
     ``oom``: whether that cause is running out of memory."""

@@ -14,8 +14,7 @@ Only the fields a reader uses are typed; any other field passes unchecked,
 so a newer writer's additions do not break an older reader. A field that is
 typed may be missing (a quantity nobody measured) unless it is required.
 Non-finite numbers are null (``finite_json``): the checks return the data
-with every NaN and infinity replaced. No TensorFlow and no ``tf_mobileperf``
-import.
+with every NaN and infinity replaced. No TensorFlow.
 """
 
 from __future__ import annotations

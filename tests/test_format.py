@@ -23,6 +23,9 @@ from tf_mobileperf.format.reader import OutsideLogdir, read_report, read_series
 from tf_mobileperf.output.files import SeriesWriter, StepProgress, StepsCsv, claim_logdir, write_json
 from tf_mobileperf.sensors.base import Channel
 
+#: What a report written without a version (as these tests write it) is read as: the format written now.
+UPGRADED = {"format_version": 2, "kind": "report"}
+
 CHANNELS = [Channel("VDD_IN", "power", "synthetic", group="total"),
             Channel("VDD_SYS_GPU", "power", "synthetic", group="gpu"),
             Channel("cpu3_util", "util", "synthetic", group="cpu", cluster="A57"),
@@ -148,7 +151,7 @@ def test_a_series_linked_outside_the_logdir_is_refused(tmp_path):
 def test_read_report_refuses_steps_that_are_not_a_list_of_objects(tmp_path):
     assert read_report(tmp_path) is None
     (tmp_path / names.REPORT_FILE).write_text(json.dumps({"success": True, "steps": [{"step": 0}]}))
-    assert read_report(tmp_path) == {"success": True, "steps": [{"step": 0}]}
+    assert read_report(tmp_path) == UPGRADED | {"success": True, "steps": [{"step": 0}]}
     (tmp_path / names.REPORT_FILE).write_text(json.dumps({"success": True, "steps": [1, 2]}))
     with pytest.raises(ValueError, match=r"report.json: field 'steps\[0\]' must be an object, got 1"):
         read_report(tmp_path)
@@ -165,7 +168,7 @@ def test_the_run_layout_is_where_the_writers_write_and_the_readers_read(tmp_path
     assert [p.exists() for p in (layout.channels, layout.samples, layout.steps_csv, layout.progress)] == [True] * 4
     assert layout.plugin_dir == tmp_path / "logs/train/plugins/mobileperf"
     np.testing.assert_array_equal(read_series(layout.run_dir)[1], rows)
-    assert read_report(layout.logdir) == {"success": True, "steps": []} and read_report(layout.plugin_dir) is None
+    assert read_report(layout.logdir) == UPGRADED | {"success": True, "steps": []} and read_report(layout.plugin_dir) is None
     assert StepProgress.read(layout.progress) == 0
 
 
@@ -189,4 +192,4 @@ def test_the_report_is_written_once_and_the_logdir_names_the_dashboards_copy(tmp
     writers = RunWriters.open(layout, CHANNELS, {"hostname": "test"}, ["step"])
     writers.finish({"success": True, "steps": []}, 0, lambda what, fn, *args: fn(*args))
     assert os.path.samefile(layout.report, layout.dashboard_report)
-    assert read_report(tmp_path) == read_report(layout.plugin_dir) == {"success": True, "steps": []}
+    assert read_report(tmp_path) == read_report(layout.plugin_dir) == UPGRADED | {"success": True, "steps": []}

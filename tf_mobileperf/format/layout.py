@@ -50,6 +50,9 @@ class RunLayout:
     steps_csv = _file("logdir", names.STEPS_FILE)
     progress = _file("logdir", names.PROGRESS_FILE)
     claim = _file("logdir", names.CLAIM_FILE)
+    ended = _file("logdir", names.END_FILE)
+    sweep_summary = _file("logdir", names.SWEEP_SUMMARY_FILE)
+    combined = _file("logdir", names.COMBINED_FILE)  # of a multi-worker logdir: ``RunLayout(cluster_logdir)``
 
     channels = _file("plugin_dir", names.CHANNELS_FILE)
     samples = _file("plugin_dir", names.SAMPLES_FILE)

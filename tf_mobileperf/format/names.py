@@ -29,3 +29,4 @@ CLAIM_FILE = "mobileperf.claim"  # in the logdir: which process measures into it
 #: failed_step, steps_on_disk.
 END_FILE = "mobileperf.ended"
 COMBINED_FILE = "combined.json"  # in a multi-worker logdir: the workers' runs combined by the chief
+SWEEP_SUMMARY_FILE = "summary.json"  # in a sweep configuration's logdir: the child's summary, the sweep's row

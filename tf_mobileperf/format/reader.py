@@ -107,16 +107,32 @@ def read_json(path: Path, limit: int = MAX_JSON_BYTES, logdir: Path | None = Non
 
 
 def read_report(directory: str | Path, logdir: Path | None = None) -> dict | None:
-    """The ``report.json`` in ``directory`` (a logdir, or a run's ``PLUGIN_DIR``), checked against the
-    report's schema; None if there is none.
+    """The ``report.json`` in ``directory`` (a logdir, or a run's ``PLUGIN_DIR``), in the format written now
+    (one without a version is upgraded) and checked against the report's schema; None if there is none.
 
     Raises:
-        schema.ReportError: it does not hold what the schema says (naming the file and the field).
+        schema.ReportError: it does not hold what the schema says, or is of a newer version (naming the file
+            and the field).
         ValueError: it is not a JSON object, or cannot be read (naming the file).
     """
-    path = Path(directory) / names.REPORT_FILE
+    return _read_report(Path(directory) / names.REPORT_FILE, logdir, (schema.REPORT,))
+
+
+def read_combined(logdir: str | Path) -> dict | None:
+    """The ``combined.json`` of a multi-worker ``logdir`` (``session.cluster``), upgraded and checked as
+    ``read_report``; None if there is none."""
+    return _read_report(Path(logdir) / names.COMBINED_FILE, None, (schema.COMBINED,))
+
+
+def read_sweep_summary(logdir: str | Path) -> dict | None:
+    """The ``summary.json`` a sweep child wrote into the logdir it measured into, upgraded and checked as
+    ``read_report``; None if there is none."""
+    return _read_report(Path(logdir) / names.SWEEP_SUMMARY_FILE, None, (schema.SWEEP_SUMMARY,))
+
+
+def _read_report(path: Path, logdir: Path | None, kinds: tuple[str, ...]) -> dict | None:
     report = read_json(path, MAX_JSON_BYTES, logdir)
-    return None if report is None else schema.check_report(report, _label(path, logdir))
+    return None if report is None else schema.check_report(report, _label(path, logdir), kinds)
 
 
 def read_progress(path: str | Path) -> int | None:

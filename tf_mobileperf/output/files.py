@@ -30,7 +30,6 @@ import os
 import re
 import socket
 import struct
-import tempfile
 import time
 from pathlib import Path
 
@@ -40,6 +39,7 @@ from tf_mobileperf.format import names
 from tf_mobileperf.format.channels import CHANNELS_VERSION
 from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.format.reader import read_progress
+from tf_mobileperf.format.writer import write_json  # noqa: F401 (its writers import it from here too)
 from tf_mobileperf.sensors.base import Channel
 
 log = logging.getLogger(__name__)
@@ -186,29 +186,6 @@ class StepsCsv:
 
     def close(self) -> None:
         self._file.close()
-
-
-def write_json(path: Path, data: dict) -> None:
-    """Writes JSON atomically (temp file + rename): readers never see half a file.
-
-    The temporary file has a name of its own in the same folder, so writers
-    to one path never collide (the last rename wins), and it is removed if
-    anything fails.
-    """
-    text = json.dumps(data, indent=2, allow_nan=False)
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it 0600; TensorBoard may run as another user
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def link_or_copy(source: Path, target: Path) -> None:

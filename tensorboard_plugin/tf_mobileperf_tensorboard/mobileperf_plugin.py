@@ -36,6 +36,7 @@ from tensorboard.data import provider
 from tensorboard.plugins import base_plugin
 
 from tf_mobileperf.format import finite_json, names, reader, schema
+from tf_mobileperf.format.layout import RunLayout
 
 from . import missing_bundle, run_status
 from .downsample import ChannelRate, declared_period_s, min_max
@@ -193,8 +194,8 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     @_route
     def _serve_steps(self, request):
         run, path, summary = self._run(request)
-        directory = path / names.PLUGIN_DIR
-        data = reader.read_report(directory, self._logdir)
+        layout = RunLayout.of_run(path)
+        data = reader.read_report(layout.plugin_dir, self._logdir)
         if data is None:
             if summary.get("status") == run_status.UNREADABLE:
                 raise ValueError(f"{run}: {summary['error']}; it has no {names.REPORT_FILE}")
@@ -204,7 +205,7 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
             return {"run": run, "steps": [], "message": message, "status": status.status}
         out = {"run": run, "steps": data.get("steps", []), "warmup_steps": data.get("warmup_steps"),
                "failed_step": data.get("failed_step"), "profile": self._profile_links(run, path)}
-        op_energy = reader.read_json(directory / names.OP_ENERGY_FILE, reader.MAX_JSON_BYTES, self._logdir)
+        op_energy = reader.read_json(layout.op_energy, reader.MAX_JSON_BYTES, self._logdir)
         if op_energy is not None:
             out["op_energy"] = op_energy
             out["trace_url"] = f"./trace?run={quote(run, safe='')}"
@@ -214,15 +215,14 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     def _serve_trace(self, request):
         """The run's Chrome/Perfetto trace (ops and power rails), as a download."""
         run, path = self._run_dir(request)
-        trace = reader.read_bytes(path / names.PLUGIN_DIR / names.TRACE_FILE, reader.MAX_TRACE_BYTES,
-                                  self._logdir)
+        trace = reader.read_bytes(RunLayout.of_run(path).trace, reader.MAX_TRACE_BYTES, self._logdir)
         if trace is None:
             raise errors.NotFoundError(f"run {run[:100]!r} has no traced steps with power samples")
         return Download(trace, f"{Path(run).parent.name or 'run'}-power-trace.json")
 
     @staticmethod
     def _profile_links(run: str, path: Path) -> list[dict]:
-        sessions = sorted(p.name for p in (path / names.PROFILE_DIR).glob("*") if p.is_dir())
+        sessions = sorted(p.name for p in RunLayout.of_run(path).profile_dir.glob("*") if p.is_dir())
         return [{"session": s, "url": f"/?run={quote(run + '/' + s, safe='')}&tool=trace_viewer#profile"} for s in sessions]
 
     @_route

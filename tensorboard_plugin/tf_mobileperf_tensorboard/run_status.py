@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from tf_mobileperf.format import names, reader
+from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.format.schema import FINISHED, RUNNING
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ def status_of(summary: dict, run_dir: Path, root: Path | None, checks: ReportChe
     ``summary`` (a readable one); the files it reads are only those of the run's logdir, inside ``root``.
     With ``checks``, a finished run whose report cannot be read is UNREADABLE, saying why."""
     if summary.get("status", FINISHED) != RUNNING:
-        problem = checks.problem(run_dir / names.PLUGIN_DIR, root) if checks and root else None
+        problem = checks.problem(RunLayout.of_run(run_dir).plugin_dir, root) if checks and root else None
         if problem:
             return RunStatus(UNREADABLE, f"unreadable report: {problem}")
         return RunStatus(FINISHED, finished_text(summary))
@@ -126,8 +127,8 @@ def status_of(summary: dict, run_dir: Path, root: Path | None, checks: ReportChe
     logdir = _logdir_of(run_dir, root)
     if logdir is None:
         return RunStatus(RUNNING, "running (no claim file: whether its process is alive is unknown)")
-    claim = _read(logdir / names.CLAIM_FILE, root) or {}
-    ended = _read(logdir / names.END_FILE, root)
+    claim = _read(RunLayout(logdir).claim, root) or {}
+    ended = _read(RunLayout(logdir).ended, root)
     if ended is not None and ended.get("pid") in (None, claim.get("pid")):
         return _ended_as_recorded(ended)
     host = claim.get("host")
@@ -147,7 +148,7 @@ def _logdir_of(run_dir: Path, root: Path) -> Path | None:
     for folder in [run_dir, *run_dir.parents]:
         if not folder.is_relative_to(root):
             break
-        if (folder / names.CLAIM_FILE).is_file():
+        if RunLayout(folder).claim.is_file():
             return folder
     return None
 
@@ -192,8 +193,8 @@ def _proc_stat(pid: int) -> tuple[str, float | None] | None:
 
 def _last_write(logdir: Path, run_dir: Path) -> float:
     """The newest modification time of the files a live run keeps writing (0 if there is none)."""
-    paths = [logdir / names.STEPS_FILE, logdir / names.PROGRESS_FILE, logdir / names.CLAIM_FILE,
-             run_dir / names.PLUGIN_DIR / names.SAMPLES_FILE]
+    paths = [RunLayout(logdir).steps_csv, RunLayout(logdir).progress, RunLayout(logdir).claim,
+             RunLayout.of_run(run_dir).samples]
     times = []
     for path in paths:
         try:
@@ -207,14 +208,14 @@ def _finished_since(run_dir: Path, root: Path | None) -> RunStatus | None:
     """The status from the run's report if it was written after the summary TensorBoard has (not reloaded
     yet); None without a readable report."""
     try:
-        report = reader.read_report(run_dir / names.PLUGIN_DIR, root)
+        report = reader.read_report(RunLayout.of_run(run_dir).plugin_dir, root)
     except (OSError, ValueError, RecursionError):
         return None
     return None if report is None else RunStatus(FINISHED, finished_text(report))
 
 
 def _ended(logdir: Path, root: Path | None, why: str) -> RunStatus:
-    step = reader.read_progress(logdir / names.PROGRESS_FILE)
+    step = reader.read_progress(RunLayout(logdir).progress)
     error = f"ended without a report: {why}"
     return RunStatus(ENDED, error, step, error)
 

@@ -31,6 +31,12 @@ class RunLayout:
     def __post_init__(self) -> None:
         object.__setattr__(self, "logdir", Path(self.logdir))  # a str is taken too
 
+    @classmethod
+    def of_run(cls, run_dir: str | Path) -> "RunLayout":
+        """The layout whose TensorBoard run is ``run_dir`` (``<logdir>/<run>``), as the dashboard finds a run."""
+        run_dir = Path(run_dir)
+        return cls(run_dir.parent, run_dir.name)
+
     @property
     def run_dir(self) -> Path:
         """The TensorBoard run: scalars, ``profile_dir`` and ``plugin_dir``."""

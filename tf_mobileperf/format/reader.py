@@ -29,6 +29,7 @@ import numpy as np
 
 from . import finite_json, names, schema
 from .channels import parse_channels
+from .layout import RunLayout
 
 log = logging.getLogger(__name__)
 
@@ -121,13 +122,13 @@ def read_report(directory: str | Path, logdir: Path | None = None) -> dict | Non
 def read_combined(logdir: str | Path) -> dict | None:
     """The ``combined.json`` of a multi-worker ``logdir`` (``session.cluster``), upgraded and checked as
     ``read_report``; None if there is none."""
-    return _read_report(Path(logdir) / names.COMBINED_FILE, None, (schema.COMBINED,))
+    return _read_report(RunLayout(logdir).combined, None, (schema.COMBINED,))
 
 
 def read_sweep_summary(logdir: str | Path) -> dict | None:
     """The ``summary.json`` a sweep child wrote into the logdir it measured into, upgraded and checked as
     ``read_report``; None if there is none."""
-    return _read_report(Path(logdir) / names.SWEEP_SUMMARY_FILE, None, (schema.SWEEP_SUMMARY,))
+    return _read_report(RunLayout(logdir).sweep_summary, None, (schema.SWEEP_SUMMARY,))
 
 
 def _read_report(path: Path, logdir: Path | None, kinds: tuple[str, ...]) -> dict | None:
@@ -160,14 +161,14 @@ def read_series(run_dir: str | Path, logdir: Path | None = None) -> tuple[dict, 
         FileNotFoundError: the run has no ``channels.json`` or ``samples.bin``.
         ValueError: the header is corrupt or of a version this package does not read.
     """
-    directory = Path(run_dir) / names.PLUGIN_DIR
-    path = directory / names.CHANNELS_FILE
+    layout = RunLayout.of_run(run_dir)
+    path = layout.channels
     raw = read_json(path, MAX_JSON_BYTES, logdir)
     if raw is None:
         raise FileNotFoundError(f"this run has no {names.PLUGIN_DIR}/{names.CHANNELS_FILE}")
     header = parse_channels(raw, _label(path, logdir))
     width = len(header["columns"])
-    file = open_file(directory / names.SAMPLES_FILE, None, logdir)
+    file = open_file(layout.samples, None, logdir)
     if file is None:
         raise FileNotFoundError(f"this run has no {names.PLUGIN_DIR}/{names.SAMPLES_FILE}")
     with file:  # the map outlives the file object
@@ -210,7 +211,7 @@ def read_steps_counted(logdir: str | Path) -> StepRows:
     parse, or (the last one) no newline: a writer killed inside the row.
     """
     try:
-        with open(Path(logdir) / names.STEPS_FILE, newline="") as f:
+        with open(RunLayout(logdir).steps_csv, newline="") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError):
         return StepRows([], 0)
@@ -238,5 +239,5 @@ def read_steps(logdir: str | Path) -> list[dict]:
     """
     result = read_steps_counted(logdir)
     if result.torn:
-        log.warning("mobileperf: skipped %d torn row(s) of %s", result.torn, Path(logdir) / names.STEPS_FILE)
+        log.warning("mobileperf: skipped %d torn row(s) of %s", result.torn, RunLayout(logdir).steps_csv)
     return result.rows

@@ -35,7 +35,6 @@ from pathlib import Path
 
 import numpy as np
 
-from tf_mobileperf.format import names
 from tf_mobileperf.format.channels import CHANNELS_VERSION
 from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.format.reader import read_progress
@@ -151,13 +150,14 @@ class SeriesWriter:
     """Appends sample rows to ``samples.bin`` next to their ``channels.json``."""
 
     def __init__(self, run_dir: str | Path, channels: list[Channel], run_metadata: dict):
-        self.dir = Path(run_dir) / names.PLUGIN_DIR
+        layout = RunLayout.of_run(run_dir)
+        self.dir = layout.plugin_dir
         self.dir.mkdir(parents=True, exist_ok=True)
         header = {"version": CHANNELS_VERSION, "columns": ["t"] + [c.name for c in channels],
                   "channels": [c.to_dict() for c in channels],
                   "clock": "time.monotonic (CLOCK_MONOTONIC), seconds", "metadata": run_metadata}
-        write_json(self.dir / names.CHANNELS_FILE, header)
-        self._file = AppendFile(self.dir / names.SAMPLES_FILE)
+        write_json(layout.channels, header)
+        self._file = AppendFile(layout.samples)
 
     def append(self, t: np.ndarray, values: np.ndarray) -> None:
         if len(t):

@@ -47,7 +47,6 @@ from tf_mobileperf.output.files import StepProgress, local_dir
 from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.session.options import check_int, resolve_sensors
 from tf_mobileperf.format.layout import RunLayout
-from tf_mobileperf.format.names import CLAIM_FILE
 from tf_mobileperf.format.reader import read_steps, read_sweep_summary
 from tf_mobileperf.format.schema import ENVELOPE
 from tf_mobileperf.tools import power_modes, sweep_child
@@ -181,7 +180,7 @@ def _where(config: SweepConfig) -> dict:
 def _claimed_by(logdir: Path, pid: int) -> Path:
     """The directory the child's measurement claimed: ``logdir``, or ``logdir/run-N`` if that was taken
     (``storage.claim_logdir`` writes the claimer's pid); ``logdir`` if it claimed none."""
-    for claim in [RunLayout(logdir).claim, *sorted(logdir.glob(f"run-*/{CLAIM_FILE}"))]:
+    for claim in (RunLayout(folder).claim for folder in [logdir, *sorted(logdir.glob("run-*"))]):
         try:
             if json.loads(claim.read_text()).get("pid") == pid:
                 return claim.parent

@@ -78,3 +78,20 @@ def test_the_sweep_summary_is_written_atomically_as_its_kind_and_read_back_as_a_
     with pytest.raises(schema.ReportError, match="'kind' must be 'sweep_summary', got 'report'"):
         write_report(layout.sweep_summary, {"success": True, "steps": []}, schema.REPORT)
         read_sweep_summary(tmp_path)
+
+
+def test_the_dashboard_lists_a_run_of_a_newer_format_as_unreadable_naming_its_version(tmp_path):
+    import shutil
+
+    from test_plugin import client_for, get
+    from test_plugin_isolation import write_summary
+
+    root = tmp_path / "logs"
+    shutil.copytree(OLD_RUN, root)
+    write_summary(root / "future/train", json.dumps({"format_version": 3, "kind": "report", "success": True}))
+    client, _ = client_for(root)
+    status, runs = get(client, "runs")
+    by_run = {r["run"]: r["summary"] for r in runs}
+    assert status == 200 and by_run["worker-0/train"]["status"] == "finished"
+    assert by_run["future/train"]["status"] == "unreadable"
+    assert "'format_version' is 3, newer than this tf-mobileperf reads (1, 2); upgrade" in by_run["future/train"]["error"]

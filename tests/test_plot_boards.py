@@ -56,8 +56,8 @@ def relabel(run: Path, device: dict) -> None:
     from tensorboard.compat.proto import event_pb2
     from tensorboard.summary.writer.record_writer import RecordWriter
     from tensorboard.util import tensor_util
-    from tf_mobileperf_tensorboard import metadata
-    from tf_mobileperf_tensorboard.summary import run_summary
+    from tf_mobileperf.format import names
+    from tf_mobileperf.format.summary import run_summary
 
     for name in ("report.json", "summary.json"):
         if not (run / name).exists():  # a child killed before its first report
@@ -69,7 +69,7 @@ def relabel(run: Path, device: dict) -> None:
         events = [event_pb2.Event.FromString(r) for r in RawEventFileLoader(str(path)).Load()]
         for event in events:
             for value in event.summary.value:
-                if value.tag == metadata.RUN_TAG:
+                if value.tag == names.RUN_TAG:
                     summary = json.loads(tensor_util.make_ndarray(value.tensor).item())
                     if "device" in summary:
                         summary["device"] |= device

@@ -18,7 +18,8 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 
 from test_plugin import client_for, get, two_runs  # noqa: F401 (two_runs: a fixture)
-from tf_mobileperf_tensorboard import metadata
+from tf_mobileperf.format import names
+from tf_mobileperf.format.summary import create_summary_metadata
 
 
 @pytest.fixture
@@ -30,7 +31,7 @@ def logdir(two_runs, tmp_path):
 
 def write_summary(run_dir, tensor) -> None:
     """A run whose summary tensor (what the runs list shows) is ``tensor`` (a numpy value or text)."""
-    value = summary_pb2.Summary.Value(tag=metadata.RUN_TAG, metadata=metadata.create_summary_metadata(),
+    value = summary_pb2.Summary.Value(tag=names.RUN_TAG, metadata=create_summary_metadata(),
                                       tensor=tensor_util.make_tensor_proto(tensor))
     writer = EventFileWriter(str(run_dir))
     writer.add_event(event_pb2.Event(wall_time=time.time(), step=0, summary=summary_pb2.Summary(value=[value])))

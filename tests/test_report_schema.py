@@ -1,4 +1,4 @@
-"""Readers check what they read against the report's schema (``tf_mobileperf_tensorboard.schema``): a
+"""Readers check what they read against the report's schema (``tf_mobileperf.format.schema``): a
 malformed report.json stops ``mobileperf combine`` with one line naming the file and the field and exit
 status 2 (never a traceback, never a wrong combine); a NaN is null, read and written; ``mobileperf plot``
 skips a result row with a null or text batch size with a warning naming it and plots the rest. Real files,
@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from tf_mobileperf.output.layout import RunLayout
+from tf_mobileperf.format import finite_json, schema
+from tf_mobileperf.format.layout import RunLayout
+from tf_mobileperf.format.reader import read_report
 from tf_mobileperf.output.writers import RunWriters
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.tools.cli import main
-from tf_mobileperf_tensorboard import finite_json, schema
-from tf_mobileperf_tensorboard.reader import read_report
 
 GOOD = {"success": True, "failed_step": None, "energy_total": 3.0, "mem_peak_gb": 1.5,
         "device": {"hostname": "b", "started_wall_s": 1.0}, "steps": []}

@@ -21,7 +21,8 @@ import pytest
 from test_plugin import client_for, get
 from tf_mobileperf.tools import sweep as sweep_mod
 from tf_mobileperf.tools import sweep_child
-from tf_mobileperf_tensorboard import metadata, run_status
+from tf_mobileperf.format import names
+from tf_mobileperf_tensorboard import run_status
 
 HELPERS = Path(__file__).parent / "helpers"
 DIE_AT = 4
@@ -72,7 +73,7 @@ def killed(tmp_path_factory) -> Path:
 
 
 def test_a_run_whose_process_was_killed_is_ended_without_a_report_not_running(killed):
-    pid = json.loads((killed / "cnn-bs8" / metadata.CLAIM_FILE).read_text())["pid"]
+    pid = json.loads((killed / "cnn-bs8" / names.CLAIM_FILE).read_text())["pid"]
     summary = listed(killed)["cnn-bs8/train"]
     assert summary["status"] == "ended" and summary["success"] is False and summary["batch_size"] == 8
     assert summary["status_text"] == f"ended without a report: its process (pid {pid}) is gone"
@@ -86,7 +87,7 @@ def _on_host(killed: Path, tmp_path: Path, host: str, quiet_s: float) -> Path:
     """A copy of the killed run as if measured on ``host``, its files last written ``quiet_s`` ago."""
     root = tmp_path / "logs"
     shutil.copytree(killed, root)
-    claim = root / "cnn-bs8" / metadata.CLAIM_FILE
+    claim = root / "cnn-bs8" / names.CLAIM_FILE
     claim.write_text(json.dumps(json.loads(claim.read_text()) | {"host": host}))
     when = time.time() - quiet_s
     for path in (root / "cnn-bs8").rglob("*"):
@@ -105,7 +106,7 @@ def test_a_run_on_another_host_is_running_there_until_its_files_go_quiet(killed,
 def test_a_pid_reused_by_a_later_process_is_not_the_claimer(killed, tmp_path):
     root = tmp_path / "logs"
     shutil.copytree(killed, root)
-    claim = root / "cnn-bs8" / metadata.CLAIM_FILE
+    claim = root / "cnn-bs8" / names.CLAIM_FILE
     # This test's own process is alive, but it started long after this claim was made.
     claim.write_text(json.dumps(json.loads(claim.read_text()) | {"pid": os.getpid(), "started": 1000.0}))
     summary = listed(root)["cnn-bs8/train"]
@@ -117,7 +118,7 @@ def test_a_sweep_child_aborted_on_bad_alloc_is_failed_in_its_run_with_the_cause(
     row = aborted_sweep_run(tmp_path / "sweep")
     assert row["success"] is False and sweep_mod.is_oom(row) and row["failed_step"] == DIE_AT
     logdir = Path(row["logdir"])
-    record = json.loads((logdir / metadata.END_FILE).read_text())
+    record = json.loads((logdir / names.END_FILE).read_text())
     assert record["signal"] == "SIGABRT" and record["exit_status"] == -signal.SIGABRT
     assert record["error"] == "out of memory (SIGABRT: std::bad_alloc)" and record["failed_step"] == DIE_AT
     run = f"{logdir.name}/train"
@@ -133,12 +134,12 @@ def test_a_finished_run_is_not_given_an_end_record(tmp_path):
     """The end record is only for a child without its report: one that wrote it keeps its own status."""
     logdir = tmp_path / "run"
     logdir.mkdir()
-    (logdir / metadata.CLAIM_FILE).write_text(json.dumps({"pid": 42}))
-    (logdir / metadata.REPORT_FILE).write_text(json.dumps({"success": False, "steps": []}))
+    (logdir / names.CLAIM_FILE).write_text(json.dumps({"pid": 42}))
+    (logdir / names.REPORT_FILE).write_text(json.dumps({"success": False, "steps": []}))
     done = sweep_child.Exit(42, -signal.SIGKILL, "")
     assert sweep_child.record_end(logdir, done, {"cause": "killed by SIGKILL"}, oom=True) is None
     with contextlib.suppress(FileNotFoundError):
-        (logdir / metadata.REPORT_FILE).unlink()
+        (logdir / names.REPORT_FILE).unlink()
     assert sweep_child.record_end(logdir, sweep_child.Exit(43, -9, ""), {"cause": "x"}, oom=False) is None  # not its claim
     path = sweep_child.record_end(logdir, done, {"cause": "killed by SIGKILL (the kernel's OOM killer, most likely)"},
                                   oom=True)

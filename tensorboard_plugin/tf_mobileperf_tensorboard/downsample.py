@@ -5,7 +5,7 @@ reading only in some of them (NaN in the others: no reading, or a failed
 one). A chart draws a channel from its finite readings only, so a 50 ms
 channel is one continuous line between 5 ms rows; the line breaks only where
 two readings are further apart than the channel's allowed gap
-(``metadata.allowed_gap_s``, the same rule that marks a step's energy
+(``format.gaps.allowed_gap_s``, the same rule that marks a step's energy
 incomplete), with a ``None`` marker between them. Long series are cut to
 each bucket's min and max, so a spike of one sample survives any zoom level;
 buckets never straddle a gap. Vectorized with ``reduceat``.
@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from tf_mobileperf_tensorboard.metadata import allowed_gap_s, own_period_s
+from tf_mobileperf.format.gaps import allowed_gap_s, own_period_s
 
 
 @dataclasses.dataclass

@@ -35,7 +35,10 @@ from tensorboard.backend import http_util
 from tensorboard.data import provider
 from tensorboard.plugins import base_plugin
 
-from . import finite_json, metadata, missing_bundle, reader, run_status, schema
+from tf_mobileperf.format import finite_json, names, reader, schema
+from tf_mobileperf.format.layout import RunLayout
+
+from . import missing_bundle, run_status
 from .downsample import ChannelRate, declared_period_s, min_max
 
 log = logging.getLogger(__name__)
@@ -116,7 +119,7 @@ def _number(request, name: str, default: float | None = None) -> float | None:
 class MobilePerfPlugin(base_plugin.TBPlugin):
     """The "MobilePerf" tab: power per rail, energy per step, memory, utilization."""
 
-    plugin_name = metadata.PLUGIN_NAME
+    plugin_name = names.PLUGIN_NAME
 
     def __init__(self, context: base_plugin.TBContext):
         self._data_provider = context.data_provider
@@ -147,13 +150,13 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     def _summaries(self, request) -> dict[str, dict]:
         ctx = plugin_util.context(request.environ)
         experiment = plugin_util.experiment_id(request.environ)
-        mapping = self._data_provider.list_tensors(ctx, experiment_id=experiment, plugin_name=metadata.PLUGIN_NAME)
+        mapping = self._data_provider.list_tensors(ctx, experiment_id=experiment, plugin_name=names.PLUGIN_NAME)
         if not mapping:
             return {}
-        filter_ = provider.RunTagFilter(runs=list(mapping), tags=[metadata.RUN_TAG])
+        filter_ = provider.RunTagFilter(runs=list(mapping), tags=[names.RUN_TAG])
         data = self._data_provider.read_tensors(
-            ctx, experiment_id=experiment, plugin_name=metadata.PLUGIN_NAME, run_tag_filter=filter_, downsample=1)
-        return {run: _summary(run, tags[metadata.RUN_TAG]) for run, tags in data.items() if tags.get(metadata.RUN_TAG)}
+            ctx, experiment_id=experiment, plugin_name=names.PLUGIN_NAME, run_tag_filter=filter_, downsample=1)
+        return {run: _summary(run, tags[names.RUN_TAG]) for run, tags in data.items() if tags.get(names.RUN_TAG)}
 
     def _status(self, run: str, summary: dict) -> run_status.RunStatus:
         """The run's status as it is (a "running" summary checked against its process)."""
@@ -191,18 +194,18 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     @_route
     def _serve_steps(self, request):
         run, path, summary = self._run(request)
-        directory = path / metadata.PLUGIN_DIR
-        data = reader.read_report(directory, self._logdir)
+        layout = RunLayout.of_run(path)
+        data = reader.read_report(layout.plugin_dir, self._logdir)
         if data is None:
             if summary.get("status") == run_status.UNREADABLE:
-                raise ValueError(f"{run}: {summary['error']}; it has no {metadata.REPORT_FILE}")
+                raise ValueError(f"{run}: {summary['error']}; it has no {names.REPORT_FILE}")
             status = self._status(run, summary)
             message = ("no report yet: the run is " + status.text if status.status == schema.RUNNING
                        else f"no report: {status.text}")
             return {"run": run, "steps": [], "message": message, "status": status.status}
         out = {"run": run, "steps": data.get("steps", []), "warmup_steps": data.get("warmup_steps"),
                "failed_step": data.get("failed_step"), "profile": self._profile_links(run, path)}
-        op_energy = reader.read_json(directory / metadata.OP_ENERGY_FILE, reader.MAX_JSON_BYTES, self._logdir)
+        op_energy = reader.read_json(layout.op_energy, reader.MAX_JSON_BYTES, self._logdir)
         if op_energy is not None:
             out["op_energy"] = op_energy
             out["trace_url"] = f"./trace?run={quote(run, safe='')}"
@@ -212,15 +215,14 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     def _serve_trace(self, request):
         """The run's Chrome/Perfetto trace (ops and power rails), as a download."""
         run, path = self._run_dir(request)
-        trace = reader.read_bytes(path / metadata.PLUGIN_DIR / metadata.TRACE_FILE, reader.MAX_TRACE_BYTES,
-                                  self._logdir)
+        trace = reader.read_bytes(RunLayout.of_run(path).trace, reader.MAX_TRACE_BYTES, self._logdir)
         if trace is None:
             raise errors.NotFoundError(f"run {run[:100]!r} has no traced steps with power samples")
         return Download(trace, f"{Path(run).parent.name or 'run'}-power-trace.json")
 
     @staticmethod
     def _profile_links(run: str, path: Path) -> list[dict]:
-        sessions = sorted(p.name for p in (path / metadata.PROFILE_DIR).glob("*") if p.is_dir())
+        sessions = sorted(p.name for p in RunLayout.of_run(path).profile_dir.glob("*") if p.is_dir())
         return [{"session": s, "url": f"/?run={quote(run + '/' + s, safe='')}&tool=trace_viewer#profile"} for s in sessions]
 
     @_route

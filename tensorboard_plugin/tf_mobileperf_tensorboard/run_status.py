@@ -6,10 +6,10 @@ between (the OOM killer's SIGKILL, an abort on ``std::bad_alloc``) never
 replaces it, so the summary alone would say "running" forever. A "running"
 summary is therefore checked against the run's files, in its logdir:
 
-* the end record (``metadata.END_FILE``) that whoever watched the process
+* the end record (``names.END_FILE``) that whoever watched the process
   end wrote (``mobileperf sweep``): the run ended without a report, failed,
   with the cause the sweep recorded;
-* the claim (``metadata.CLAIM_FILE``: pid, host, start): on this host the
+* the claim (``names.CLAIM_FILE``: pid, host, start): on this host the
   run is running while that pid is alive and is the claimer (not a pid
   reused since); on another host while the run's files were written to
   within ``HEARTBEAT_S`` (samples are appended every drain);
@@ -21,7 +21,7 @@ A finished run whose report cannot be read, or does not hold what the
 report's schema says, is listed as unreadable with the reason
 (``ReportChecks``), so the runs list marks it, not only its own routes.
 
-No TensorFlow and no ``tf_mobileperf`` import.
+No TensorFlow.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import metadata, reader
-from .schema import FINISHED, RUNNING
+from tf_mobileperf.format import names, reader
+from tf_mobileperf.format.layout import RunLayout
+from tf_mobileperf.format.schema import FINISHED, RUNNING
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +95,7 @@ class ReportChecks:
 
     def problem(self, directory: Path, root: Path) -> str | None:
         """What is wrong with the report in ``directory``; None if it is good or there is none."""
-        path = directory / metadata.REPORT_FILE
+        path = directory / names.REPORT_FILE
         try:
             info = path.stat()
         except OSError:
@@ -117,7 +118,7 @@ def status_of(summary: dict, run_dir: Path, root: Path | None, checks: ReportChe
     ``summary`` (a readable one); the files it reads are only those of the run's logdir, inside ``root``.
     With ``checks``, a finished run whose report cannot be read is UNREADABLE, saying why."""
     if summary.get("status", FINISHED) != RUNNING:
-        problem = checks.problem(run_dir / metadata.PLUGIN_DIR, root) if checks and root else None
+        problem = checks.problem(RunLayout.of_run(run_dir).plugin_dir, root) if checks and root else None
         if problem:
             return RunStatus(UNREADABLE, f"unreadable report: {problem}")
         return RunStatus(FINISHED, finished_text(summary))
@@ -126,8 +127,8 @@ def status_of(summary: dict, run_dir: Path, root: Path | None, checks: ReportChe
     logdir = _logdir_of(run_dir, root)
     if logdir is None:
         return RunStatus(RUNNING, "running (no claim file: whether its process is alive is unknown)")
-    claim = _read(logdir / metadata.CLAIM_FILE, root) or {}
-    ended = _read(logdir / metadata.END_FILE, root)
+    claim = _read(RunLayout(logdir).claim, root) or {}
+    ended = _read(RunLayout(logdir).ended, root)
     if ended is not None and ended.get("pid") in (None, claim.get("pid")):
         return _ended_as_recorded(ended)
     host = claim.get("host")
@@ -147,7 +148,7 @@ def _logdir_of(run_dir: Path, root: Path) -> Path | None:
     for folder in [run_dir, *run_dir.parents]:
         if not folder.is_relative_to(root):
             break
-        if (folder / metadata.CLAIM_FILE).is_file():
+        if RunLayout(folder).claim.is_file():
             return folder
     return None
 
@@ -192,8 +193,8 @@ def _proc_stat(pid: int) -> tuple[str, float | None] | None:
 
 def _last_write(logdir: Path, run_dir: Path) -> float:
     """The newest modification time of the files a live run keeps writing (0 if there is none)."""
-    paths = [logdir / metadata.STEPS_FILE, logdir / metadata.PROGRESS_FILE, logdir / metadata.CLAIM_FILE,
-             run_dir / metadata.PLUGIN_DIR / metadata.SAMPLES_FILE]
+    paths = [RunLayout(logdir).steps_csv, RunLayout(logdir).progress, RunLayout(logdir).claim,
+             RunLayout.of_run(run_dir).samples]
     times = []
     for path in paths:
         try:
@@ -207,14 +208,14 @@ def _finished_since(run_dir: Path, root: Path | None) -> RunStatus | None:
     """The status from the run's report if it was written after the summary TensorBoard has (not reloaded
     yet); None without a readable report."""
     try:
-        report = reader.read_report(run_dir / metadata.PLUGIN_DIR, root)
+        report = reader.read_report(RunLayout.of_run(run_dir).plugin_dir, root)
     except (OSError, ValueError, RecursionError):
         return None
     return None if report is None else RunStatus(FINISHED, finished_text(report))
 
 
 def _ended(logdir: Path, root: Path | None, why: str) -> RunStatus:
-    step = reader.read_progress(logdir / metadata.PROGRESS_FILE)
+    step = reader.read_progress(RunLayout(logdir).progress)
     error = f"ended without a report: {why}"
     return RunStatus(ENDED, error, step, error)
 

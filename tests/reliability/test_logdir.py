@@ -16,7 +16,7 @@ import pytest
 
 from helpers.training import constant_sensor, data, small_model
 from tf_mobileperf import MobilePerfCallback
-from tf_mobileperf_tensorboard.reader import read_series
+from tf_mobileperf.format.reader import read_series
 
 HELPERS = Path(__file__).parent.parent / "helpers"
 

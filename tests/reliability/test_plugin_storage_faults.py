@@ -22,8 +22,9 @@ from tensorboard.util import tensor_util
 from test_plugin import client_for, get, two_runs  # noqa: F401 (two_runs: a fixture)
 from tf_mobileperf.session.cluster import combine
 from tf_mobileperf.output.files import StepsCsv, write_json
-from tf_mobileperf_tensorboard import metadata
-from tf_mobileperf_tensorboard.reader import MAX_JSON_BYTES, read_steps, read_steps_counted
+from tf_mobileperf.format import names
+from tf_mobileperf.format.reader import MAX_JSON_BYTES, read_steps, read_steps_counted
+from tf_mobileperf.format.summary import create_summary_metadata
 
 DEEP = "[" * 100_000 + "]" * 100_000  # valid JSON, nested deeper than any parser's recursion limit
 
@@ -91,7 +92,7 @@ def test_an_oversize_file_is_422_naming_the_file_and_the_limit(logdir, name, rou
 
 def write_run_summary(run_dir, text: str) -> None:
     """A run whose summary tensor (what the runs list shows) holds ``text``."""
-    value = summary_pb2.Summary.Value(tag=metadata.RUN_TAG, metadata=metadata.create_summary_metadata(),
+    value = summary_pb2.Summary.Value(tag=names.RUN_TAG, metadata=create_summary_metadata(),
                                       tensor=tensor_util.make_tensor_proto(text.encode()))
     writer = EventFileWriter(str(run_dir))
     writer.add_event(event_pb2.Event(wall_time=time.time(), step=0, summary=summary_pb2.Summary(value=[value])))

@@ -24,8 +24,7 @@ from pathlib import Path
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.record_writer import RecordWriter
 
-from tf_mobileperf_tensorboard.summary import run_summary
-
+from tf_mobileperf.format.summary import run_summary
 from tf_mobileperf.steps.records import StepRecord
 
 
@@ -78,7 +77,7 @@ class ScalarWriter:
         self._add(event_pb2.Event(wall_time=time.time(), step=step, summary=summary_pb2.Summary(value=values)))
 
     def write_run_summary(self, summary: dict, step: int) -> None:
-        """The dashboard's entry for this run (see tf_mobileperf_tensorboard.summary)."""
+        """The dashboard's entry for this run (see tf_mobileperf.format.summary)."""
         self._add(event_pb2.Event(wall_time=time.time(), step=step, summary=run_summary(summary)))
         self._writer.flush()
 

@@ -1,8 +1,8 @@
 """The writers of a run's files: series, steps, progress, claim and JSON.
 
-File names and the schema version come from ``tf_mobileperf_tensorboard.metadata``
-and every reader is ``tf_mobileperf_tensorboard.reader``, so writers and
-readers share one contract.
+File names, paths and the schema version come from ``tf_mobileperf.format``
+and every reader is ``tf_mobileperf.format.reader``, so writers and readers
+share one contract.
 
 TensorBoard keeps only a few tensor events per tag, so raw samples live in
 plain files under ``<run>/plugins/mobileperf/`` (as the profile plugin keeps
@@ -30,16 +30,16 @@ import os
 import re
 import socket
 import struct
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from tf_mobileperf.output.layout import RunLayout
+from tf_mobileperf.format.channels import CHANNELS_VERSION
+from tf_mobileperf.format.layout import RunLayout
+from tf_mobileperf.format.reader import read_progress
+from tf_mobileperf.format.writer import write_json  # noqa: F401 (its writers import it from here too)
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf_tensorboard import metadata
-from tf_mobileperf_tensorboard.reader import read_progress
 
 log = logging.getLogger(__name__)
 
@@ -150,13 +150,14 @@ class SeriesWriter:
     """Appends sample rows to ``samples.bin`` next to their ``channels.json``."""
 
     def __init__(self, run_dir: str | Path, channels: list[Channel], run_metadata: dict):
-        self.dir = Path(run_dir) / metadata.PLUGIN_DIR
+        layout = RunLayout.of_run(run_dir)
+        self.dir = layout.plugin_dir
         self.dir.mkdir(parents=True, exist_ok=True)
-        header = {"version": metadata.CHANNELS_VERSION, "columns": ["t"] + [c.name for c in channels],
+        header = {"version": CHANNELS_VERSION, "columns": ["t"] + [c.name for c in channels],
                   "channels": [c.to_dict() for c in channels],
                   "clock": "time.monotonic (CLOCK_MONOTONIC), seconds", "metadata": run_metadata}
-        write_json(self.dir / metadata.CHANNELS_FILE, header)
-        self._file = AppendFile(self.dir / metadata.SAMPLES_FILE)
+        write_json(layout.channels, header)
+        self._file = AppendFile(layout.samples)
 
     def append(self, t: np.ndarray, values: np.ndarray) -> None:
         if len(t):
@@ -185,29 +186,6 @@ class StepsCsv:
 
     def close(self) -> None:
         self._file.close()
-
-
-def write_json(path: Path, data: dict) -> None:
-    """Writes JSON atomically (temp file + rename): readers never see half a file.
-
-    The temporary file has a name of its own in the same folder, so writers
-    to one path never collide (the last rename wins), and it is removed if
-    anything fails.
-    """
-    text = json.dumps(data, indent=2, allow_nan=False)
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it 0600; TensorBoard may run as another user
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def link_or_copy(source: Path, target: Path) -> None:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+from tf_mobileperf.format.finite_json import finite
+from tf_mobileperf.format.layout import RunLayout
+from tf_mobileperf.format.schema import REPORT, stamped
 from tf_mobileperf.output.events import ScalarWriter
 from tf_mobileperf.output.files import SeriesWriter, StepProgress, StepsCsv, link_or_copy, write_json
-from tf_mobileperf.output.layout import RunLayout
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf_tensorboard.finite_json import finite
 
 #: Runs monitoring work: ``guard(what, fn, *args)`` logs a failure instead of raising it.
 Guard = Callable[..., object]
@@ -41,8 +42,9 @@ class RunWriters:
 
     def finish(self, report: dict, steps: int, guard: Guard) -> None:
         """Publishes the report and the finished run's summary, then closes every file. A NaN or infinity
-        anywhere in the report is written as null: a reader never meets one."""
-        report = finite(report)
+        anywhere in the report is written as null: a reader never meets one. The report says its format's
+        version and kind (``format.schema``)."""
+        report = stamped(finite(report), REPORT)
         guard("write report", self._publish, report)
         summary = {k: v for k, v in report.items() if k != "steps"} | {"status": "finished"}
         guard("write run summary", self.scalars.write_run_summary, summary, steps)

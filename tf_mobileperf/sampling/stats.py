@@ -3,7 +3,7 @@
 Kept as running totals and a fixed histogram of interval errors, so a long
 run costs constant memory; used by the monitor's report and ``mobileperf
 sensors``. A channel's *gap* is a stretch without a valid reading longer
-than the join's allowed gap (``metadata.allowed_gap_s``): a sensor that stopped
+than the join's allowed gap (``format.gaps.allowed_gap_s``): a sensor that stopped
 answering, whose energy the join marks incomplete rather than integrating
 across it. ``add`` returns the channels whose first gap it found, so the
 monitor can warn once. A dead sampler writes no rows at all: the hole shows
@@ -22,7 +22,7 @@ import dataclasses
 
 import numpy as np
 
-from tf_mobileperf_tensorboard.metadata import allowed_gap_s
+from tf_mobileperf.format.gaps import allowed_gap_s
 from tf_mobileperf.sampling.sampler import Sampler, Samples
 from tf_mobileperf.sensors.base import Channel
 

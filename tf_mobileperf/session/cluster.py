@@ -18,7 +18,7 @@ reads). The chief then combines the workers' runs:
 * A worker without a report (it died) is marked missing, and what it wrote
   to ``steps.csv`` before dying is kept. A worker's report that is there
   but malformed stops the combine with an error naming the file and the
-  field (``tf_mobileperf_tensorboard.schema``): a combine over it would be
+  field (``tf_mobileperf.format.schema``): a combine over it would be
   wrong, and one passed over as missing would hide it.
 
 The combined report is ``<logdir>/combined.json`` and a run ``combined`` for
@@ -34,10 +34,11 @@ import os
 import time
 from pathlib import Path
 
-from tf_mobileperf.output.files import StepProgress, write_json
-from tf_mobileperf_tensorboard.finite_json import finite
-from tf_mobileperf_tensorboard.metadata import COMBINED_FILE, PROGRESS_FILE, REPORT_FILE
-from tf_mobileperf_tensorboard.reader import read_report, read_steps
+from tf_mobileperf.format.layout import RunLayout
+from tf_mobileperf.format.reader import read_report, read_steps
+from tf_mobileperf.format.schema import COMBINED
+from tf_mobileperf.format.writer import write_report
+from tf_mobileperf.output.files import StepProgress
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ def combine(logdir: str | Path, tasks: tuple[str, ...], wait_s: float = 0.0) -> 
     """
     logdir = Path(logdir)
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline and not all((logdir / t / REPORT_FILE).exists() for t in tasks):
+    while time.monotonic() < deadline and not all(RunLayout(logdir / t).report.exists() for t in tasks):
         time.sleep(0.2)
     hosts = {task: _host(logdir / task) for task in tasks}
     steps = _combined_steps(hosts)
@@ -120,9 +121,8 @@ def combine(logdir: str | Path, tasks: tuple[str, ...], wait_s: float = 0.0) -> 
     }
     report["power_avg"] = (report["energy_total"] / sum(step_times)
                            if report["energy_total"] is not None and step_times else None)
-    report = finite(report)
-    write_json(logdir / COMBINED_FILE, report)
-    _write_run_summary(logdir / COMBINED_RUN, report)
+    report = write_report(RunLayout(logdir).combined, report, COMBINED)
+    _write_run_summary(RunLayout(logdir, COMBINED_RUN).run_dir, report)
     return report
 
 
@@ -136,7 +136,7 @@ def _host(run: Path) -> dict:
     steps = read_steps(run)
     summary = read_report(run)
     if summary is None:
-        return {"missing": True, "success": False, "failed_step": StepProgress.read(run / PROGRESS_FILE),
+        return {"missing": True, "success": False, "failed_step": StepProgress.read(RunLayout(run).progress),
                 "energy_total": None, "mem_peak_gb": _max([s["mem_peak_gb"] for s in steps]),
                 "hostname": None, "started_wall_s": None, "steps_on_disk": len(steps), "steps": steps}
     device = summary.get("device") or {}

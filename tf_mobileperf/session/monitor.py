@@ -36,7 +36,7 @@ import weakref
 from typing import Iterator
 
 from tf_mobileperf.output.files import claim_logdir, local_dir
-from tf_mobileperf.output.layout import RunLayout
+from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.output.writers import RunWriters
 from tf_mobileperf.sampling.priority import choose
 from tf_mobileperf.sampling.sampler import Sampler

@@ -246,7 +246,7 @@ def _pm(value: float | None, plus_minus: float | None) -> str:
 
 def cmd_combine(args: argparse.Namespace) -> int:
     from tf_mobileperf.session.cluster import combine
-    from tf_mobileperf_tensorboard.metadata import COMBINED_FILE
+    from tf_mobileperf.format.layout import RunLayout
 
     tasks = args.tasks or tuple(sorted(p.name for p in args.logdir.iterdir()
                                        if p.is_dir() and re.fullmatch(r"(chief|worker)-\d+", p.name)))
@@ -257,7 +257,7 @@ def cmd_combine(args: argparse.Namespace) -> int:
         state = "missing (no report)" if host["missing"] else ("ok" if host["success"] else f"failed at step {host['failed_step']}")
         print(f"{task:<10} {state:<22} energy {_cell(host['energy_total'])} J  peak {_cell(host['mem_peak_gb'], 6)} GiB")
     print(f"combined: {report['steps_measured']} steps, energy {_cell(report['energy_total'])} J -> "
-          f"{args.logdir / COMBINED_FILE}")
+          f"{RunLayout(args.logdir).combined}")
     return 0
 
 

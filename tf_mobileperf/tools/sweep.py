@@ -46,8 +46,9 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from tf_mobileperf.output.files import StepProgress, local_dir
 from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.session.options import check_int, resolve_sensors
-from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, PROGRESS_FILE
-from tf_mobileperf_tensorboard.reader import read_steps
+from tf_mobileperf.format.layout import RunLayout
+from tf_mobileperf.format.reader import read_steps, read_sweep_summary
+from tf_mobileperf.format.schema import ENVELOPE
 from tf_mobileperf.tools import power_modes, sweep_child
 from tf_mobileperf.tools.zoo import check_input_size
 from tf_mobileperf.tools.power_modes import PowerPlan
@@ -179,7 +180,7 @@ def _where(config: SweepConfig) -> dict:
 def _claimed_by(logdir: Path, pid: int) -> Path:
     """The directory the child's measurement claimed: ``logdir``, or ``logdir/run-N`` if that was taken
     (``storage.claim_logdir`` writes the claimer's pid); ``logdir`` if it claimed none."""
-    for claim in [logdir / CLAIM_FILE, *sorted(logdir.glob(f"run-*/{CLAIM_FILE}"))]:
+    for claim in (RunLayout(folder).claim for folder in [logdir, *sorted(logdir.glob("run-*"))]):
         try:
             if json.loads(claim.read_text()).get("pid") == pid:
                 return claim.parent
@@ -190,13 +191,12 @@ def _claimed_by(logdir: Path, pid: int) -> Path:
 
 def _row(returncode: int | None, stderr: str, logdir: Path, config: SweepConfig) -> dict:
     """The row of a finished child, from its summary.json or, if it died without one, its exit."""
-    summary_file = logdir / "summary.json"
-    if returncode == 0 and summary_file.exists():
-        try:
-            row = json.loads(summary_file.read_text())
-        except (OSError, ValueError) as exc:
-            return {"success": False, "retry": True, "error": stderr[-2000:],
-                    "cause": f"unreadable {summary_file}: {exc}"}
+    try:
+        summary = read_sweep_summary(logdir) if returncode == 0 else None
+    except (OSError, ValueError, RecursionError) as exc:  # the reader's message names the file
+        return {"success": False, "retry": True, "error": stderr[-2000:], "cause": f"unreadable {exc}"}
+    if summary is not None:
+        row = {k: v for k, v in summary.items() if k not in ENVELOPE}  # a row of results.json, not a report
         row["cause"] = None if row.get("success") else _cause(row.get("error"))
         if row["cause"] == "interrupted":
             row["retry"] = True
@@ -227,7 +227,7 @@ def _steps_on_disk(logdir: Path) -> dict:
     """What a child that died without a report had measured: its steps.csv (whole rows only) and progress."""
     steps = read_steps(logdir)
     durations = [s["duration_s"] for s in steps if not (s["warmup"] or s["failed"])]
-    return {"failed_step": StepProgress.read(logdir / PROGRESS_FILE), "steps_on_disk": len(steps),
+    return {"failed_step": StepProgress.read(RunLayout(logdir).progress), "steps_on_disk": len(steps),
             "steps_measured": len(durations),
             "step_time_s": {"mean": sum(durations) / len(durations) if durations else None}}
 

@@ -10,7 +10,8 @@ device with that memory limit.
     python -m tf_mobileperf.tools.sweep_child --model cnn --batch-size 8 --steps 10 --logdir DIR
 
 It writes ``summary.json`` into the directory its measurement claimed (DIR,
-or DIR/run-N if DIR held another one), or exits with ``SETUP_FAILED`` and
+or DIR/run-N if DIR held another one), atomically, a report of kind
+``sweep_summary`` (``format.schema``), or exits with ``SETUP_FAILED`` and
 one line on stderr if it could not set the run up.
 
 ``run`` is the parent's side, the same in a local sweep and in a fleet
@@ -42,12 +43,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tf_mobileperf.output.files import write_json
 from tf_mobileperf.sensors.board import BOARD_TYPE_ENV
 from tf_mobileperf.tools.sizes import parse_size
 from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
-from tf_mobileperf_tensorboard.finite_json import finite
-from tf_mobileperf_tensorboard.metadata import CLAIM_FILE, END_FILE, REPORT_FILE
+from tf_mobileperf.format.layout import RunLayout
+from tf_mobileperf.format.schema import SWEEP_SUMMARY
+from tf_mobileperf.format.writer import write_json, write_report
 
 if TYPE_CHECKING:
     from tf_mobileperf.tools.sweep import SweepConfig
@@ -110,20 +111,21 @@ def run(args: list[str], memory_limit: int | None, timeout_s: float, board_type:
 def record_end(logdir: Path, done: Exit, row: dict, oom: bool) -> Path | None:
     """Writes how the child ended into the run it claimed in ``logdir`` when it ended without a report, so that
     the dashboard shows the run failed, with its cause, rather than "running" forever; returns the file
-    written (``metadata.END_FILE``), or None where the child claimed no run there or wrote its report.
+    written (``RunLayout.ended``), or None where the child claimed no run there or wrote its report.
 
     ``row`` is the sweep's row of the configuration (its ``cause``, ``failed_step``, ``steps_on_disk``);
     ``oom``: whether that cause is running out of memory."""
+    layout = RunLayout(logdir)
     try:
-        claimed = json.loads((logdir / CLAIM_FILE).read_text()).get("pid") == done.pid
+        claimed = json.loads(layout.claim.read_text()).get("pid") == done.pid
     except (OSError, ValueError, AttributeError):  # no claim, or one cut short by a kill
         claimed = False
-    if not claimed or (logdir / REPORT_FILE).exists():
+    if not claimed or layout.report.exists():
         return None
     signal_name = _signal_name(done.returncode)
     said = ": ".join(part for part in (signal_name, _last_words(done.stderr)) if part)
     head = "out of memory" if oom else str(row.get("cause") or "its process ended")
-    path = logdir / END_FILE
+    path = layout.ended
     write_json(path, {"pid": done.pid, "host": socket.gethostname(), "ended_wall_s": time.time(),
                       "exit_status": done.returncode, "signal": signal_name, "cause": row.get("cause"),
                       "error": f"{head} ({said})" if said else head, "failed_step": row.get("failed_step"),
@@ -256,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
     # The child's own peak RSS, and its RSS before the model existed: what the batch size adds is the difference.
     summary.update(proc_peak_gb=_peak_rss_gb(), rss_at_start_gb=rss_at_start)
     # Where the callback's measurement went: the logdir, or logdir/run-N if another had claimed it.
-    (cb.monitor.logdir / "summary.json").write_text(json.dumps(finite(summary), allow_nan=False))
+    write_report(RunLayout(cb.monitor.logdir).sweep_summary, summary, SWEEP_SUMMARY)
     return 0
 
 

@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 
 from tf_mobileperf.output.files import write_json
-from tf_mobileperf_tensorboard import finite_json, schema
+from tf_mobileperf.format import finite_json, schema
 
 log = logging.getLogger(__name__)
 

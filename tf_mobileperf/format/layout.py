@@ -4,8 +4,8 @@ A measurement writes into its logdir (report, steps, progress, claim) and,
 for TensorBoard, into one run folder under it (``<logdir>/train`` by
 default: scalars, the profiler's traces, and the dashboard's own folder with
 the series, op energy and a copy of the report). The file names are the
-contract's (``tf_mobileperf_tensorboard.metadata``); this says where each
-one lives, so writers and the core's readers never join paths by hand.
+contract's (``names``); this says where each one lives, so writers and
+readers never join paths by hand.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from tf_mobileperf_tensorboard import metadata
+from . import names
 
 
 def _file(folder: str, name: str) -> property:
@@ -31,6 +31,12 @@ class RunLayout:
     def __post_init__(self) -> None:
         object.__setattr__(self, "logdir", Path(self.logdir))  # a str is taken too
 
+    @classmethod
+    def of_run(cls, run_dir: str | Path) -> "RunLayout":
+        """The layout whose TensorBoard run is ``run_dir`` (``<logdir>/<run>``), as the dashboard finds a run."""
+        run_dir = Path(run_dir)
+        return cls(run_dir.parent, run_dir.name)
+
     @property
     def run_dir(self) -> Path:
         """The TensorBoard run: scalars, ``profile_dir`` and ``plugin_dir``."""
@@ -39,20 +45,23 @@ class RunLayout:
     @property
     def plugin_dir(self) -> Path:
         """The dashboard's folder in the run."""
-        return self.run_dir / metadata.PLUGIN_DIR
+        return self.run_dir / names.PLUGIN_DIR
 
     @property
     def profile_dir(self) -> Path:
         """Where the TF profiler writes its sessions (``<session>/*.xplane.pb``)."""
-        return self.run_dir / metadata.PROFILE_DIR
+        return self.run_dir / names.PROFILE_DIR
 
-    report = _file("logdir", metadata.REPORT_FILE)
-    steps_csv = _file("logdir", metadata.STEPS_FILE)
-    progress = _file("logdir", metadata.PROGRESS_FILE)
-    claim = _file("logdir", metadata.CLAIM_FILE)
+    report = _file("logdir", names.REPORT_FILE)
+    steps_csv = _file("logdir", names.STEPS_FILE)
+    progress = _file("logdir", names.PROGRESS_FILE)
+    claim = _file("logdir", names.CLAIM_FILE)
+    ended = _file("logdir", names.END_FILE)
+    sweep_summary = _file("logdir", names.SWEEP_SUMMARY_FILE)
+    combined = _file("logdir", names.COMBINED_FILE)  # of a multi-worker logdir: ``RunLayout(cluster_logdir)``
 
-    channels = _file("plugin_dir", metadata.CHANNELS_FILE)
-    samples = _file("plugin_dir", metadata.SAMPLES_FILE)
-    op_energy = _file("plugin_dir", metadata.OP_ENERGY_FILE)
-    trace = _file("plugin_dir", metadata.TRACE_FILE)
-    dashboard_report = _file("plugin_dir", metadata.REPORT_FILE)  # the copy of the report the dashboard reads
+    channels = _file("plugin_dir", names.CHANNELS_FILE)
+    samples = _file("plugin_dir", names.SAMPLES_FILE)
+    op_energy = _file("plugin_dir", names.OP_ENERGY_FILE)
+    trace = _file("plugin_dir", names.TRACE_FILE)
+    dashboard_report = _file("plugin_dir", names.REPORT_FILE)  # the copy of the report the dashboard reads

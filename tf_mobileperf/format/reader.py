@@ -2,7 +2,7 @@
 
 Used by the dashboard and by the core (op energy, the cluster combine, the
 sweep), so every reader of the stored format goes through the checks of
-``metadata``. Reading is safe on a logdir someone else wrote: a file is
+``channels`` and ``schema``. Reading is safe on a logdir someone else wrote: a file is
 opened without blocking and without following a link swapped in, read only
 if it is a regular file under a size cap, and, given ``logdir``, only if it
 resolves inside it. Problems are exceptions whose message names the file:
@@ -27,7 +27,9 @@ from typing import BinaryIO
 
 import numpy as np
 
-from . import finite_json, metadata, schema
+from . import finite_json, names, schema
+from .channels import parse_channels
+from .layout import RunLayout
 
 log = logging.getLogger(__name__)
 
@@ -106,16 +108,32 @@ def read_json(path: Path, limit: int = MAX_JSON_BYTES, logdir: Path | None = Non
 
 
 def read_report(directory: str | Path, logdir: Path | None = None) -> dict | None:
-    """The ``report.json`` in ``directory`` (a logdir, or a run's ``PLUGIN_DIR``), checked against the
-    report's schema; None if there is none.
+    """The ``report.json`` in ``directory`` (a logdir, or a run's ``PLUGIN_DIR``), in the format written now
+    (one without a version is upgraded) and checked against the report's schema; None if there is none.
 
     Raises:
-        schema.ReportError: it does not hold what the schema says (naming the file and the field).
+        schema.ReportError: it does not hold what the schema says, or is of a newer version (naming the file
+            and the field).
         ValueError: it is not a JSON object, or cannot be read (naming the file).
     """
-    path = Path(directory) / metadata.REPORT_FILE
+    return _read_report(Path(directory) / names.REPORT_FILE, logdir, (schema.REPORT,))
+
+
+def read_combined(logdir: str | Path) -> dict | None:
+    """The ``combined.json`` of a multi-worker ``logdir`` (``session.cluster``), upgraded and checked as
+    ``read_report``; None if there is none."""
+    return _read_report(RunLayout(logdir).combined, None, (schema.COMBINED,))
+
+
+def read_sweep_summary(logdir: str | Path) -> dict | None:
+    """The ``summary.json`` a sweep child wrote into the logdir it measured into, upgraded and checked as
+    ``read_report``; None if there is none."""
+    return _read_report(RunLayout(logdir).sweep_summary, None, (schema.SWEEP_SUMMARY,))
+
+
+def _read_report(path: Path, logdir: Path | None, kinds: tuple[str, ...]) -> dict | None:
     report = read_json(path, MAX_JSON_BYTES, logdir)
-    return None if report is None else schema.check_report(report, _label(path, logdir))
+    return None if report is None else schema.check_report(report, _label(path, logdir), kinds)
 
 
 def read_progress(path: str | Path) -> int | None:
@@ -136,23 +154,23 @@ def read_series(run_dir: str | Path, logdir: Path | None = None) -> tuple[dict, 
     """Reads (header, rows) of a run's series; rows[:, 0] is time.
 
     The header is ``channels.json`` checked and upgraded by
-    ``metadata.parse_channels``. The rows are memory-mapped: slicing a
+    ``channels.parse_channels``. The rows are memory-mapped: slicing a
     window reads only that window; a torn last row is left out.
 
     Raises:
         FileNotFoundError: the run has no ``channels.json`` or ``samples.bin``.
         ValueError: the header is corrupt or of a version this package does not read.
     """
-    directory = Path(run_dir) / metadata.PLUGIN_DIR
-    path = directory / metadata.CHANNELS_FILE
+    layout = RunLayout.of_run(run_dir)
+    path = layout.channels
     raw = read_json(path, MAX_JSON_BYTES, logdir)
     if raw is None:
-        raise FileNotFoundError(f"this run has no {metadata.PLUGIN_DIR}/{metadata.CHANNELS_FILE}")
-    header = metadata.parse_channels(raw, _label(path, logdir))
+        raise FileNotFoundError(f"this run has no {names.PLUGIN_DIR}/{names.CHANNELS_FILE}")
+    header = parse_channels(raw, _label(path, logdir))
     width = len(header["columns"])
-    file = open_file(directory / metadata.SAMPLES_FILE, None, logdir)
+    file = open_file(layout.samples, None, logdir)
     if file is None:
-        raise FileNotFoundError(f"this run has no {metadata.PLUGIN_DIR}/{metadata.SAMPLES_FILE}")
+        raise FileNotFoundError(f"this run has no {names.PLUGIN_DIR}/{names.SAMPLES_FILE}")
     with file:  # the map outlives the file object
         count = os.fstat(file.fileno()).st_size // (8 * width)
         if count == 0:
@@ -193,7 +211,7 @@ def read_steps_counted(logdir: str | Path) -> StepRows:
     parse, or (the last one) no newline: a writer killed inside the row.
     """
     try:
-        with open(Path(logdir) / metadata.STEPS_FILE, newline="") as f:
+        with open(RunLayout(logdir).steps_csv, newline="") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError):
         return StepRows([], 0)
@@ -221,5 +239,5 @@ def read_steps(logdir: str | Path) -> list[dict]:
     """
     result = read_steps_counted(logdir)
     if result.torn:
-        log.warning("mobileperf: skipped %d torn row(s) of %s", result.torn, Path(logdir) / metadata.STEPS_FILE)
+        log.warning("mobileperf: skipped %d torn row(s) of %s", result.torn, RunLayout(logdir).steps_csv)
     return result.rows

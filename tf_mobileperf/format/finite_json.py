@@ -6,7 +6,7 @@ back as floats that then break every sum, format and response downstream.
 Writers pass their data through ``finite`` before writing; readers parse
 with ``loads``, which reads ``NaN``, ``Infinity`` and a number too large for
 a float (``1e999``) as null, so one bad number never makes a whole file
-unreadable. No TensorFlow and no ``tf_mobileperf`` import.
+unreadable. No TensorFlow.
 """
 
 from __future__ import annotations

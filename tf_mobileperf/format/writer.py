@@ -1,0 +1,46 @@
+"""The writer of a run's JSON files: atomic, without NaN or infinity, and a report stamped with its format.
+
+No TensorFlow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from . import schema
+from .finite_json import finite
+
+
+def write_json(path: Path, data: dict) -> None:
+    """Writes JSON atomically (temp file + rename): readers never see half a file.
+
+    The temporary file has a name of its own in the same folder, so writers
+    to one path never collide (the last rename wins), and it is removed if
+    anything fails.
+    """
+    text = json.dumps(data, indent=2, allow_nan=False)
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            os.fchmod(f.fileno(), 0o644)  # mkstemp makes it 0600; TensorBoard may run as another user
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def write_report(path: Path, report: dict, kind: str) -> dict:
+    """Writes ``report`` as a report of ``kind`` (``schema``: report, combined, sweep_summary) in the format
+    written now, NaN and infinity as null, atomically; returns what it wrote."""
+    report = schema.stamped(finite(report), kind)
+    write_json(path, report)
+    return report

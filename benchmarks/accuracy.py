@@ -9,10 +9,10 @@ Prints a table; writes benchmarks/results/accuracy.json.
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from tf_mobileperf.steps.join import window_energy
+
 from _results import save  # noqa: E402
 
 SECONDS = 60.0

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "tests"))
-from test_plugin import client_for  # noqa: E402  (the same app the tests use)
-
 from tf_mobileperf import PerfMonitor  # noqa: E402
 from tf_mobileperf.sensors import SyntheticSensor  # noqa: E402
+
 from _results import save  # noqa: E402
+from test_plugin import client_for  # noqa: E402  (the same app the tests use)
 
 RAILS = ["VDD_IN", "VDD_SYS_CPU", "VDD_SYS_GPU", "VDD_SYS_SOC", "VDD_SYS_DDR", "VDD_4V0_WIFI"]
 

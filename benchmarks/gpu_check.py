@@ -41,6 +41,7 @@ import keras
 import numpy as np
 
 from tf_mobileperf import MobilePerfCallback
+
 from _results import RESULTS  # noqa: E402
 from overhead import StepClock  # noqa: E402
 from sampler_cost import snapshot  # noqa: E402

@@ -10,8 +10,9 @@ import time
 
 import numpy as np
 
-from tf_mobileperf.steps.join import join
 from tf_mobileperf.sensors.base import Channel
+from tf_mobileperf.steps.join import join
+
 from _results import save  # noqa: E402
 
 CHANNELS = [Channel(f"rail{i}", "power", "benchmark") for i in range(6)]

@@ -35,10 +35,10 @@ TESTS = Path(__file__).resolve().parents[1] / "tests"
 sys.path.insert(0, str(TESTS))  # the fake NVML, imported by name wherever the sensors are read
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
 
-from tf_mobileperf.sampling.sampler import Sampler  # noqa: E402
 from tf_mobileperf.sensors.base import Sensor  # noqa: E402
 from tf_mobileperf.sensors.nvml import nvml_sensors  # noqa: E402
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor  # noqa: E402
+
 from _results import save  # noqa: E402
 from sampler_cost import run_sampler  # noqa: E402
 

@@ -48,6 +48,7 @@ from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.sampling.priority import choose
 from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
+
 from _results import save  # noqa: E402
 from sampler_cost import build_floor, fake_rails, floor_specs  # noqa: E402
 

@@ -33,14 +33,15 @@ from pathlib import Path
 import numpy as np
 
 from tf_mobileperf.sampling.loop import SamplingLoop
-from tf_mobileperf.sampling.schedule import every_ticks
 from tf_mobileperf.sampling.offload import read_sensor
 from tf_mobileperf.sampling.ring import EPOCH, SharedRing
 from tf_mobileperf.sampling.sampler import Sampler
+from tf_mobileperf.sampling.schedule import every_ticks
 from tf_mobileperf.sensors import detect
 from tf_mobileperf.sensors.base import Sensor
 from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
+
 from _results import save  # noqa: E402
 
 FLOOR_SOURCE = Path(__file__).with_name("floor.c")

@@ -27,6 +27,7 @@ import psutil
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
+
 from _results import save  # noqa: E402
 from overhead import environment  # noqa: E402
 from sampler_cost import fake_rails  # noqa: E402

@@ -21,6 +21,7 @@ import psutil
 
 from tf_mobileperf import PerfMonitor
 from tf_mobileperf.sensors import SyntheticSensor, detect
+
 from _results import save  # noqa: E402
 
 RAILS = ["VDD_IN", "VDD_SYS_CPU", "VDD_SYS_GPU", "VDD_SYS_SOC", "VDD_SYS_DDR", "VDD_4V0_WIFI"]

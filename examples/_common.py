@@ -13,8 +13,9 @@ import contextlib
 import json
 import logging
 import socket
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator, TypeVar
+from typing import TypeVar
 
 from tf_mobileperf.output.files import local_dir
 from tf_mobileperf.session.options import MonitorOptions

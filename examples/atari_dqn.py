@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import collections
 
-import gymnasium as gym
 import ale_py
+import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from _common import every, finish, parser, setup_logging
 from tf_mobileperf import PerfMonitor
 from tf_mobileperf.tools.zoo.rl import build_dqn
+
+from _common import every, finish, parser, setup_logging
 
 gym.register_envs(ale_py)
 

@@ -17,9 +17,10 @@ import functools
 import keras
 import tensorflow as tf
 
-from _common import download_or, finish, parser, progress, setup_logging, traced_steps, with_prefetch
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.tools.zoo import get
+
+from _common import download_or, finish, parser, progress, setup_logging, traced_steps, with_prefetch
 
 
 def cifar10(samples: int):

@@ -12,8 +12,9 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from _common import measured, parser, print_unavailable, progress, setup_logging, show, traced_steps
 from tf_mobileperf import MobilePerfCallback
+
+from _common import measured, parser, print_unavailable, progress, setup_logging, show, traced_steps
 
 
 def build_cnn() -> keras.Model:

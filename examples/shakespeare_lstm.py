@@ -12,13 +12,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import keras
 import numpy as np
 import tensorflow as tf
-import keras
 
-from _common import download_or, finish, parser, progress, setup_logging, traced_steps, with_prefetch
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.tools.zoo.sequence import build_char_lstm
+
+from _common import download_or, finish, parser, progress, setup_logging, traced_steps, with_prefetch
 
 URL = "https://storage.googleapis.com/download.tensorflow.org/data/shakespeare.txt"
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import logging
 
-from conftest import write
 from tf_mobileperf.sensors.board import identify, l4t_release, module_of, tegra_soc
 from tf_mobileperf.session import reporting
 from tf_mobileperf.session.collector import Guard
+
+from conftest import write
 
 #: /etc/nv_tegra_release of a TX2 on L4T 32.5.1 (jtop calls it "Jetpack 4.5.1 [L4T 32.5.1]").
 TX2_RELEASE = ("# R32 (release), REVISION: 5.1, GCID: 26202423, BOARD: t186ref, EABI: aarch64, "

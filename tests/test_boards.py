@@ -15,13 +15,20 @@ import types
 
 import pytest
 
-from conftest import BOARDS, DATA, build_board, thor_ina238, write
 from tf_mobileperf import PerfMonitor
+from tf_mobileperf.sensors import (
+    CpuSensor,
+    Ina3221HwmonSensor,
+    Ina3221IioSensor,
+    JetsonGpuSensor,
+    ReplaySensor,
+    SensorUnavailable,
+    probe,
+)
 from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.tools.cli import main
-from tf_mobileperf.sensors import (
-    CpuSensor, Ina3221HwmonSensor, Ina3221IioSensor, JetsonGpuSensor, ReplaySensor, SensorUnavailable, probe,
-)
+
+from conftest import BOARDS, DATA, build_board, thor_ina238, write
 
 
 @pytest.fixture
@@ -151,8 +158,9 @@ def test_thor_probe_takes_gpu_util_clock_and_memory_from_nvml(tmp_path, thor_nvm
 
 def test_server_pcie_gpu_driven_by_openrm_is_not_a_thor_and_is_named_as_nvml_names_it(tmp_path, monkeypatch, capsys):
     """An x86 server with an H200: the OpenRM driver's version file, no device tree, NVML (the fake H200)."""
-    from helpers import fake_nvml_h200
     from tf_mobileperf.sensors import nvml
+
+    from helpers import fake_nvml_h200
 
     write(tmp_path, "proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.00\n")
     write(tmp_path, "sys/class/dmi/id/product_name", "Standard PC (Q35 + ICH9, 2009)\n")

@@ -11,11 +11,11 @@ import keras
 import numpy as np
 import pytest
 
-from conftest import DATA
 from tf_mobileperf import MobilePerfCallback, PerfMonitor
 from tf_mobileperf.sensors import SyntheticSensor
-from helpers.training import constant_sensor, data, small_model
 
+from conftest import DATA
+from helpers.training import constant_sensor, data, small_model
 
 
 def test_synthetic_constant_power_energy_is_p_times_duration(tmp_path):

@@ -12,15 +12,29 @@ import types
 
 import pytest
 
-from conftest import DATA, stat_text, write
+from tf_mobileperf.sensors import (
+    REGISTRY,
+    UNITS,
+    Channel,
+    CpuSensor,
+    Ina3221HwmonSensor,
+    Ina3221IioSensor,
+    JetsonGpuSensor,
+    JtopSensor,
+    MemorySensor,
+    NvmlSensor,
+    Probe,
+    RaplSensor,
+    ReplaySensor,
+    SyntheticSensor,
+    probe,
+)
 from tf_mobileperf.sensors.emc import EmcSensor
 from tf_mobileperf.sensors.nvml import NvmlEnergySensor, nvml_sensors
 from tf_mobileperf.sensors.thermal import ThermalSensor
 from tf_mobileperf.sensors.throttle import ThrottleSensor
-from tf_mobileperf.sensors import (
-    REGISTRY, UNITS, Channel, CpuSensor, Ina3221HwmonSensor, Ina3221IioSensor, JetsonGpuSensor, JtopSensor,
-    MemorySensor, NvmlSensor, Probe, RaplSensor, ReplaySensor, SyntheticSensor, probe,
-)
+
+from conftest import DATA, stat_text, write
 
 
 def roles(sensor) -> dict[str, tuple]:

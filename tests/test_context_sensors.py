@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import write
 from tf_mobileperf import PerfMonitor
 from tf_mobileperf.sensors.base import SensorUnavailable
 from tf_mobileperf.sensors.emc import EmcSensor
 from tf_mobileperf.sensors.power_mode import parse_query, power_mode
 from tf_mobileperf.sensors.thermal import ThermalSensor
 from tf_mobileperf.sensors.throttle import ThrottleSensor
+
+from conftest import write
 
 #: TX2 zones, values of its tegrastats line
 #: "PLL@41C MCPU@41C PMIC@100C Tboard@35C GPU@40.5C BCPU@41C thermal@40.1C Tdiode@38.75C".

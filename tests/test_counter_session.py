@@ -10,8 +10,8 @@ import json
 import logging
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import pytest
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tf_mobileperf import MobilePerfCallback
+
 from conftest import DATA
 from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401 (the shared Chromium fixture)
 from test_dashboard_timeview import OUTPUT, serving, show
-from tf_mobileperf import MobilePerfCallback
 
 
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from test_plugin import train
 from tf_mobileperf.session.cluster import combine
+
+from test_plugin import train
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 

@@ -22,13 +22,14 @@ from pathlib import Path
 import keras
 import pytest
 
+from tf_mobileperf import MobilePerfCallback
+from tf_mobileperf.sensors import MemorySensor, ReplaySensor
+
 from helpers.training import constant_sensor, data
 from test_dashboard_boards import hover_batch, number, pick
 from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (fixture)
 from test_dashboard_timeview import serving, show
 from test_plot_boards import replay_log
-from tf_mobileperf import MobilePerfCallback
-from tf_mobileperf.sensors import MemorySensor, ReplaySensor
 
 pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
 

@@ -20,10 +20,11 @@ from pathlib import Path
 import keras
 import pytest
 
-from helpers.training import data, small_model
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser, free_port  # noqa: F401,F811 (the shared Chromium fixture)
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.sensors import CpuSensor, MemorySensor, ReplaySensor, SyntheticSensor
+
+from helpers.training import data, small_model
+from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser, free_port  # noqa: F401,F811 (the shared Chromium fixture)
 
 pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
 

@@ -119,9 +119,10 @@ def test_fake_nvml_two_gpus_give_per_gpu_channels_in_one_run(tmp_path):
     on a measured H200, helpers/fake_nvml_h200.py, opened again in the sampler process)."""
     import time as time_mod
 
-    from helpers import fake_nvml_h200 as fake
     from tf_mobileperf import PerfMonitor
     from tf_mobileperf.sensors.nvml import nvml_sensors
+
+    from helpers import fake_nvml_h200 as fake
 
     with PerfMonitor(tmp_path, idle_s=1.0, sensors=nvml_sensors(library="helpers.fake_nvml_h200"),
                      warmup_steps=1) as perf:

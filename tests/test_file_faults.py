@@ -20,13 +20,14 @@ import time
 import numpy as np
 import pytest
 
-from conftest import A57, write, write_cores
 from tf_mobileperf.sampling.ring import TEXT_BYTES
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import SyntheticSensor
 from tf_mobileperf.sensors.ina3221 import Ina3221IioSensor
 from tf_mobileperf.sensors.jetson_gpu import JetsonGpuSensor
 from tf_mobileperf.sensors.procfs import CpuSensor
+
+from conftest import A57, write, write_cores
 from test_tick_loop import tick_loop  # noqa: F401 (fixture: the C loop, then the Python loop)
 
 IIO = "sys/bus/i2c/drivers/ina3221x/0-0041/iio:device1"

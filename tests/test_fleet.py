@@ -5,6 +5,7 @@ SIGINT to a real driver process. And the local sweep: its rows say where they ra
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import signal
@@ -13,8 +14,6 @@ import sys
 import threading
 import time
 from pathlib import Path
-
-import importlib.util
 
 import psutil
 import pytest

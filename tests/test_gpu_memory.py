@@ -12,12 +12,13 @@ import types
 
 import pytest
 
-from helpers.training import constant_sensor
 from tf_mobileperf import PerfMonitor
 from tf_mobileperf.sensors import SyntheticSensor
 from tf_mobileperf.session import gpu_memory
 from tf_mobileperf.session.gpu_memory import GpuMemory
 from tf_mobileperf.tools.figure_specs import figures
+
+from helpers.training import constant_sensor
 
 GIB = 2**30
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tf_mobileperf.steps.join import join, window_energy, window_peak
 from tf_mobileperf.sensors.base import Channel
+from tf_mobileperf.steps.join import join, window_energy, window_peak
 
 P = Channel("VDD_IN", "power", "synthetic", group="total")
 

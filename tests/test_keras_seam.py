@@ -25,9 +25,10 @@ import keras
 import numpy as np
 import pytest
 
-from helpers.training import constant_sensor, data
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.keras_seam import LIST_HOOKS, Guard, callback_lists_holding
+
+from helpers.training import constant_sensor, data
 
 PACKAGE = Path(__file__).parent.parent / "tf_mobileperf"
 

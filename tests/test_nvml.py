@@ -24,14 +24,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import fake_nvml_h200 as fake
-from helpers.forked import in_forked_child
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import nvml
 from tf_mobileperf.sensors.base import SensorReadError, SensorUnavailable
 from tf_mobileperf.sensors.nvml import NvmlEnergySensor, NvmlProbe, NvmlSensor, nvml_sensors, probe_nvml
 from tf_mobileperf.sensors.nvml_rates import QueryRate, ReadPeriod, choose_period, paced_period, watch
 from tf_mobileperf.sensors.registry import probe
+
+from helpers import fake_nvml_h200 as fake
+from helpers.forked import in_forked_child
 
 LIBRARY = "helpers.fake_nvml_h200"
 TESTS = Path(__file__).parent

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers import fake_nvml_h200 as fake
 from tf_mobileperf import PerfMonitor
 from tf_mobileperf.sensors.nvml import nvml_sensors
+
+from helpers import fake_nvml_h200 as fake
 
 LIBRARY = "helpers.fake_nvml_h200"
 WARMUP = 2

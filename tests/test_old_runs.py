@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from test_plugin import client_for, get
 from tf_mobileperf.tools.cli import main
+
+from test_plugin import client_for, get
 
 OLD_RUN = Path(__file__).parent / "data" / "old_run_v1"
 

@@ -10,9 +10,10 @@ import re
 import numpy as np
 import pytest
 
-from helpers.training import constant_sensor, data, small_model
 from tf_mobileperf import MobilePerfCallback, PerfMonitor
 from tf_mobileperf.session.options import MonitorOptions, check_int, resolve_sensors
+
+from helpers.training import constant_sensor, data, small_model
 
 
 def fake_clock() -> float:

@@ -17,12 +17,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (the fixture)
 from tf_mobileperf.tools.cli import main
-from tf_mobileperf.tools.figure_specs import figures
 from tf_mobileperf.tools.colours import limit_colour, model_colour, short_reason, table
+from tf_mobileperf.tools.figure_specs import figures
 from tf_mobileperf.tools.figures import batch_ticks, draw_panel
 from tf_mobileperf.tools.plot import plot
+
+from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (the fixture)
 
 TX2_LOG = Path(__file__).parent / "data" / "tx2_tegrastats.log"
 #: The rows of a real sweep on a replayed TX2 (tx2_tegrastats.log repeated, at 20x) under a 1.4 GiB memory limit:

@@ -24,12 +24,13 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (the fixture)
-from test_plot import line_pixels, run_cli, spec
 from tf_mobileperf.tools.boards import NO_SUCCESS, best_batch
 from tf_mobileperf.tools.colours import model_colour, shade
 from tf_mobileperf.tools.figure_specs import lines
 from tf_mobileperf.tools.plot import plot
+
+from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (the fixture)
+from test_plot import line_pixels, run_cli, spec
 
 DATA = Path(__file__).parent / "data"
 #: board_type -> (board, host, jetpack), as the fleet sweep records them.
@@ -56,6 +57,7 @@ def relabel(run: Path, device: dict) -> None:
     from tensorboard.compat.proto import event_pb2
     from tensorboard.summary.writer.record_writer import RecordWriter
     from tensorboard.util import tensor_util
+
     from tf_mobileperf.format import names
     from tf_mobileperf.format.summary import run_summary
 

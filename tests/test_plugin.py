@@ -10,12 +10,11 @@ import shutil
 import keras
 import numpy as np
 import pytest
-from werkzeug import test as werkzeug_test
-from werkzeug import wrappers
-
 from tensorboard.backend import application
 from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
 from tensorboard.plugins import base_plugin
+from werkzeug import test as werkzeug_test
+from werkzeug import wrappers
 
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.sensors import SyntheticSensor

@@ -12,14 +12,14 @@ import time
 
 import numpy as np
 import pytest
-
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 
-from test_plugin import client_for, get, two_runs  # noqa: F401 (two_runs: a fixture)
 from tf_mobileperf.format import names
 from tf_mobileperf.format.summary import create_summary_metadata
+
+from test_plugin import client_for, get, two_runs  # noqa: F401 (two_runs: a fixture)
 
 
 @pytest.fixture

@@ -13,14 +13,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import DATA
 from tf_mobileperf import PerfMonitor
+from tf_mobileperf.format.reader import read_series
 from tf_mobileperf.output.files import write_json
 from tf_mobileperf.sensors import ReplaySensor
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.steps.op_energy import ClockPair, Ops, op_energy
 from tf_mobileperf_tensorboard.downsample import ChannelRate, declared_period_s
-from tf_mobileperf.format.reader import read_series
+
+from conftest import DATA
 
 TX2 = [line for line in (DATA / "tx2_tegrastats.log").read_text().splitlines() if "RAM" in line]
 #: Cores 1 and 2 (TX2's Denver2) off in every line; the others busy 40, 20, 30 and 10%: 25% on average.

@@ -18,11 +18,12 @@ from unittest import mock
 
 import pytest
 
-from test_plugin import client_for, get
+from tf_mobileperf.format import names
 from tf_mobileperf.tools import sweep as sweep_mod
 from tf_mobileperf.tools import sweep_child
-from tf_mobileperf.format import names
 from tf_mobileperf_tensorboard import run_status
+
+from test_plugin import client_for, get
 
 HELPERS = Path(__file__).parent / "helpers"
 DIE_AT = 4

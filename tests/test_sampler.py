@@ -12,10 +12,11 @@ import time
 import numpy as np
 import pytest
 
-from helpers import picklable
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.sensors import SyntheticSensor
+
+from helpers import picklable
 
 
 @pytest.mark.parametrize("mode,start", [("process", "spawn"), ("process", "fork"), ("thread", "auto")])

@@ -18,14 +18,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import picklable
-from helpers.picklable import NVMLError, OneChannelFails, Raises, Slow, rail
 from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.ring import TEXT_BYTES, error_text
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.sensors import SyntheticSensor
-from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
+
+from helpers import picklable
+from helpers.picklable import NVMLError, OneChannelFails, Raises, Slow, rail
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -9,21 +9,21 @@ NVML and a fake jtop whose connection records the process that started it.
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import sys
 import types
-from typing import Mapping
+from collections.abc import Mapping
 
 import pytest
+
+from tf_mobileperf.sensors import JtopSensor, nvml, probe
 
 from conftest import BOARDS, build_board
 from helpers import fake_nvml_h200
 from helpers.forked import in_forked_child
 from test_channel_roles import rapl_tree  # noqa: F401 (fixture)
 from test_context_sensors import orin_board, tx2_board  # noqa: F401 (fixtures)
-from tf_mobileperf.sensors import JtopSensor, nvml, probe
 
 
 @pytest.fixture

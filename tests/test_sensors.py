@@ -7,11 +7,22 @@ import shutil
 
 import pytest
 
-from conftest import stat_text, write
 from tf_mobileperf.sensors import (
-    CpuSensor, Ina3221HwmonSensor, Ina3221IioSensor, JetsonGpuSensor, MemorySensor, NvmlSensor,
-    RaplSensor, SensorUnavailable, SyntheticSensor, detect, probe, rail_group,
+    CpuSensor,
+    Ina3221HwmonSensor,
+    Ina3221IioSensor,
+    JetsonGpuSensor,
+    MemorySensor,
+    NvmlSensor,
+    RaplSensor,
+    SensorUnavailable,
+    SyntheticSensor,
+    detect,
+    probe,
+    rail_group,
 )
+
+from conftest import stat_text, write
 
 
 def test_tx2_iio_rails_in_watts_with_board_names(tx2_tree):

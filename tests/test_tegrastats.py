@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from conftest import DATA
 from tf_mobileperf.sensors import ReplaySensor, parse_line
+
+from conftest import DATA
 
 TX2 = (DATA / "tx2_tegrastats.log").read_text().splitlines()
 ORIN = (DATA / "orin_tegrastats.log").read_text().splitlines()

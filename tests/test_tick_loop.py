@@ -18,14 +18,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import INA3221, hwmon_rails, write
 from tf_mobileperf.sampling import native
-from tf_mobileperf.sampling.schedule import every_ticks, next_due, plan
 from tf_mobileperf.sampling.sampler import Sampler
+from tf_mobileperf.sampling.schedule import every_ticks, next_due, plan
 from tf_mobileperf.sensors import SyntheticSensor
 from tf_mobileperf.sensors.files import FileReads, parse_number
 from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
+
+from conftest import INA3221, hwmon_rails, write
 
 HWMON = f"{INA3221}/1-0040/hwmon/hwmon1"
 

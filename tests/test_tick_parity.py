@@ -25,7 +25,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import A57, INA3221, hwmon_rails, stat_text, thor_ina238, write, write_cores
 from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.loop import SamplingLoop
 from tf_mobileperf.sampling.offload import read_sensor
@@ -35,6 +34,8 @@ from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor, Ina3221IioSensor
 from tf_mobileperf.sensors.jetson_gpu import JetsonGpuSensor
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
 from tf_mobileperf.sensors.thermal import ThermalSensor
+
+from conftest import A57, INA3221, hwmon_rails, stat_text, thor_ina238, write, write_cores
 
 EXAMPLES = 150
 PID = 4242

@@ -32,7 +32,7 @@ from __future__ import annotations
 import gc
 import logging
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 import keras
 

@@ -29,7 +29,7 @@ class ChannelRate:
     max_gap_s: float
 
     @classmethod
-    def of(cls, t: np.ndarray, v: np.ndarray, declared_s: float | None = None) -> "ChannelRate":
+    def of(cls, t: np.ndarray, v: np.ndarray, declared_s: float | None = None) -> ChannelRate:
         """From the rows' times and the channel's column, as the join estimates it; its rate is the one its
         source declared where it did (``declared_s``: a channel's ``period_s`` in ``channels.json``, a replayed
         log's line interval over its speed: the sampler reads the line in force at every row)."""

@@ -28,12 +28,11 @@ from pathlib import Path
 from urllib.parse import quote
 
 import numpy as np
-from werkzeug import wrappers
-
 from tensorboard import errors, plugin_util
 from tensorboard.backend import http_util
 from tensorboard.data import provider
 from tensorboard.plugins import base_plugin
+from werkzeug import wrappers
 
 from tf_mobileperf.format import finite_json, names, reader, schema
 from tf_mobileperf.format.layout import RunLayout

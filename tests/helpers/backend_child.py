@@ -7,11 +7,11 @@ import resource
 import sys
 
 import keras
-import numpy as np
 
-from helpers.training import constant_sensor, data
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.session.backend import is_oom
+
+from helpers.training import constant_sensor, data
 
 model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(64, activation="relu"), keras.layers.Dense(1)])
 model.compile("adam", "mse")

@@ -11,6 +11,7 @@ import signal
 import sys
 
 from tf_mobileperf import MobilePerfCallback
+
 from helpers.training import constant_sensor, data, small_model
 
 LIMIT = 32 * 1024

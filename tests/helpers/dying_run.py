@@ -12,8 +12,9 @@ import time
 
 import keras
 
-from helpers.training import constant_sensor, data
 from tf_mobileperf import MobilePerfCallback
+
+from helpers.training import constant_sensor, data
 
 logdir, batch_size, how = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 die_at = int(sys.argv[4]) if len(sys.argv) > 4 else 4

@@ -7,8 +7,9 @@ import os
 import signal
 import sys
 
-from helpers.training import constant_sensor, data, small_model
 from tf_mobileperf import MobilePerfCallback
+
+from helpers.training import constant_sensor, data, small_model
 
 
 class InterruptWhileFinishing(MobilePerfCallback):

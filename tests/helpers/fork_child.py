@@ -14,8 +14,9 @@ import time
 
 import keras
 
-from helpers.training import constant_sensor, data, small_model
 from tf_mobileperf import MobilePerfCallback
+
+from helpers.training import constant_sensor, data, small_model
 
 
 def fork_and_exit(batch, logs):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def in_forked_child(fn: Callable[[], Any]) -> Any:

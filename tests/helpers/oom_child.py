@@ -14,9 +14,9 @@ import sys
 # RLIMIT_AS instead of raising; TF's own kernels raise ResourceExhaustedError, which is what is tested.
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
 
+import keras
 import numpy as np
 import tensorflow as tf
-import keras
 
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.sensors import SyntheticSensor

@@ -6,14 +6,15 @@ KeyboardInterrupt, caught here (exit 130). SIGTERM: the callback writes the
 partial report, then the default action ends the process.
 """
 
+import os
 import signal
 import sys
 import threading
-import os
 
 import keras
 
 from tf_mobileperf import MobilePerfCallback
+
 from helpers.training import constant_sensor, data, small_model
 
 logdir, signame = sys.argv[1], sys.argv[2]

@@ -4,8 +4,9 @@ continues (SIGCONT) mid-run, as Ctrl-Z and fg do. Args: LOGDIR STEPS."""
 import sys
 import time
 
-from helpers.training import constant_sensor
 from tf_mobileperf import PerfMonitor
+
+from helpers.training import constant_sensor
 
 with PerfMonitor(sys.argv[1], idle_s=0, sensors=[constant_sensor()], warmup_steps=1, batch_size=4) as perf:
     print("STARTED", flush=True)

@@ -12,10 +12,11 @@ import re
 import numpy as np
 import pytest
 
-from conftest import DATA
-from test_plugin import client_for, get, train
 from tf_mobileperf import MobilePerfCallback, PerfMonitor
 from tf_mobileperf.sensors.tegrastats import ReplaySensor, parse_line, read_log
+
+from conftest import DATA
+from test_plugin import client_for, get, train
 
 LINES = [line for name in ("tx2_tegrastats.log", "orin_tegrastats.log")
          for line in (DATA / name).read_text().splitlines() if "RAM" in line]

@@ -25,8 +25,9 @@ import numpy as np
 import psutil
 import pytest
 
-from helpers.training import constant_sensor, data, small_model
 from tf_mobileperf import MobilePerfCallback, PerfMonitor
+
+from helpers.training import constant_sensor, data, small_model
 
 HELPERS = Path(__file__).parent.parent / "helpers"
 

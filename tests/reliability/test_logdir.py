@@ -14,9 +14,10 @@ from pathlib import Path
 import keras
 import pytest
 
-from helpers.training import constant_sensor, data, small_model
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.format.reader import read_series
+
+from helpers.training import constant_sensor, data, small_model
 
 HELPERS = Path(__file__).parent.parent / "helpers"
 

@@ -6,8 +6,9 @@ import time
 
 import psutil
 
-from helpers.training import constant_sensor
 from tf_mobileperf import PerfMonitor
+
+from helpers.training import constant_sensor
 
 
 def listening() -> set:

@@ -14,17 +14,17 @@ import threading
 import time
 
 import pytest
-
 from tensorboard.compat.proto import event_pb2, summary_pb2
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 
-from test_plugin import client_for, get, two_runs  # noqa: F401 (two_runs: a fixture)
-from tf_mobileperf.session.cluster import combine
-from tf_mobileperf.output.files import StepsCsv, write_json
 from tf_mobileperf.format import names
 from tf_mobileperf.format.reader import MAX_JSON_BYTES, read_steps, read_steps_counted
 from tf_mobileperf.format.summary import create_summary_metadata
+from tf_mobileperf.output.files import StepsCsv, write_json
+from tf_mobileperf.session.cluster import combine
+
+from test_plugin import client_for, get, two_runs  # noqa: F401 (two_runs: a fixture)
 
 DEEP = "[" * 100_000 + "]" * 100_000  # valid JSON, nested deeper than any parser's recursion limit
 

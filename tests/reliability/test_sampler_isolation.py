@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import picklable
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.sensors import SyntheticSensor
+
+from helpers import picklable
 
 #: How the sampler process starts; the sensors here pickle, so either works.
 STARTS = ["spawn", "fork"]

@@ -16,9 +16,10 @@ import time
 
 import pytest
 
-from helpers.training import data, small_model
 from tf_mobileperf import MobilePerfCallback, PerfMonitor
 from tf_mobileperf.sensors import Ina3221HwmonSensor, SyntheticSensor
+
+from helpers.training import data, small_model
 
 FAULT_FROM, FAULT_TO = 0.6, 1.2  # seconds after the start
 RUN_S = 1.9

@@ -19,11 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA
+from tf_mobileperf.format.names import CLAIM_FILE
 from tf_mobileperf.tools import sweep as sweep_mod
 from tf_mobileperf.tools.cli import main
 from tf_mobileperf.tools.figure_specs import failures, lines
-from tf_mobileperf.format.names import CLAIM_FILE
+
+from conftest import DATA
 
 REPLAY = f"replay:{DATA / 'tx2_tegrastats.log'}"
 #: A tiny configuration: cnn at batch 1, 4 steps of which 1 is warm-up, sensors replayed.

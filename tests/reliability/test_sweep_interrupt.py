@@ -11,9 +11,10 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import DATA
 from tf_mobileperf.tools import sweep as sweep_mod
 from tf_mobileperf.tools.cli import INTERRUPTED, main
+
+from conftest import DATA
 
 ROOT = Path(__file__).parent.parent.parent
 #: Two tiny configurations (cnn at batch 1 and 2, 3 steps of which 1 is warm-up), sensors replayed.

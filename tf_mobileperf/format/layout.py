@@ -32,7 +32,7 @@ class RunLayout:
         object.__setattr__(self, "logdir", Path(self.logdir))  # a str is taken too
 
     @classmethod
-    def of_run(cls, run_dir: str | Path) -> "RunLayout":
+    def of_run(cls, run_dir: str | Path) -> RunLayout:
         """The layout whose TensorBoard run is ``run_dir`` (``<logdir>/<run>``), as the dashboard finds a run."""
         run_dir = Path(run_dir)
         return cls(run_dir.parent, run_dir.name)

@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Callable, Union
+from collections.abc import Callable
+from typing import Any, Union
 
 from .finite_json import finite
 
@@ -56,7 +57,7 @@ class Kind:
 class Shape:
     """An object whose named fields are of their kinds (``required`` ones must be there); null if ``nullable``."""
 
-    fields: dict[str, "Spec"]
+    fields: dict[str, Spec]
     required: tuple[str, ...] = ()
     nullable: bool = True
 
@@ -65,14 +66,14 @@ class Shape:
 class Each:
     """An object (or null) whose every value is of ``spec``: a map of rail, core or cluster to a number."""
 
-    spec: "Spec"
+    spec: Spec
 
 
 @dataclasses.dataclass(frozen=True)
 class ListOf:
     """A list (or null, if ``nullable``) whose every item is of ``spec``."""
 
-    spec: "Spec"
+    spec: Spec
     nullable: bool = True
 
 

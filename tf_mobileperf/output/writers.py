@@ -11,7 +11,7 @@ hard links), so the two can never disagree.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 from tf_mobileperf.format.finite_json import finite
 from tf_mobileperf.format.layout import RunLayout
@@ -35,7 +35,7 @@ class RunWriters:
     progress: StepProgress
 
     @classmethod
-    def open(cls, layout: RunLayout, channels: list[Channel], device: dict, csv_fields: list[str]) -> "RunWriters":
+    def open(cls, layout: RunLayout, channels: list[Channel], device: dict, csv_fields: list[str]) -> RunWriters:
         layout.plugin_dir.mkdir(parents=True, exist_ok=True)
         return cls(layout, SeriesWriter(layout.run_dir, channels, device) if channels else None,
                    StepsCsv(layout.steps_csv, csv_fields), ScalarWriter(layout.run_dir), StepProgress(layout.progress))

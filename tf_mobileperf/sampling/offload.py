@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tf_mobileperf.sensors.base import Sensor
 

@@ -23,7 +23,8 @@ import mmap
 import numbers
 import os
 import weakref
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +78,7 @@ class SharedRing:
                                   offset=8 * slots + ring_bytes + text_bytes).reshape(SIDE_CAPACITY, width)
 
     @classmethod
-    def attach(cls, fd: int, capacity: int, width: int, n_sensors: int) -> "SharedRing":
+    def attach(cls, fd: int, capacity: int, width: int, n_sensors: int) -> SharedRing:
         """The ring another process created, from its memfd ``fd`` (the sampler process's side)."""
         return cls(capacity, width, n_sensors, fd=fd)
 

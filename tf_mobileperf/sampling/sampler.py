@@ -38,15 +38,15 @@ import pickle
 import sys
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from tf_mobileperf.sampling.child import SamplerProcess, spawn_settings
 from tf_mobileperf.sampling import native
+from tf_mobileperf.sampling.child import SamplerProcess, spawn_settings
 from tf_mobileperf.sampling.loop import SamplingLoop
-from tf_mobileperf.sampling.schedule import grid_periods, plan
 from tf_mobileperf.sampling.ring import EPOCH, ERRORS, REALTIME, SharedRing
+from tf_mobileperf.sampling.schedule import grid_periods, plan
 from tf_mobileperf.sensors.base import Channel, Sensor
 
 log = logging.getLogger(__name__)
@@ -221,7 +221,7 @@ class Sampler:
     def realtime_granted(self) -> bool:
         return self.mode == "process" and bool(self._shared.header[REALTIME])
 
-    def start(self) -> "Sampler":
+    def start(self) -> Sampler:
         """Starts sampling; a second call while running does nothing."""
         if self._owned("start"):
             with self._lifecycle:
@@ -428,7 +428,7 @@ class Sampler:
         texts = {c.name: self._shared.text(column) for column, c in enumerate(self.channels, start=1)}
         return {name: text for name, text in texts.items() if text}
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -76,7 +76,7 @@ class SamplingStats:
         self.outages: list[Outage] = []
 
     @classmethod
-    def of(cls, sampler: Sampler) -> "SamplingStats":
+    def of(cls, sampler: Sampler) -> SamplingStats:
         """Stats for ``sampler``'s channels, each at its sensor's own rate."""
         periods = [max(sampler.period_s, s.min_period_s) for s in sampler.sensors for _ in s.channels]
         return cls(sampler.period_s, sampler.channels, periods, sampler.row_period_s)

@@ -18,9 +18,10 @@ import dataclasses
 import math
 import os
 import stat
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from tf_mobileperf.sampling.abi import CONSTANTS
 
@@ -133,7 +134,7 @@ class Channel:
         return dataclasses.asdict(self) | {"unit": self.unit}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Channel":
+    def from_dict(cls, data: Mapping[str, Any]) -> Channel:
         """The channel ``data`` describes; keys that are not fields (``unit``, newer ones) are ignored."""
         fields = {f.name for f in dataclasses.fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in fields})
@@ -164,7 +165,7 @@ class Sensor(abc.ABC):
     name: str = "sensor"
     channels: list[Channel]
     min_period_s: float = 0.0
-    file_reads: "FileReads | None" = None
+    file_reads: FileReads | None = None
     own_thread: bool = False
     #: The most power one channel of this sensor can read, W: more is a failed read (``reading_range``).
     #: By default the most one device this library reads can draw: a datacenter GPU (H200 700 W, B200 1 kW,

@@ -11,8 +11,8 @@ in percent; without a readable clock it cannot be computed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, SysfsValue, under_root
 from tf_mobileperf.sensors.files import FileReads

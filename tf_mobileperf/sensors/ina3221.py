@@ -17,8 +17,8 @@ says so and names the rails a total sums (``rail_budget``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, SysfsValue, read_text, under_root
 from tf_mobileperf.sensors.files import FileReads

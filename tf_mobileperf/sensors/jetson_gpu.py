@@ -11,8 +11,8 @@ OpenRM too, and there the reason says this is not a Jetson.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable
 from tf_mobileperf.sensors.board import DEVICE_TREES, TEGRA_FAMILIES, tegra_soc

@@ -16,7 +16,7 @@ carries only its interval and channels.
 from __future__ import annotations
 
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
 from tf_mobileperf.sensors.base import NAN, Sensor, SensorReadError, SensorUnavailable
 from tf_mobileperf.sensors.ina3221 import RAIL_PROVIDES, rail_channel

@@ -56,12 +56,20 @@ import importlib
 import logging
 import os
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, ClassVar, Mapping
+from typing import Any, ClassVar
 
 from tf_mobileperf.sensors.base import RAIL_KINDS, Channel, Sensor, SensorReadError, SensorUnavailable
 from tf_mobileperf.sensors.nvml_rates import (
-    CPU_SHARE, CPU_SHARE_MAX, MIN_PERIOD_S, QueryRate, ReadPeriod, choose_period, paced_period, watch,
+    CPU_SHARE,
+    CPU_SHARE_MAX,
+    MIN_PERIOD_S,
+    QueryRate,
+    ReadPeriod,
+    choose_period,
+    paced_period,
+    watch,
 )
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import time
-from typing import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 #: No value is read more often than this.
 MIN_PERIOD_S = 0.01

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from tf_mobileperf.sensors.base import Channel, KernelFile, Sensor, SensorUnavailable, read_text
 from tf_mobileperf.sensors.files import FileReads, parse_number

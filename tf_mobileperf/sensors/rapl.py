@@ -8,8 +8,8 @@ Since 2020 the files are readable by root only.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from tf_mobileperf.sensors.base import NAN, Channel, Sensor, SensorUnavailable, SysfsValue, read_text, under_root
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from tf_mobileperf.sensors.base import DEVICES, UNITS, Sensor, SensorUnavailable
 from tf_mobileperf.sensors.emc import EmcSensor

@@ -9,7 +9,8 @@ name and channel sources.
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from tf_mobileperf.sensors.base import NAN, Channel, Sensor
 

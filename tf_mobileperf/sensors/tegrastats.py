@@ -25,8 +25,8 @@ import logging
 import math
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from tf_mobileperf.sensors.base import NAN, Channel, Sensor
 from tf_mobileperf.sensors.ina3221 import RAIL_PROVIDES, rail_budget, rail_channel

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, read_text, under_root
 from tf_mobileperf.sensors.files import FileReads

@@ -28,8 +28,8 @@ from __future__ import annotations
 import abc
 import dataclasses
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import numpy as np
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 log = logging.getLogger(__name__)
 

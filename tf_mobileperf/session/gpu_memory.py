@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tf_mobileperf.session import backend
 from tf_mobileperf.steps.records import GIB
@@ -184,7 +185,7 @@ class GpuMemory:
             self.allocator = None
             return None
 
-    def report_fields(self, report: "Report", probe: "Probe | None" = None) -> tuple[dict, dict[str, str]]:
+    def report_fields(self, report: Report, probe: Probe | None = None) -> tuple[dict, dict[str, str]]:
         """The report's run-level GPU memory fields, and the reasons of those that are null.
 
         ``gpu_mem_peak_gb``: the allocator's highest peak over the measured
@@ -213,7 +214,7 @@ class GpuMemory:
                 else "no GPU memory sensor (NVML)" + (": " + probe.why_absent("memory", "gpu") if probe else ""))
         return fields, reasons
 
-    def attach(self, report: "Report", probe: "Probe | None" = None) -> "Report":
+    def attach(self, report: Report, probe: Probe | None = None) -> Report:
         """``report`` with the GPU memory fields in its summary and their reasons in its ``unavailable``."""
         report.gpu_memory, reasons = self.report_fields(report, probe)
         report.unavailable.update(reasons)

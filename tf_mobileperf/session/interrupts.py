@@ -19,7 +19,7 @@ import contextlib
 import os
 import signal
 import threading
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 #: The signals a measurement writes its partial report on.
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -42,7 +42,7 @@ class ChainedHandler:
         self.pid = os.getpid()
 
     @classmethod
-    def install(cls, signum: int, on_signal: Callable[[int], None]) -> "ChainedHandler":
+    def install(cls, signum: int, on_signal: Callable[[int], None]) -> ChainedHandler:
         handler = cls(signum, on_signal, signal.getsignal(signum))
         signal.signal(signum, handler)
         return handler

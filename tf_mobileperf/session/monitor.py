@@ -33,10 +33,10 @@ import logging
 import os
 import time
 import weakref
-from typing import Iterator
+from collections.abc import Iterator
 
-from tf_mobileperf.output.files import claim_logdir, local_dir
 from tf_mobileperf.format.layout import RunLayout
+from tf_mobileperf.output.files import claim_logdir, local_dir
 from tf_mobileperf.output.writers import RunWriters
 from tf_mobileperf.sampling.priority import choose
 from tf_mobileperf.sampling.sampler import Sampler
@@ -54,7 +54,7 @@ from tf_mobileperf.steps.report import Report
 log = logging.getLogger(__name__)
 
 #: Measurements begun and not yet ended in this process, ended at exit.
-_UNFINISHED: "weakref.WeakSet[PerfMonitor]" = weakref.WeakSet()
+_UNFINISHED: weakref.WeakSet[PerfMonitor] = weakref.WeakSet()
 
 
 @atexit.register
@@ -118,7 +118,7 @@ class PerfMonitor:
         """True between ``begin()`` and ``end()``."""
         return self._started
 
-    def begin(self) -> "PerfMonitor":
+    def begin(self) -> PerfMonitor:
         """Starts sampling and the writers. Raises OSError if logdir is not writable."""
         if self._started:
             return self
@@ -165,7 +165,7 @@ class PerfMonitor:
                         self.options.combine_wait_s)
         return self.report
 
-    def __enter__(self) -> "PerfMonitor":
+    def __enter__(self) -> PerfMonitor:
         return self.begin()
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -12,7 +12,7 @@ import dataclasses
 import math
 import os
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import Probe, Sensor
+from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.sensors.power_mode import power_mode
 from tf_mobileperf.session.collector import Collector, Guard, never_valued, unread_reasons
 from tf_mobileperf.session.options import MonitorOptions
-from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.steps.records import Roles
 from tf_mobileperf.steps.report import Report
 

@@ -54,8 +54,8 @@ import functools
 
 import numpy as np
 
-from tf_mobileperf.sensors.base import RAIL_KINDS, Channel
 from tf_mobileperf.format.gaps import GAP_FACTOR, MIN_GAP_S, allowed_gap_s, own_period_s
+from tf_mobileperf.sensors.base import RAIL_KINDS, Channel
 from tf_mobileperf.steps.reductions import BY_KIND
 
 

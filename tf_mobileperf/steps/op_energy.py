@@ -38,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tf_mobileperf.steps.join import integral_at
 from tf_mobileperf.sensors.base import Channel
+from tf_mobileperf.steps.join import integral_at
 
 #: An op event: "scope/name:OpType" (framework events have "::" or spaces).
 _OP = re.compile(r"^([^:\s]+):([A-Za-z_]\w*)$")
@@ -61,7 +61,7 @@ class ClockPair:
     uncertainty_s: float
 
     @classmethod
-    def now(cls, tries: int = 5) -> "ClockPair":
+    def now(cls, tries: int = 5) -> ClockPair:
         best = None
         for _ in range(tries):
             before = time.monotonic_ns()
@@ -91,7 +91,7 @@ class Ops:
     def __len__(self) -> int:
         return len(self.start_s)
 
-    def select(self, index: np.ndarray) -> "Ops":
+    def select(self, index: np.ndarray) -> Ops:
         """The ops at ``index``: a boolean mask or positions, in that order."""
         return Ops(*(getattr(self, f.name)[index] for f in dataclasses.fields(self)))
 

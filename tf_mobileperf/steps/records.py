@@ -130,7 +130,7 @@ class Roles:
     throttle: list[Channel]  # states of group "throttle": above 0 while the board holds a clock down
 
     @classmethod
-    def of(cls, channels: list[Channel]) -> "Roles":
+    def of(cls, channels: list[Channel]) -> Roles:
         rails = energy_rails(channels)
         util = [c for c in channels if c.kind == "util"]
         return cls(rails=rails,

@@ -19,16 +19,14 @@ import argparse
 import logging
 import math
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from tf_mobileperf.sampling.sampler import check_period
-from tf_mobileperf.tools.cli_commands import (MEASURE_DEFAULT, cmd_combine, cmd_plot, cmd_predict, cmd_sensors,
-                                              cmd_sweep)
+from tf_mobileperf.tools.cli_commands import MEASURE_DEFAULT, cmd_combine, cmd_plot, cmd_predict, cmd_sensors, cmd_sweep
 from tf_mobileperf.tools.sizes import parse_size
 from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
 from tf_mobileperf.tools.sweep_results import SweepError
-
 
 #: The exit status after Ctrl-C, as a shell gives a command that SIGINT ended.
 INTERRUPTED = 130

@@ -215,8 +215,8 @@ def _cell(value, width: int = 10) -> str:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from tf_mobileperf.tools.predict import predict
     from tf_mobileperf.output.files import write_json
+    from tf_mobileperf.tools.predict import predict
     from tf_mobileperf.tools.sweep import sweep
 
     config = _sweep_config(args, [args.model])
@@ -245,8 +245,8 @@ def _pm(value: float | None, plus_minus: float | None) -> str:
 
 
 def cmd_combine(args: argparse.Namespace) -> int:
-    from tf_mobileperf.session.cluster import combine
     from tf_mobileperf.format.layout import RunLayout
+    from tf_mobileperf.session.cluster import combine
 
     tasks = args.tasks or tuple(sorted(p.name for p in args.logdir.iterdir()
                                        if p.is_dir() and re.fullmatch(r"(chief|worker)-\d+", p.name)))

@@ -10,8 +10,8 @@ tab. None is red: red marks failures. Limit lines have a colour of their own.
 from __future__ import annotations
 
 import functools
-import math
 import json
+import math
 from importlib import resources
 
 

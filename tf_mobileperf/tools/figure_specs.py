@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from tf_mobileperf.tools.colours import short_reason
 from tf_mobileperf.tools.sweep import is_oom

@@ -42,7 +42,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm

@@ -33,8 +33,8 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from tf_mobileperf.sensors import power_mode
 from tf_mobileperf.session.interrupts import deferred, in_main_thread

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from tf_mobileperf.tools.boards import best_batch
 from tf_mobileperf.tools.figure_specs import UNKNOWN_BOARD, Row, board_of, boards, cpu_util_all_cores, lines

@@ -7,7 +7,7 @@ on any monotone test without training anything.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 
 def search_largest(fits: Callable[[int], bool], start: int = 1, ceiling: int = 4096) -> tuple[int | None, int]:

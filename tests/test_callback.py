@@ -52,7 +52,9 @@ def test_synthetic_sine_total_energy_error_below_half_percent(tmp_path):
     cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[sensor])
     x, y = data(4000)
     small_model().fit(x, y, batch_size=8, epochs=1, callbacks=[cb], verbose=0)
-    F = lambda t: 6.0 * t - 4.0 * math.cos(2 * math.pi * f * t) / (2 * math.pi * f)
+    def F(t):  # the integral of the power
+        return 6.0 * t - 4.0 * math.cos(2 * math.pi * f * t) / (2 * math.pi * f)
+
     measured = cb.report.measured
     exact = sum(F(s.end_s) - F(s.start_s) for s in measured)
     assert abs(cb.report.summary()["energy_total"] - exact) / exact < 0.005

@@ -300,7 +300,7 @@ def test_three_runs_of_three_devices_overlaid_each_in_its_models_colour_with_eac
     # The process's peak (VmHWM) is a pale band under its RSS: equal at times, both seen.
     legend = memory.find_element(By.CSS_SELECTOR, ".u-legend").text
     assert f"{CPU_RUN}: proc_peak, process" in legend and "pale band" in legend
-    assert not [l for l, rgb in strokes if hex_of(rgb) in ("#c62828", "#ff0000")]
+    assert not [label for label, rgb in strokes if hex_of(rgb) in ("#c62828", "#ff0000")]
     # An empty chart says one short clause, the whole reason on hover.
     for empty in browser.find_elements(By.CSS_SELECTOR, "#time-view .chart.empty p"):
         assert len(empty.text) < 80 and empty.get_attribute("title"), empty.text

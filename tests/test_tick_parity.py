@@ -146,7 +146,7 @@ SPECIAL = st.sampled_from(["fifo", "directory", "missing"])
 def contents(files) -> st.SearchStrategy:
     """One round of contents: for each declared file (path, keys, widest fields), bytes or a special file."""
     parts = []
-    for path, keys, fields in files:
+    for _path, keys, fields in files:
         form = keyed_lines(keys, fields) if keys else single_value()
         parts.append(st.one_of(form, form, form, form, form, form, form, form, form, SPECIAL))
     return st.tuples(*parts)

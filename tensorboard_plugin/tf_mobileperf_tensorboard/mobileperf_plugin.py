@@ -109,7 +109,7 @@ def _number(request, name: str, default: float | None = None) -> float | None:
     try:
         value = float(raw)
     except ValueError:
-        raise errors.InvalidArgumentError(f"parameter {name!r} must be a number, got {raw[:40]!r}")
+        raise errors.InvalidArgumentError(f"parameter {name!r} must be a number, got {raw[:40]!r}") from None
     if not math.isfinite(value):
         raise errors.InvalidArgumentError(f"parameter {name!r} must be finite")
     return value

@@ -30,7 +30,7 @@ try:
     small_model().fit(*data(8 * 20), batch_size=8, epochs=1, callbacks=[cb], verbose=0)
 except KeyboardInterrupt:
     sampler = cb.monitor.sampler
-    print("INTERRUPTED sampler_running=%s handler_restored=%s" % (
-        sampler.running, signal.getsignal(signal.SIGINT) is signal.default_int_handler), flush=True)
+    restored = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    print(f"INTERRUPTED sampler_running={sampler.running} handler_restored={restored}", flush=True)
     sys.exit(130)
 print("FIT_RETURNED", flush=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any
 
 from .finite_json import finite
 
@@ -77,7 +77,7 @@ class ListOf:
     nullable: bool = True
 
 
-Spec = Union[Kind, Shape, Each, ListOf]
+Spec = Kind | Shape | Each | ListOf
 
 
 def _number(value: Any) -> bool:

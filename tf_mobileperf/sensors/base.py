@@ -206,7 +206,7 @@ class Sensor(abc.ABC):
         """Static facts about the device (board, driver, limits) for the report."""
         return {}
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional, a no-op by default
         """Releases handles; the default holds none."""
 
     def describe(self) -> dict:

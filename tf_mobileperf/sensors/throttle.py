@@ -59,7 +59,7 @@ class Check(abc.ABC):
     def read(self) -> float:
         """This source's verdict now."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional, a no-op by default
         """Releases its open files."""
 
 

@@ -154,7 +154,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             if args.predict and config.memory_limit:
                 start = largest_fitting_batch(sweep([model], list(MEASURE_DEFAULT), config), config.memory_limit) or 1
             size, tried = find_max_batch(model, config, start=start)
-            baseline = search_largest(lambda b: size is not None and b <= size)[1]  # the same search from 1
+            baseline = search_largest(lambda b, size=size: size is not None and b <= size)[1]  # the same search from 1
             print(f"{model}: largest batch that fits: {size if size else 'none (batch 1 fails)'} ({len(tried)} runs; "
                   f"the search from batch 1 takes {baseline} runs)")
         return 0

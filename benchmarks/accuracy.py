@@ -44,7 +44,8 @@ def main() -> None:
     rng = np.random.default_rng(0)
     starts, ends = steps(rng)
     rows = []
-    print(f"{'signal':<22} {'period':>6} {'seed rule: total err':>21} {'per-step p99':>12} {'ours: total err':>16} {'per-step p99':>12}")
+    print(f"{'signal':<22} {'period':>6} {'seed rule: total err':>21} {'per-step p99':>12} "
+          f"{'ours: total err':>16} {'per-step p99':>12}")
     for name, (power, exact_f) in SIGNALS.items():
         exact = exact_f(ends) - exact_f(starts)
         for period_ms in (1, 5, 20):
@@ -59,7 +60,8 @@ def main() -> None:
                    "ours_total_error_pct": 100 * abs(ours.sum() - exact.sum()) / exact.sum(),
                    "ours_step_error_p99_pct": float(np.percentile(100 * np.abs(ours - exact) / exact, 99))}
             rows.append(row)
-            print(f"{name:<22} {period_ms:>4} ms {row['seed_total_error_pct']:>20.3f}% {row['seed_step_error_p99_pct']:>11.2f}% "
+            print(f"{name:<22} {period_ms:>4} ms {row['seed_total_error_pct']:>20.3f}% "
+                  f"{row['seed_step_error_p99_pct']:>11.2f}% "
                   f"{row['ours_total_error_pct']:>15.4f}% {row['ours_step_error_p99_pct']:>11.2f}%")
     save("accuracy", rows)
 

@@ -219,7 +219,8 @@ def one_round(variants: dict, binary: Path | None, args: argparse.Namespace, shi
                 result = run_sampler(sensors, period_s, args.warmup, args.seconds, args.fifo, name == "fake_python")
             due_per_s = 1.0 / (period_s * min(every_ticks(s.min_period_s, period_s) for s in sensors))  # the fastest sensor's rate
             results.append({"variant": name, "period_ms": period_ms, "due_per_s": due_per_s} | result)
-            print(f"  {name:<5} {period_ms:g} ms: {result['cpu_pct']:.2f}% cpu, {result['wakeups_per_s']:.0f} wake-ups/s, "
+            print(f"  {name:<5} {period_ms:g} ms: {result['cpu_pct']:.2f}% cpu, "
+                  f"{result['wakeups_per_s']:.0f} wake-ups/s, "
                   f"{result['achieved_hz']:.1f} Hz, p99 {result['err_p99_ms']:.3f} ms", flush=True)
     return results
 

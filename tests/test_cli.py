@@ -42,7 +42,8 @@ def test_command_line_without_training_leaves_tensorflow_unimported(argv, tmp_pa
                 "step,start_s,end_s,duration_s,batches,warmup,traced,failed,cpu_util,gpu_util,mem_peak_gb,energy_j/total\n"
                 "0,0,1,1,1,0,0,0,,,,2.5\n")
         argv = [str(tmp_path) if a == "COMBINE_DIR" else a for a in argv]
-    code = ("import sys\nfrom tf_mobileperf.tools.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+    code = ("import sys\nfrom tf_mobileperf.tools.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
             "print('IMPORTED', sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120).stdout
     assert "IMPORTED []" in out

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian 
 #: Per line of the cross-run chart: its legend label, its value in the legend and how many pixels of the
 #: plot area are within reach of its colour.
 LINES = """
-const box = document.querySelector('.crossrun'), canvas = box.querySelector('canvas'), over = box.querySelector('.u-over');
+const box = document.querySelector('.crossrun');
+const canvas = box.querySelector('canvas'), over = box.querySelector('.u-over');
 const near = (a, b) => Math.abs(a[0] - b[0]) + Math.abs(a[1] - b[1]) + Math.abs(a[2] - b[2]) < 90;
 const cr = canvas.getBoundingClientRect(), or = over.getBoundingClientRect(), k = canvas.width / cr.width;
 const [x0, y0, w, h] = [or.left - cr.left, or.top - cr.top, or.width, or.height].map((v) => Math.round(v * k));
@@ -139,7 +140,8 @@ def test_best_batch_table_under_the_chart_names_each_boards_batch_size_and_value
     table = rows(fleet)
     show(browser, tensorboard, (run_name(table[0], fleet),))
     cells = browser.execute_script(
-        "return [...document.querySelectorAll('.crossrun #best-batch tr')].slice(1).map((r) => [...r.cells].map((c) => c.textContent))")
+        "return [...document.querySelectorAll('.crossrun #best-batch tr')].slice(1)"
+        ".map((r) => [...r.cells].map((c) => c.textContent))")
     keys = sorted({(board(r), model(r)) for r in table})
     assert [c[:2] for c in cells] == [list(k) for k in keys]
     for key, (_, _, fastest, thriftiest) in zip(keys, cells):

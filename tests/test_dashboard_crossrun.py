@@ -151,7 +151,10 @@ def test_step_table_sorts_by_any_column_and_downloads_the_steps_shown_as_csv(ten
     section = browser.find_element(By.CSS_SELECTOR, "section[data-run='mlp-bs16/train']")
     browser.execute_script("arguments[0].querySelector('details.steps').open = true", section)
     table = section.find_element(By.CSS_SELECTOR, "table.step-table")
-    column = lambda i: [r.find_elements(By.TAG_NAME, "td")[i].text for r in table.find_elements(By.CSS_SELECTOR, "tr")[1:]]  # noqa: E731
+
+    def column(i):
+        return [r.find_elements(By.TAG_NAME, "td")[i].text for r in table.find_elements(By.CSS_SELECTOR, "tr")[1:]]
+
     steps = column(0)
     assert steps == [str(i) for i in range(len(steps))] and len(steps) == 10  # 160 samples, batch 16
     header = lambda: table.find_elements(By.TAG_NAME, "th")  # noqa: E731 (redrawn on each click)

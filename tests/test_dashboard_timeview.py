@@ -2,8 +2,8 @@
 a real `tensorboard` process): runs trained by the real callback, one with
 the procfs CPU and memory sensors only (real readings, memory every 20 ms
 and CPU every 60 ms, its 50 ms rounded up to the 20 ms wake-ups), one with procfs CPU utilization and
-a sysfs tree of core clocks, two with the synthetic power sensor at 5 ms. What a chart draws is measured on its canvas: the columns of the
-plot area where a pixel of a line's colour is. Screenshots under
+a sysfs tree of core clocks, two with the synthetic power sensor at 5 ms. What a chart draws is measured
+on its canvas: the columns of the plot area where a pixel of a line's colour is. Screenshots under
 tests/_output/timeview-*.png."""
 
 from __future__ import annotations
@@ -96,7 +96,8 @@ def serving(logdir: Path):
                 if '"mobileperf"' in listing and '"enabled": true' in listing.split('"mobileperf"')[1][:200]:
                     break
             if time.monotonic() > deadline or proc.poll() is not None:
-                pytest.fail(f"tensorboard did not come up: {proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ''}")
+                stderr = proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ""
+                pytest.fail(f"tensorboard did not come up: {stderr}")
             time.sleep(0.5)
         yield url
     finally:

@@ -40,7 +40,8 @@ def test_orin_line_with_mw_timestamp_and_gpc_freqs():
 
 
 def test_jetpack7_three_values_and_bare_percent():
-    r = parse_line("RAM 4000/125000MB CPU [1%,2%] GR3D_FREQ 5% VDD_GPU 12000mW/11000mW/15000mW VDD_CPU_SOC_MSS 3000mW/2900mW/4000mW")
+    r = parse_line("RAM 4000/125000MB CPU [1%,2%] GR3D_FREQ 5% "
+                   "VDD_GPU 12000mW/11000mW/15000mW VDD_CPU_SOC_MSS 3000mW/2900mW/4000mW")
     assert r.power_w == pytest.approx({"VDD_GPU": 12.0, "VDD_CPU_SOC_MSS": 3.0})
     assert r.gpu_util == 5 and r.gpu_freq_mhz is None
     assert r.cpu_util == [1, 2] and r.cpu_freq_mhz == [None, None]
@@ -48,7 +49,8 @@ def test_jetpack7_three_values_and_bare_percent():
 
 def test_xavier_short_rail_names_and_unknown_fields():
     r = parse_line("RAM 1883/15816MB (lfb 3039x4MB) SWAP 0/7908MB (cached 0MB) CPU [1%@1190] EMC_FREQ 0%@2133 "
-                   "GR3D_FREQ 0%@1377 APE 150 MTS fg 0% bg 0% AO@32C GPU 0/0 CPU 311/311 SOC 933/933 CV 0/0 VDDRQ 155/155 SYS5V 1667/1667")
+                   "GR3D_FREQ 0%@1377 APE 150 MTS fg 0% bg 0% AO@32C "
+                   "GPU 0/0 CPU 311/311 SOC 933/933 CV 0/0 VDDRQ 155/155 SYS5V 1667/1667")
     assert r.power_w["CPU"] == pytest.approx(0.311) and r.power_w["SYS5V"] == pytest.approx(1.667)
     assert "RAM" not in r.power_w and "SWAP" not in r.power_w
 

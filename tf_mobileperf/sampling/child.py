@@ -92,7 +92,8 @@ def _become_sampler(shared: SharedRing, realtime: bool) -> None:
 
 
 def spawn_settings(sensors: bytes, period_s: float, shared: SharedRing, epoch: int, realtime: bool) -> dict[str, Any]:
-    """What a started sampler process needs to run the loop: ``sensors`` pickled, the ring's layout, the loop's settings."""
+    """What a started sampler process needs to run the loop: ``sensors`` pickled, the ring's layout, the loop's
+    settings."""
     return {"sys_path": list(sys.path), "sensors": sensors, "period_s": period_s, "epoch": epoch,
             "realtime": realtime, "parent": os.getpid(),
             "ring": (shared.capacity, shared.width, shared.n_sensors)}

@@ -54,7 +54,8 @@ def load() -> ctypes.CDLL | None:
         return _library
     found = sorted(Path(__file__).parent.glob("_tick*.so"))
     if not found:
-        _why_not = "the C tick loop was not built when the package was installed (no C compiler, or it failed: pip install -v says why)"
+        _why_not = ("the C tick loop was not built when the package was installed "
+                    "(no C compiler, or it failed: pip install -v says why)")
         return None
     try:
         library = ctypes.CDLL(str(found[0]))

@@ -43,7 +43,8 @@ SIDE_CAPACITY = 4096
 
 
 def error_text(exc: BaseException) -> str:
-    """How a failed read's exception is written: ``"NVMLError: Uninitialized"`` (the type alone when it says nothing)."""
+    """How a failed read's exception is written: ``"NVMLError: Uninitialized"`` (the type alone when it says
+    nothing)."""
     said = str(exc)
     return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
 

@@ -93,7 +93,8 @@ def cmd_sensors(args: argparse.Namespace) -> int:
             value = reading.get(channel.name, math.nan)
             group = f" [{channel.group}]" if channel.group else ""
             cluster = f" ({channel.cluster})" if channel.cluster else ""
-            out.write(f"    {channel.name:<18} {channel.unit:<2}{group}{cluster}  {_format(value, channel.unit):<18} from {channel.source}\n")
+            shown = _format(value, channel.unit)
+            out.write(f"    {channel.name:<18} {channel.unit:<2}{group}{cluster}  {shown:<18} from {channel.source}\n")
     out.write("\nNot present:\n")
     for label, reason in found.absent.items():
         out.write(f"    {label}: {reason}\n")
@@ -107,8 +108,10 @@ def cmd_sensors(args: argparse.Namespace) -> int:
         out.write(
             f"\nSampling test ({args.seconds:g} s at {args.period_ms:g} ms, {result['mode']}"
             f"{', SCHED_FIFO' if result['realtime'] else ''}): {result['samples']} samples, "
-            f"{_num(result['achieved_hz'], '.1f')} Hz achieved, interval error p50 {_num(result['interval_error_p50_ms'], '.3f')} ms, "
-            f"p99 {_num(result['interval_error_p99_ms'], '.3f')} ms, longest interval {_num(result['max_interval_ms'], '.2f')} ms\n"
+            f"{_num(result['achieved_hz'], '.1f')} Hz achieved, "
+            f"interval error p50 {_num(result['interval_error_p50_ms'], '.3f')} ms, "
+            f"p99 {_num(result['interval_error_p99_ms'], '.3f')} ms, "
+            f"longest interval {_num(result['max_interval_ms'], '.2f')} ms\n"
         )
     for sensor in found.sensors:
         sensor.close()
@@ -172,7 +175,8 @@ def _print_rows(args: argparse.Namespace, rows: list[dict], plan) -> int:
         step_ms = None if r.get("step_time_s_mean") is None else r["step_time_s_mean"] * 1e3
         mode = f"{(r.get('config') or {}).get('power_mode', ''):>4} " if plan.active else ""
         board = f"{r.get('board_type') or '':<{width}} " if width else ""
-        print(f"{board}{r['model']:<10} {r['batch_size']:>5} {mode}{'yes' if r['success'] else 'no':>3} {_cell(step_ms, 9)} "
+        ok = "yes" if r["success"] else "no"
+        print(f"{board}{r['model']:<10} {r['batch_size']:>5} {mode}{ok:>3} {_cell(step_ms, 9)} "
               f"{_cell(r.get('samples_per_s'))} {_cell(r.get('energy_per_step_j'))} "
               f"{_cell(r.get('energy_per_sample_j'))} "
               f"{_cell(r.get('proc_peak_gb'), 9)} {_cell(r.get('mem_peak_gb'), 9)} {_cell(r.get('gpu_mem_peak_gb'), 9)}  "

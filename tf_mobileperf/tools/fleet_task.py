@@ -2,8 +2,8 @@
 
 It exists apart from ``fleet`` (the driver) because it is what runs on the
 boards: it imports no TensorFlow (its child does), Ray only for the node's
-id (the row's ``ray_node``), and runs the sweep's ``run_one``, so a configuration runs in the same isolated child as in a local sweep
-(memory limit, out of memory and the OOM killer, progress file, its process
+id (the row's ``ray_node``), and runs the sweep's ``run_one``, so a configuration runs in the same
+isolated child as in a local sweep (memory limit, out of memory and the OOM killer, progress file, its process
 group killed when the task is cancelled). The run is measured into a
 temporary directory of the board and returned as a tar archive, so the
 driver's ``--out`` need not be shared with the boards.

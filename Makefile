@@ -11,7 +11,7 @@ PORT ?= 6006
 # failing with "Could not get lock /var/lib/dpkg/lock-frontend".
 APT := apt-get -o DPkg::Lock::Timeout=600
 
-.PHONY: demo test bench browser clean docs-images wheel
+.PHONY: demo test lint bench browser clean docs-images wheel
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -50,7 +50,15 @@ demo: $(STAMP) $(BUNDLE)
 	@echo "MobilePerf dashboard: http://127.0.0.1:$(PORT)/#mobileperf  (Ctrl-C to stop)"
 	$(BIN)/tensorboard --logdir runs/demo --host 127.0.0.1 --port $(PORT)
 
-test: $(STAMP) $(BUNDLE) browser
+# Style and types before the tests: ruff (lint, and the format it would write), mypy over the package and the
+# plugin (pyproject.toml says what each checks), ESLint over the dashboard's sources.
+lint: $(STAMP) $(FRONTEND)/node_modules/.package-lock.json
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	cd $(FRONTEND) && npm run --silent lint
+
+test: $(STAMP) $(BUNDLE) browser lint
 	$(BIN)/python -m pytest -q
 
 # Every benchmark, one after another (about 30 minutes here; soak.py alone is 10).

@@ -55,7 +55,8 @@ class EmcSensor(Sensor):
             raise SensorUnavailable(f"EMC clock not readable at {', '.join(map(str, tried))} "
                                     "(debugfs is readable by root only)")
         self.channels = [Channel("emc_freq", "clock", str(self._clock), group="mem", device="board")]
-        self.file_reads = reads = FileReads()
+        self.file_reads: FileReads = FileReads()
+        reads = self.file_reads
         clock = reads.number(self._clock)
         reads.channel("emc_freq", clock)
         self._activity = _readable(under_root(root, ACTIVITY_PATH))
@@ -68,7 +69,7 @@ class EmcSensor(Sensor):
             # mc_all (kHz of average activity) * 1e3 Hz/kHz * 100 % / the clock in Hz
             reads.channel("emc_util", reads.number(self._activity, 1e5), clock, "/")
 
-    def read(self) -> Mapping[str, float]:
+    def read(self) -> Mapping[str, float | Exception]:
         return self.file_reads.read()
 
     def metadata(self) -> dict:

@@ -111,7 +111,7 @@ class _RailSensor(Sensor):
     provides = RAIL_PROVIDES
 
     def __init__(self) -> None:
-        self.file_reads = FileReads()
+        self.file_reads: FileReads = FileReads()
         self.channels = []
 
     def _add_rail(self, label: str, values: list[SysfsValue], taken: set[str]) -> None:
@@ -127,7 +127,7 @@ class _RailSensor(Sensor):
     def metadata(self) -> dict:
         return rail_budget(self.channels)
 
-    def read(self) -> Mapping[str, float]:
+    def read(self) -> Mapping[str, float | Exception]:
         return self.file_reads.read()
 
     def close(self) -> None:

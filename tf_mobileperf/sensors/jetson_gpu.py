@@ -74,7 +74,8 @@ class JetsonGpuSensor(Sensor):
         load = _first(root, LOAD_GLOBS)
         if load is None:
             raise SensorUnavailable(_no_load_reason(root))
-        self.file_reads = reads = FileReads()
+        self.file_reads: FileReads = FileReads()
+        reads = self.file_reads
         reads.channel("gpu_util", reads.number(load, 0.1))  # per mille
         self.channels = [Channel("gpu_util", "util", str(load), group="gpu", device="gpu")]
         for devfreq in sorted(root.glob(DEVFREQ_GLOB)):
@@ -84,7 +85,7 @@ class JetsonGpuSensor(Sensor):
                 self.channels.append(Channel("gpu_freq", "clock", str(devfreq / "cur_freq"), group="gpu", device="gpu"))
                 break
 
-    def read(self) -> Mapping[str, float]:
+    def read(self) -> Mapping[str, float | Exception]:
         return self.file_reads.read()
 
     def close(self) -> None:

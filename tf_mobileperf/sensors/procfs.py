@@ -141,11 +141,12 @@ class CpuSensor(Sensor):
         types = dt_core_types(cpu_dir, present) | types
         self.clusters = {core: types.get(core, "unknown") for core in present}
         self.offline = [core for core in present if f"cpu{core}" not in lines]
-        self.file_reads = reads = FileReads()
+        self.file_reads: FileReads = FileReads()
+        reads = self.file_reads
         for line in ["cpu"] + [f"cpu{core}" for core in present]:  # a line that is not there (offline) reads NaN
             jiffies = [reads.number(stat.path, 1.0, line.encode() + b" ", 1 << 16, fields) for fields in
                        (JIFFIES_ALL, JIFFIES_IDLE)]
-            reads.channel(f"{line}_util", *jiffies, "busy%")
+            reads.channel(f"{line}_util", jiffies[0], jiffies[1], "busy%")
         source = str(stat.path)
         self.channels = [Channel("cpu_util", "util", source, group="cpu", device="cpu")]
         self.channels += [self._core_channel(f"cpu{core}_util", "util", source, core) for core in present]
@@ -159,7 +160,7 @@ class CpuSensor(Sensor):
     def _core_channel(self, name: str, kind: str, source: str, core: int) -> Channel:
         return Channel(name, kind, source, group="cpu", cluster=self.clusters[core], device="cpu", core=core)
 
-    def read(self) -> Mapping[str, float]:
+    def read(self) -> Mapping[str, float | Exception]:
         return self.file_reads.read()
 
     def close(self) -> None:
@@ -203,7 +204,8 @@ class MemorySensor(Sensor):
             raise SensorUnavailable(f"{meminfo.path} has no MemTotal")
         self.total_bytes = total
         free = b"MemAvailable:" if b"\nMemAvailable:" in info else b"MemFree:"  # MemAvailable since Linux 3.14
-        self.file_reads = reads = FileReads()
+        self.file_reads: FileReads = FileReads()
+        reads = self.file_reads
         used = (reads.number(meminfo.path, 1024, b"MemTotal:", 8192), reads.number(meminfo.path, 1024, free, 8192))
         reads.channel("ram_used", *used, "-")
         reads.channel("proc_rss", reads.number(status, 1024, b"VmRSS:", 8192))
@@ -214,7 +216,7 @@ class MemorySensor(Sensor):
             Channel("proc_peak", "memory", f"{status} VmHWM", group="mem", device="process"),
         ]
 
-    def read(self) -> Mapping[str, float]:
+    def read(self) -> Mapping[str, float | Exception]:
         return self.file_reads.read()
 
     def close(self) -> None:

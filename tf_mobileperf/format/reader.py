@@ -122,13 +122,13 @@ def read_report(directory: str | Path, logdir: Path | None = None) -> dict | Non
 def read_combined(logdir: str | Path) -> dict | None:
     """The ``combined.json`` of a multi-worker ``logdir`` (``session.cluster``), upgraded and checked as
     ``read_report``; None if there is none."""
-    return _read_report(RunLayout(logdir).combined, None, (schema.COMBINED,))
+    return _read_report(RunLayout(Path(logdir)).combined, None, (schema.COMBINED,))
 
 
 def read_sweep_summary(logdir: str | Path) -> dict | None:
     """The ``summary.json`` a sweep child wrote into the logdir it measured into, upgraded and checked as
     ``read_report``; None if there is none."""
-    return _read_report(RunLayout(logdir).sweep_summary, None, (schema.SWEEP_SUMMARY,))
+    return _read_report(RunLayout(Path(logdir)).sweep_summary, None, (schema.SWEEP_SUMMARY,))
 
 
 def _read_report(path: Path, logdir: Path | None, kinds: tuple[str, ...]) -> dict | None:
@@ -211,7 +211,7 @@ def read_steps_counted(logdir: str | Path) -> StepRows:
     parse, or (the last one) no newline: a writer killed inside the row.
     """
     try:
-        with open(RunLayout(logdir).steps_csv, newline="") as f:
+        with open(RunLayout(Path(logdir)).steps_csv, newline="") as f:
             text = f.read()
     except (OSError, UnicodeDecodeError):
         return StepRows([], 0)
@@ -239,5 +239,5 @@ def read_steps(logdir: str | Path) -> list[dict]:
     """
     result = read_steps_counted(logdir)
     if result.torn:
-        log.warning("mobileperf: skipped %d torn row(s) of %s", result.torn, RunLayout(logdir).steps_csv)
+        log.warning("mobileperf: skipped %d torn row(s) of %s", result.torn, RunLayout(Path(logdir)).steps_csv)
     return result.rows

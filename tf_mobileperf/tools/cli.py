@@ -38,7 +38,7 @@ class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
     def _get_help_string(self, action: argparse.Action) -> str:
         if action.required or action.default in (None, False):
             return action.help or ""
-        return super()._get_help_string(action)
+        return super()._get_help_string(action) or ""
 
 
 class OneLineParser(argparse.ArgumentParser):

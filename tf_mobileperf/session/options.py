@@ -129,11 +129,12 @@ class MonitorOptions:
     sampler_priority: str = "auto"
 
     def __post_init__(self) -> None:
-        checked = {"warmup_steps": check_int("warmup_steps", self.warmup_steps)}
+        warmup_steps = check_int("warmup_steps", self.warmup_steps)
+        checked: dict[str, object] = {"warmup_steps": warmup_steps}
         if self.batch_size is not None:
             checked["batch_size"] = check_int("batch_size", self.batch_size, 1)
         if self.profile_steps is not None:
-            checked["profile_steps"] = self._checked_profile_steps(checked["warmup_steps"])
+            checked["profile_steps"] = self._checked_profile_steps(warmup_steps)
         checked["keep_steps"] = check_int("keep_steps", self.keep_steps, 1)
         checked["sample_period_ms"] = check_period(self.sample_period_ms, "ms")
         checked["sensors"] = check_sensors(self.sensors)

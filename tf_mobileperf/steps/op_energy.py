@@ -35,6 +35,7 @@ import dataclasses
 import re
 import time
 from pathlib import Path
+from typing import Any, overload
 
 import numpy as np
 
@@ -62,15 +63,24 @@ class ClockPair:
 
     @classmethod
     def now(cls, tries: int = 5) -> ClockPair:
-        best = None
+        if tries < 1:
+            raise ValueError(f"tries must be at least 1, got {tries}")
+        best: tuple[int, int, int] | None = None
         for _ in range(tries):
             before = time.monotonic_ns()
             wall = time.time_ns()
             after = time.monotonic_ns()
             if best is None or after - before < best[2] - best[0]:
                 best = (before, wall, after)
+        assert best is not None  # tries >= 1
         before, wall, after = best
         return cls((before + after) / 2e9, wall / 1e9, (after - before) / 2e9)
+
+    @overload
+    def to_monotonic(self, wall_s: np.ndarray) -> np.ndarray: ...
+
+    @overload
+    def to_monotonic(self, wall_s: float) -> float: ...
 
     def to_monotonic(self, wall_s: np.ndarray | float) -> np.ndarray | float:
         return wall_s - self.wall_s + self.monotonic_s
@@ -116,7 +126,7 @@ def read_ops(xplane: str | Path, clocks: ClockPair) -> Ops:
     """The op events of an XSpace file, moved to the monotonic clock, in time order."""
     from xprof.profile_data import ProfileData
 
-    rows = []
+    rows: list[tuple[str, str, str, str, str, float, float]] = []
     data = ProfileData.from_file(str(xplane))
     start_ns = None
     for plane in data.planes:
@@ -136,9 +146,12 @@ def read_ops(xplane: str | Path, clocks: ClockPair) -> Ops:
                                         else (INPUT_OP, INPUT_OP, "(input)"))
                 rows.append((name, op_type, layer, device, line.name, (start_ns + event.start_ns) / 1e9,
                              (start_ns + event.start_ns + event.duration_ns) / 1e9))
-    columns = list(zip(*rows)) if rows else [[]] * 7
-    start, end = np.array(columns[5], dtype=float), np.array(columns[6], dtype=float)
-    ops = Ops(*(np.array(c, dtype=object) for c in columns[:5]), clocks.to_monotonic(start), clocks.to_monotonic(end))
+
+    def column(k: int, dtype: type = object) -> np.ndarray:
+        return np.array([row[k] for row in rows], dtype=dtype)
+
+    ops = Ops(column(0), column(1), column(2), column(3), column(4),
+              clocks.to_monotonic(column(5, float)), clocks.to_monotonic(column(6, float)))
     return ops.select(np.lexsort((ops.end_s, ops.start_s)))
 
 
@@ -207,7 +220,7 @@ def op_energy(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channe
     rank_rail = next((c.name for _, c in rails if c.group == "total"), rails[0][1].name if rails else "")
     energy: dict[str, np.ndarray] = {}
     waiting = ops.op_type == INPUT_OP
-    per_step = [{"step": i, "energy_j": {}, "no_op_energy_j": {}, "no_op_share": {},
+    per_step: list[dict[str, Any]] = [{"step": i, "energy_j": {}, "no_op_energy_j": {}, "no_op_share": {},
                  "input_wait_s": float(np.clip(np.minimum(ops.end_s[waiting], e) - np.maximum(ops.start_s[waiting], s),
                                                0, None).sum())}
                 for i, s, e in steps]

@@ -69,7 +69,8 @@ class StepRecord:
         return self.end_s - self.start_s
 
     def csv_row(self) -> dict[str, Any]:
-        row = {"step": self.step, "start_s": self.start_s, "end_s": self.end_s, "duration_s": self.duration_s,
+        row: dict[str, Any] = {
+               "step": self.step, "start_s": self.start_s, "end_s": self.end_s, "duration_s": self.duration_s,
                "batches": self.batches, "warmup": int(self.warmup), "traced": int(self.traced),
                "failed": int(self.failed), "cpu_util": self.cpu_util, "gpu_util": self.gpu_util,
                "mem_peak_gb": self.mem_peak_gb, "gpu_mem_peak_gb": self.gpu_mem_peak_gb,
@@ -161,13 +162,14 @@ def _fill_energy(step: StepRecord, joined: dict[str, StepValues], roles: Roles, 
             step.incomplete.append(rail.name)
     if roles.rails:
         parts = [step.energy_j[c.name] for c in roles.total]
-        step.energy_j["total"] = None if any(p is None for p in parts) else sum(parts)
+        known = [p for p in parts if p is not None]
+        step.energy_j["total"] = sum(known) if len(known) == len(parts) else None
         step.power_w["total"] = (step.energy_j["total"] / duration
                                  if step.energy_j["total"] is not None and duration > 0 else None)
         step.energy_method["total"] = _total_method([step.energy_method[c.name] for c in roles.total])
-    for rail, energy in step.energy_j.items():
-        idle = idle_w.get(rail)
-        step.energy_active_j[rail] = energy - idle * duration if energy is not None and idle is not None else None
+    for name, energy in step.energy_j.items():
+        idle = idle_w.get(name)
+        step.energy_active_j[name] = energy - idle * duration if energy is not None and idle is not None else None
 
 
 def _total_method(parts: list[str | None]) -> str | None:

@@ -59,7 +59,8 @@ class SamplingStats:
         self.period_s = row_period_s or period_s
         self.channels = channels
         self.rows = 0
-        self.first = self.last = None
+        self.first: float | None = None  # the first row's time, from add()
+        self.last: float | None = None  # the last row's time, from add()
         self.error_counts = np.zeros(len(_ERROR_EDGES) + 1, dtype=np.int64)
         self.gaps = 0
         self.max_interval = 0.0
@@ -129,7 +130,8 @@ class SamplingStats:
         return self.outages[-1] if self.outages and self.outages[-1].end_s is None else None
 
     def _valid_since(self, i: int) -> float:
-        """When channel i last read a valid value (the first row if it never did)."""
+        """When channel i last read a valid value (the first row if it never did); after add() had rows."""
+        assert self.first is not None, "no rows yet"
         return self._last_valid_t[i] if np.isfinite(self._last_valid_t[i]) else self.first
 
     def _add_gaps(self, i: int, valid_t: np.ndarray) -> None:
@@ -140,6 +142,7 @@ class SamplingStats:
         self.channel_gap_s[i] += float(long.sum())
         if len(valid_t):
             self._last_valid_t[i] = valid_t[-1]
+        assert self.last is not None  # add() set it before counting gaps
         self._open_gap[i] = self.last - self._valid_since(i) > self.allowed_gap[i]
 
     def _percentile_ms(self, q: float) -> float | None:
@@ -152,14 +155,15 @@ class SamplingStats:
         return float(np.sqrt(lo * hi) if lo > 0 else hi) * 1e3  # the bin's geometric middle
 
     def summary(self, sampler: Sampler | None) -> dict:
-        span = (self.last - self.first) if self.rows > 1 else None
+        first, last = self.first, self.last
+        span = last - first if self.rows > 1 and first is not None and last is not None else None
         per_channel = {}
         stale = {}
         for i, c in enumerate(self.channels):
             read = self.valid[i] / span if span else None
             rate = own_rate_hz(c, read)
             update = self.changes[i] / span if span else None
-            open_s = self.last - self._valid_since(i) if self._open_gap[i] else 0.0
+            open_s = last - self._valid_since(i) if self._open_gap[i] and last is not None else 0.0
             per_channel[c.name] = {"rate_hz": rate, "read_hz": read, "updates_hz": update,
                                    "gaps": int(self.channel_gaps[i] + self._open_gap[i]),
                                    "gap_s": float(self.channel_gap_s[i] + open_s)}
@@ -184,7 +188,8 @@ class SamplingStats:
             "priority_reason": sampler.priority_reason if sampler else None,
             "tick_loop": sampler.tick_loop if sampler else None,
             "sensor_errors": sampler.errors() if sampler else {},
-            "sensor_error_texts": sampler.error_texts() if hasattr(sampler, "error_texts") else {},
+            "sensor_error_texts": (sampler.error_texts() if sampler is not None and hasattr(sampler, "error_texts")
+                                   else {}),
             "channels": per_channel,
             "channel_gaps": {name: v["gaps"] for name, v in per_channel.items() if v["gaps"]},
             "stale_channels_updates_hz": stale,

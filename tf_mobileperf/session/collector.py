@@ -156,6 +156,18 @@ class Collector:
         self._ran_out_said = False
 
     @property
+    def _running(self) -> Sampler:
+        """The sampler given to start(): for the work done only when there is one."""
+        assert self.sampler is not None, "no sampler: before start(), or a run without sensors"
+        return self.sampler
+
+    @property
+    def _started_writers(self) -> RunWriters:
+        """The writers given to start()."""
+        assert self._writers is not None, "the collector is not started"
+        return self._writers
+
+    @property
     def buffered_rows(self) -> int:
         """Samples held in memory for the steps not yet joined."""
         return sum(len(b) for b in self._buffer)
@@ -213,7 +225,7 @@ class Collector:
         deadline = time.monotonic() + SETTLE_MAX_S
         while time.monotonic() < deadline and not all(self.stats.valid[i] for i in rails):
             time.sleep(self._slowest_s)
-            self._take(self.sampler.drain(), False)
+            self._take(self._running.drain(), False)
         start = self._options.clock()
         time.sleep(self._options.idle_s)
         end = self._options.clock()
@@ -233,11 +245,11 @@ class Collector:
         """Drains samples past ``until_s``, and until every energy counter has updated after it (at most
         ``SETTLE_MAX_S``): a window ending there is known only then."""
         time.sleep(min(0.2, 3 * self._slowest_s))  # a sample past the window's end
-        self._take(self.sampler.drain(), final)
+        self._take(self._running.drain(), final)
         deadline = time.monotonic() + SETTLE_MAX_S
         while self._counters and self._settled_until() < until_s and time.monotonic() < deadline:
             time.sleep(self._slowest_s)
-            self._take(self.sampler.drain(), final)
+            self._take(self._running.drain(), final)
 
     def _settled_until(self) -> float:
         """Up to when every energy counter's interpolation is final in the samples held (inf without one)."""
@@ -310,8 +322,9 @@ class Collector:
         if self._measured_seen and any(name in unread for name in gapped):
             self._warn_unread([name for name in gapped if name in unread])
         self._buffer.append(rows)
-        if self._writers.series:
-            self._guard("write samples", self._writers.series.append, rows.t, rows.values)
+        writers = self._started_writers
+        if writers.series:
+            self._guard("write samples", writers.series.append, rows.t, rows.values)
 
     def _ended(self, t: float) -> set[str]:
         """The channels of the sources that have ended by ``t`` (a replayed log: ``covers_s`` after the first
@@ -332,10 +345,11 @@ class Collector:
     def _warn_ran_out(self) -> None:
         """Once, at the end: each source (a replayed log) that ended before the run did, and from when on the
         samples are missing."""
-        if self.stats.first is None or self._ran_out_said:
+        first, last = self.stats.first, self.stats.last
+        if first is None or last is None or self._ran_out_said:
             return
         self._ran_out_said = True
-        run_s = (self.last_end if self.last_end is not None else self.stats.last) - self.stats.first
+        run_s = (self.last_end if self.last_end is not None else last) - first
         for sensor, covers in ending_sources(self.sampler):
             if run_s > covers:
                 log.warning("mobileperf: %s", sensor.ran_out(run_s))
@@ -346,7 +360,7 @@ class Collector:
         if outage is not None and len(rows) and rows.t[-1] > outage.start_s:  # rows again: it ended
             self.stats.add_outage(outage.start_s, float(rows.t[0]), outage.reason)
             outage = None
-        reason = self.sampler.health()
+        reason = self._running.health()
         if reason is None or outage is not None:
             return
         start = float(rows.t[-1]) if len(rows) else (
@@ -357,7 +371,7 @@ class Collector:
                     if restart else "it was restarted once already: the steps from now on have no energy")
         if restart:
             self._restarted = True
-            self._guard("restart the sampler", self.sampler.restart)
+            self._guard("restart the sampler", self._running.restart)
 
     def warn_unread(self) -> None:
         """At the first measured step: one warning naming the channels with no valid value yet, each with its
@@ -368,7 +382,8 @@ class Collector:
         self._note_absent([name for name in unread if name in self._absent])
         unread = [name for name in unread if name not in self._absent]
         reasons = unread_reasons(unread, self.sampler, "")
-        waited = self.stats.last - self.stats.first if self.stats.rows else 0.0
+        first, last = self.stats.first, self.stats.last
+        waited = last - first if self.stats.rows and first is not None and last is not None else 0.0
         past_gap = {c.name for c, gap in zip(self.stats.channels, self.stats.allowed_gap) if waited > gap}
         self._warn_unread([name for name in unread if reasons[name] or name in past_gap])
 
@@ -395,8 +410,9 @@ class Collector:
         for step in steps:
             if not step.warmup and not step.failed:
                 self.totals.add(step)
-        self._guard("write steps.csv", self._writers.csv.write, [s.csv_row() for s in steps])
-        self._guard("write scalars", self._writers.scalars.write_steps, steps)
+        writers = self._started_writers
+        self._guard("write steps.csv", writers.csv.write, [s.csv_row() for s in steps])
+        self._guard("write scalars", writers.scalars.write_steps, steps)
         self._forget_old_steps()
 
     def _note_counter_margin(self, joined: dict[str, join_mod.StepValues]) -> None:

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from tf_mobileperf.sampling import native
+from tf_mobileperf.sampling.native import NativeTables
 from tf_mobileperf.sampling.offload import OffloadedSensor, read_sensor
 from tf_mobileperf.sampling.ring import COUNT, EPOCH, SharedRing, store_reading
 from tf_mobileperf.sampling.schedule import NEVER, grid_periods, inline_budget_s, next_due, next_wake, plan
@@ -129,6 +130,7 @@ class SamplingLoop:
         return int(self.failed)
 
     def _watch_child(self, death_fd: int | None) -> None:
+        assert self._wake is not None  # run() makes the pipe with the alarm
         fds = [self._wake[0]] + ([death_fd] if death_fd is not None else [])
         while not self.done.is_set() and self.alive() and os.getppid() == self.parent:
             ready, _, _ = select.select(fds, [], [], 1.0)
@@ -218,8 +220,8 @@ class SamplingLoop:
                 self._sleep_to_next()
             else:  # the grid starts at the first row, not when the loop was built (files opened, tables made since)
                 self.origin = time.monotonic()
-            if self.native:
-                self._sample_native(generation)
+            if self.tables is not None:  # self.native
+                self._sample_native(self.tables, generation)
             else:
                 self._sample_rows(generation)
         except BaseException:
@@ -258,9 +260,8 @@ class SamplingLoop:
         self.tick = next_wake(self.tick, self.stride, self.period_s, self.origin, time.monotonic())
         time.sleep(max(0.0, self.origin + self.tick * self.period_s - time.monotonic()))
 
-    def _sample_native(self, generation: int) -> None:
+    def _sample_native(self, tables: NativeTables, generation: int) -> None:
         """The C loop runs the ticks; it returns here when a Python sensor is due, or to end."""
-        tables = self.tables
         loop = native.NativeLoop(tables, self.shared, self.period_s, self.stride, self.epoch,
                                  generation, self.budget_s, self.alarm, int(self.origin * 1e9), self.tick)
         self.current = loop
@@ -270,7 +271,7 @@ class SamplingLoop:
                 code = loop.run()
                 if code == native.REPLACED:
                     loop.free()
-                    self.offloaded[loop.taken].serve_after_hung_read(self.alive)
+                    self._serve_after_hang(loop.taken)
                     return
                 if code == native.STOPPED:
                     break
@@ -292,9 +293,16 @@ class SamplingLoop:
         if offloaded is not None:
             self._poll(i, offloaded, due, now, row)
         elif due and not self._read_inline(i, generation, row):
-            self.offloaded[i].serve_after_hung_read(self.alive)
+            self._serve_after_hang(i)
             return False
         return True
+
+    def _serve_after_hang(self, i: int | None) -> None:
+        """This thread's read of sensor i hung and the watchdog moved the sensor to its own thread
+        (``_offload``): this thread serves that sensor's reads from now on."""
+        offloaded = None if i is None else self.offloaded[i]
+        assert offloaded is not None, "the watchdog offloads the sensor whose read it took over"
+        offloaded.serve_after_hung_read(self.alive)
 
     def _read_inline(self, i: int, generation: int, row: np.ndarray) -> bool:
         """Reads sensor i in this thread; False if the watchdog replaced this thread meanwhile."""

@@ -96,7 +96,10 @@ class NativeTables:
 
     def __init__(self, library: ctypes.CDLL, sensors: list[Sensor], every: list[int], columns: list[dict[str, int]]):
         self.library = library
-        files, numbers, channels, entries = [], [], [], []
+        files: list[ctypes.Structure] = []  # File, Number, Channel and SensorEntry are made from the ABI
+        numbers: list[ctypes.Structure] = []
+        channels: list[ctypes.Structure] = []
+        entries: list[ctypes.Structure] = []
         self._keep: list[bytes] = []  # the C strings the tables point to
         for i, sensor in enumerate(sensors):
             reads = sensor.file_reads

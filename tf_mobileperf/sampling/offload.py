@@ -67,19 +67,21 @@ class OffloadedSensor:
     def serve(self, alive: Callable[[], bool]) -> None:
         """Reads on request while ``alive()`` (every ``paced_s`` on its own grid, where it publishes)."""
         if self.publish is not None:
-            self._serve_paced(alive)
+            assert self.paced_s is not None, "a sensor that publishes its readings reads on its own grid"
+            self._serve_paced(alive, self.publish, self.paced_s)
             return
         while alive() and not self.retired:
             if not self.requested.wait(0.5):
                 continue
             self.requested.clear()
             start = self.since
+            assert start is not None  # poll() sets it before it requests a read
             values = read_sensor(self.sensor)
             self.result = (values, time.monotonic() - start)
             self.since = None  # after result: the sampler sees idle only with the result in place
 
 
-    def _serve_paced(self, alive: Callable[[], bool]) -> None:
+    def _serve_paced(self, alive: Callable[[], bool], publish: Callable[[float, Any], None], paced_s: float) -> None:
         """Reads every ``paced_s`` on the monotonic grid from the first read and publishes each reading; a
         read that overran skips the grid's ticks already past."""
         origin, tick = time.monotonic(), 0
@@ -87,9 +89,9 @@ class OffloadedSensor:
             began = time.monotonic()
             values = read_sensor(self.sensor)
             done = time.monotonic()
-            self.publish(0.5 * (began + done), values)
-            tick = max(tick + 1, math.floor((done - origin) / self.paced_s) + 1)
-            while alive() and (wait := origin + tick * self.paced_s - time.monotonic()) > 0:
+            publish(0.5 * (began + done), values)
+            tick = max(tick + 1, math.floor((done - origin) / paced_s) + 1)
+            while alive() and (wait := origin + tick * paced_s - time.monotonic()) > 0:
                 time.sleep(min(wait, 0.5))
 
     def poll(self, due: bool, now: float, deadline_s: float, budget_s: float) -> tuple[Any, bool]:

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import gc
 import logging
+import types
 import weakref
-from collections.abc import Callable
 
 import keras
 
@@ -92,7 +92,7 @@ class FitSeam:
     weakly); it returns PROPAGATE, or what the guarded call returns instead.
     """
 
-    def __init__(self, on_error: Callable):
+    def __init__(self, on_error: types.MethodType):
         self._on_error = weakref.WeakMethod(on_error)
         self._guards: list[weakref.ref] = []  # weakly: a guard nothing else holds has nothing to undo
         self.callback_lists = 0  # how many CallbackLists holding the callback were guarded

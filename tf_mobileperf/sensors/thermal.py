@@ -69,7 +69,10 @@ def zone_device(zone_type: str) -> str:
 def _trips(zone: Path) -> tuple[Trip, ...]:
     trips = []
     for temp_file in sorted(zone.glob("trip_point_*_temp")):
-        index = _TRIP_FILE.search(temp_file.name).group(1)
+        match = _TRIP_FILE.search(temp_file.name)
+        if match is None:  # the glob's "*" is not a number
+            continue
+        index = match.group(1)
         try:
             kind = read_text(zone / f"trip_point_{index}_type").strip()
             trips.append(Trip(kind, float(read_text(temp_file)) / 1000.0))

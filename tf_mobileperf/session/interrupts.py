@@ -49,11 +49,15 @@ class ChainedHandler:
 
     def uninstall(self) -> None:
         self.active = False
-        if os.getpid() == self.pid and in_main_thread() and signal.getsignal(self.signum) is self:
+        if os.getpid() == self.pid and in_main_thread() and self._installed():
             previous = self.previous
             while isinstance(previous, ChainedHandler) and not previous.active:
                 previous = previous.previous
             signal.signal(self.signum, previous if previous is not None else signal.SIG_DFL)
+
+    def _installed(self) -> bool:
+        """This handler is the signal's current one (a function of its own: ``is`` would narrow ``self``)."""
+        return signal.getsignal(self.signum) is self
 
     def __call__(self, signum, frame):
         if self.active and os.getpid() == self.pid:

@@ -127,13 +127,16 @@ class FileReads:
     def read(self) -> dict[str, float | SensorReadError]:
         """Every channel's value now: NaN where a number is not there, the file's failure
         (``KernelFile.failure``) where a file could not be read."""
-        texts: list[bytes | SensorReadError] = []
+        texts: list[bytes] = []
+        errors: list[SensorReadError | None] = []  # per file: why it could not be read
         for file in self.files:
             try:
                 texts.append(file.read_bytes())
+                errors.append(None)
             except OSError as exc:
-                texts.append(file.failure(exc))
-        failed = [texts[n.file] if isinstance(texts[n.file], SensorReadError) else None for n in self.numbers]
+                texts.append(b"")
+                errors.append(file.failure(exc))
+        failed = [errors[n.file] for n in self.numbers]
         values = [math.nan if failed[k] else parse_number(texts[n.file], n.key, n.fields) * n.scale
                   for k, n in enumerate(self.numbers)]
         values = [v if v > n.floor else math.nan for v, n in zip(values, self.numbers)]

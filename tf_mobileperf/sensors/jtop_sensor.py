@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
 from tf_mobileperf.sensors.base import NAN, Sensor, SensorReadError, SensorUnavailable
 from tf_mobileperf.sensors.ina3221 import RAIL_PROVIDES, rail_channel
@@ -38,7 +39,8 @@ class JtopSensor(Sensor):
         except ImportError as exc:
             raise SensorUnavailable("jetson-stats is not installed (pip install tf-mobileperf[jetson])") from exc
         self.min_period_s = interval_s
-        self._jetson, self._pid = None, None
+        self._jetson: Any = None  # a jtop.jtop, started in the process that reads (jtop has no type hints)
+        self._pid: int | None = None
         try:
             rails = self._rails()
         except SensorReadError as exc:

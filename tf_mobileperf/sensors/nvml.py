@@ -178,10 +178,14 @@ class NvmlSession:
         uuids: Index -> UUID found at probe time, checked when reopening.
     """
 
-    def __init__(self, library: str = LIBRARY, indices: list[int] | None = None, uuids: Mapping[int, str | None] = ()):
+    def __init__(self, library: str = LIBRARY, indices: list[int] | None = None,
+                 uuids: Mapping[int, str | None] | None = None):
+        self._setup(library, indices, uuids)
+
+    def _setup(self, library: str, indices: list[int] | None, uuids: Mapping[int, str | None] | None) -> None:
         self.library = library
         self.indices = None if indices is None else list(indices)
-        self.uuids = dict(uuids)
+        self.uuids = dict(uuids or {})
         self._pid: int | None = None
         self._nvml = None
         self._handles: dict[int, Any] = {}
@@ -237,7 +241,7 @@ class NvmlSession:
         return {"library": self.library, "indices": self.indices, "uuids": self.uuids}
 
     def __setstate__(self, state: dict) -> None:
-        self.__init__(**state)
+        self._setup(state["library"], state["indices"], state["uuids"])
 
 
 def gpu_uuid(nvml, handle) -> str | None:
@@ -340,7 +344,8 @@ def probe_nvml(indices: list[int] | None = None, library: str = LIBRARY, window_
         if not handles:
             raise SensorUnavailable("NVML found no NVIDIA GPU")
         with ThreadPoolExecutor(len(handles), thread_name_prefix="mobileperf-nvml-probe") as pool:
-            gpus = list(pool.map(lambda item: _probe_gpu(nvml, *item, window_s), handles.items()))
+            gpus = list(pool.map(lambda index, handle: _probe_gpu(nvml, index, handle, window_s),
+                                 handles.keys(), handles.values()))
     finally:
         session.close()
     for gpu in gpus:

@@ -107,8 +107,8 @@ def jetson_clocks_state(root: str | Path = "/") -> tuple[bool | None, str]:
     """(on, how it was decided); on is None when no cpufreq floor and ceiling are readable."""
     root = Path(root)
     cpus = {d.resolve(): d for d in sorted(root.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))}
-    pinned = [_min_equals_max(d, "scaling_min_freq", "scaling_max_freq") for d in cpus.values()]
-    pinned = [p for p in pinned if p is not None]
+    answers = [_min_equals_max(d, "scaling_min_freq", "scaling_max_freq") for d in cpus.values()]
+    pinned = [p for p in answers if p is not None]
     if not pinned:
         return None, f"no cpufreq scaling_min_freq/scaling_max_freq readable under {root / 'sys/devices/system/cpu'}"
     how = f"cpufreq scaling_min_freq == scaling_max_freq on {sum(pinned)} of {len(pinned)} CPU policies"

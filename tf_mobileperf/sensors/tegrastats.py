@@ -217,6 +217,8 @@ class ReplaySensor(Sensor):
             log.warning("%s: skipped %d lines that are not tegrastats", path, self.skipped)
         self.interval_s = (interval_ms if interval_ms is not None else self._interval_from_timestamps()) / 1000.0
         self.speed = speed
+        # How long the log lasts when replayed: its lines x its interval / the speed (Sensor.covers_s).
+        self.covers_s = len(self.records) * self.interval_s / speed
         self.min_period_s = 0.0
         self.path = path
         self._t0: float | None = None
@@ -225,11 +227,6 @@ class ReplaySensor(Sensor):
         self.channels = _replay_channels(self.records, self._rows, f"replay of {path}", self.interval_s / speed)
         self._nan = {c.name: NAN for c in self.channels}
         self.absent_in_source = _absent_in_log(self.channels, self._rows)
-
-    @property
-    def covers_s(self) -> float:
-        """How long the log lasts when replayed: its lines x its interval / the speed."""
-        return len(self.records) * self.interval_s / self.speed
 
     def _interval_from_timestamps(self) -> float:
         stamps = [r.timestamp for r in self.records if r.timestamp is not None]

@@ -19,6 +19,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from tensorboard.compat.proto import event_pb2, summary_pb2
@@ -71,10 +72,10 @@ class ScalarWriter:
                 self.write_values(step.step, step_scalars(step))
         self._writer.flush()
 
-    def write_values(self, step: int, values: dict[str, float | None]) -> None:
+    def write_values(self, step: int, values: Mapping[str, float | None]) -> None:
         """One event of scalars at ``step``; None values are left out (flushed by the next flush or close)."""
-        values = [summary_pb2.Summary.Value(tag=tag, simple_value=v) for tag, v in values.items() if v is not None]
-        self._add(event_pb2.Event(wall_time=time.time(), step=step, summary=summary_pb2.Summary(value=values)))
+        scalars = [summary_pb2.Summary.Value(tag=tag, simple_value=v) for tag, v in values.items() if v is not None]
+        self._add(event_pb2.Event(wall_time=time.time(), step=step, summary=summary_pb2.Summary(value=scalars)))
 
     def write_run_summary(self, summary: dict, step: int) -> None:
         """The dashboard's entry for this run (see tf_mobileperf.format.summary)."""

@@ -174,6 +174,8 @@ class SamplerProcess:
 
     def spawn(self, settings: dict[str, Any], shared: SharedRing) -> None:
         """Starts ``python -m tf_mobileperf.sampling.worker`` with ``settings`` (``spawn_settings``) on its stdin."""
+        if shared.fd is None:  # the sampler forks instead (Sampler: no os.memfd_create here)
+            raise ValueError("a spawned sampler process needs the ring's memfd")
         death_r, death_w = os.pipe()
         status_r, status_w = os.pipe()
         fds = {"ring_fd": shared.fd, "death_fd": death_r, "status_fd": status_w}
@@ -188,6 +190,7 @@ class SamplerProcess:
         os.close(status_w)
         os.set_blocking(status_r, False)  # read once it exited; a fork of the trainer may hold a copy of status_w
         self._started(popen.pid, death_w, status_r, popen)
+        assert popen.stdin is not None  # stdin=PIPE
         try:
             popen.stdin.write(pickle.dumps(settings | fds))
             popen.stdin.close()

@@ -164,23 +164,24 @@ class GpuMemory:
         """Resets the allocator's peak, where it can be reset."""
         allocator = self.allocator
         if allocator is not None and allocator.reset is not None:
-            self._call(allocator.reset)
+            self._call(allocator, allocator.reset)
 
     def end_step(self) -> int | None:
         """The allocator's peak in bytes since ``begin_step`` (JAX: since the process started); None without one."""
         allocator = self.allocator
-        return None if allocator is None else self._call(allocator.read)
+        return None if allocator is None else self._call(allocator, allocator.read)
 
     def end_step_gb(self) -> float | None:
         """``end_step()`` in GiB."""
         peak = self.end_step()
         return None if peak is None else peak / GIB
 
-    def _call(self, fn: Callable):
+    def _call(self, allocator: Allocator, fn: Callable):
+        """``fn()`` of ``allocator``; a failure drops the allocator for the rest of the run."""
         try:
             return fn()
         except Exception as exc:  # monitoring must never break training
-            self.unavailable = f"reading {self.allocator.source} failed: {type(exc).__name__}: {exc}"
+            self.unavailable = f"reading {allocator.source} failed: {type(exc).__name__}: {exc}"
             log.warning("mobileperf: %s; GPU peak memory is not recorded from here on", self.unavailable)
             self.allocator = None
             return None
@@ -196,7 +197,7 @@ class GpuMemory:
         allocator's cache included."""
         totals = report.totals
         device = [c for c in report.channels if c.kind == "memory" and c.device == "gpu"]
-        peaks = [v["peak"] for v in totals.channel_summary(device).values() if v.get("peak") is not None]
+        peaks = [peak for v in totals.channel_summary(device).values() if (peak := v.get("peak")) is not None]
         fields = {
             "gpu_mem_peak_gb": totals.gpu_mem_peak_gb,
             "gpu_mem_source": self.source,

@@ -33,7 +33,7 @@ import logging
 import os
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.output.files import claim_logdir, local_dir
@@ -99,7 +99,7 @@ class PerfMonitor:
         self._guard = Guard()
         self._failure: tuple[int, str] | None = None
         self._started = False
-        self._sync = None  # waits for the GPU at a step's end; found at begin()
+        self._sync: Callable[[], None] | None = None  # waits for the GPU at a step's end; found at begin()
         self.gpu_memory = GpuMemory()  # the allocator's peak of each step; chosen at begin()
         self._pid = os.getpid()
         self._first_measured = False  # the first measured step closed: sensors without a value are named then

@@ -96,12 +96,13 @@ class Profiler:
         """Energy per op of the traced steps: op_energy.json and a Chrome trace with the power rails."""
         traced = [(s.step, s.start_s, s.end_s) for s in self._traced]
         sessions = sorted(layout.profile_dir.glob("*/*.xplane.pb")) if traced and channels else []
-        if not sessions:
+        clocks = self._clocks  # read when the trace started
+        if not sessions or clocks is None:
             return
-        ops = read_ops(sessions[-1], self._clocks)
+        ops = read_ops(sessions[-1], clocks)
         ops = ops.select((ops.end_s > traced[0][1]) & (ops.start_s < traced[-1][2]))
         _, rows = read_series(layout.run_dir)
         lo, hi = np.searchsorted(rows[:, 0], [traced[0][1] - margin_s, traced[-1][2] + margin_s])
         t, values = np.asarray(rows[lo:hi, 0]), np.asarray(rows[lo:hi, 1:])
-        write_json(layout.op_energy, op_energy(ops, t, values, channels, traced, self._clocks))
+        write_json(layout.op_energy, op_energy(ops, t, values, channels, traced, clocks))
         write_json(layout.trace, chrome_trace(ops, t, values, channels, traced[0][1]))

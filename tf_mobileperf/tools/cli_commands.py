@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import math
 import re
 import sys
@@ -52,6 +53,11 @@ def sampling_test(found: list, period_s: float, seconds: float) -> dict:
     if len(rows):
         stats.add(rows)
     return stats.summary(sampler)
+
+
+def _at_most(largest: int | None, batch: int) -> bool:
+    """Whether ``batch`` fits where the largest that fits is ``largest`` (None: none does)."""
+    return largest is not None and batch <= largest
 
 
 def _num(value: float | None, fmt: str) -> str:
@@ -157,7 +163,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             if args.predict and config.memory_limit:
                 start = largest_fitting_batch(sweep([model], list(MEASURE_DEFAULT), config), config.memory_limit) or 1
             size, tried = find_max_batch(model, config, start=start)
-            baseline = search_largest(lambda b, size=size: size is not None and b <= size)[1]  # the same search from 1
+            baseline = search_largest(functools.partial(_at_most, size))[1]  # the same search from 1
             print(f"{model}: largest batch that fits: {size if size else 'none (batch 1 fails)'} ({len(tried)} runs; "
                   f"the search from batch 1 takes {baseline} runs)")
         return 0

@@ -204,7 +204,8 @@ def rail_groups(rows: list[Row]) -> dict[str, list[str]]:
 def _group_power(rails: list[str]) -> Getter:
     def get(row: Row) -> float | None:
         values = [(row.get("power_avg_w") or {}).get(r) for r in rails]
-        return None if any(v is None for v in values) else sum(values)
+        known = [v for v in values if v is not None]
+        return sum(known) if len(known) == len(values) else None
 
     return get
 
@@ -217,6 +218,10 @@ def cpu_util_all_cores(row: Row) -> float | None:
     return sum(cores) / len(cores) if cores else None
 
 
+def _cluster_util(cluster: str) -> Getter:
+    return lambda row: (row.get("cpu_util_per_cluster") or {}).get(cluster)
+
+
 def _scaled(key: str, factor: float) -> Getter:
     return lambda row: None if row.get(key) is None else row[key] * factor
 
@@ -226,8 +231,7 @@ def figures(rows: list[Row]) -> list[FigureSpec]:
     memory."""
     groups = lines(rows)
     clusters = sorted({c for r in rows for c in (r.get("cpu_util_per_cluster") or {})})
-    cpu = ([panel(groups, f"CPU utilization, {c}", "utilization (%)",
-                  lambda r, c=c: (r.get("cpu_util_per_cluster") or {}).get(c), "cpu_util") for c in clusters]
+    cpu = ([panel(groups, f"CPU utilization, {c}", "utilization (%)", _cluster_util(c), "cpu_util") for c in clusters]
            or [panel(groups, "CPU utilization, all cores", "utilization (%)", cpu_util_all_cores, "cpu_util")])
     power = [panel(groups, f"mean power, {group} rails ({', '.join(rails)})", "power (W)", _group_power(rails), "power")
              for group, rails in rail_groups(rows).items()]

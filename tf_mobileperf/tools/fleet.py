@@ -43,6 +43,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
@@ -112,7 +113,13 @@ def fleet_sweep(address: str, models: Iterable[str], batch_sizes: Iterable[int],
         with Results(config.out) as results:
             jobs = [Job(c, *p) for c in configs for p in pairs if results.done(*p, c.key()) is None]
             ran = _Fleet(results).run(jobs)
-            return [ran.get((c.board_type, *p)) or results.done(*p, c.key()) for c in configs for p in pairs]
+            rows = []
+            for c in configs:
+                for p in pairs:
+                    row = ran.get((c.board_type, *p)) or results.done(*p, c.key())
+                    assert row is not None, "each configuration was in the results or ran now"
+                    rows.append(row)
+            return rows
 
 
 @contextlib.contextmanager
@@ -169,7 +176,7 @@ def _loopback_only(loopback: bool) -> Iterator[None]:
         yield
         return
     os.environ[name] = value
-    constants = sys.modules.get("ray._private.ray_constants")
+    constants: Any = sys.modules.get("ray._private.ray_constants")  # a module of Ray's, if imported
     before = getattr(constants, "ENABLE_RAY_CLUSTER", None)
     if constants is not None and before is not None:
         constants.ENABLE_RAY_CLUSTER = False
@@ -269,6 +276,7 @@ class _Fleet:
 
     def _submit(self, job: Job) -> None:
         board = job.config.board_type
+        assert board is not None  # a fleet's configs each have their board type
         options = {"num_cpus": 0, "resources": {RESOURCE_PREFIX + board: 1}, "max_retries": 0,
                    "name": f"{job.model} batch {job.batch_size} on {board}"}
         self.pending[self.task.options(**options).remote(job.model, job.batch_size, job.config)] = job

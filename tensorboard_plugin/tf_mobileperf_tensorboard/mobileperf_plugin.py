@@ -141,7 +141,8 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     def frontend_metadata(self):
         return base_plugin.FrontendMetadata(es_module_path="/index.js", tab_name="MobilePerf")
 
-    @wrappers.Request.application
+    # werkzeug's hints cover a function of the request only; the decorator takes a method as well
+    @wrappers.Request.application  # type: ignore[arg-type]
     def _serve_js(self, request):
         return http_util.Respond(request, missing_bundle.frontend_module(STATIC / "index.js"), "application/javascript")
 

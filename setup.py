@@ -13,9 +13,23 @@ from setuptools import Extension, find_packages, setup
 # readings equal the Python loop's to the bit: tests/test_tick_parity.py). -Werror: a warning fails the build
 # (optional=True: the install then goes on without the C loop, and says so). _tick_abi.h: the structures and
 # constants Python shares, which sampling/abi.py reads at import (package data in setup.cfg).
-TICK = Extension("tf_mobileperf.sampling._tick", ["tf_mobileperf/sampling/_tick.c"], optional=True,
-                 depends=["tf_mobileperf/sampling/_tick_abi.h"],
-                 extra_compile_args=["-O2", "-std=gnu99", "-Wall", "-Wextra", "-Wmissing-prototypes", "-Werror", "-ffp-contract=off"])
+TICK = Extension(
+    "tf_mobileperf.sampling._tick",
+    ["tf_mobileperf/sampling/_tick.c"],
+    optional=True,
+    depends=["tf_mobileperf/sampling/_tick_abi.h"],
+    extra_compile_args=[
+        "-O2",
+        "-std=gnu99",
+        "-Wall",
+        "-Wextra",
+        "-Wmissing-prototypes",
+        "-Werror",
+        "-ffp-contract=off",
+    ],
+)
 
-setup(packages=find_packages(include=["tf_mobileperf", "tf_mobileperf.*"]) + find_packages("tensorboard_plugin"),
-      ext_modules=[TICK])
+setup(
+    packages=find_packages(include=["tf_mobileperf", "tf_mobileperf.*"]) + find_packages("tensorboard_plugin"),
+    ext_modules=[TICK],
+)

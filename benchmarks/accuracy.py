@@ -19,10 +19,14 @@ SECONDS = 60.0
 SIGNALS = {
     # name: (power(t), exact integral F(t))
     "constant 5 W": (lambda t: np.full_like(t, 5.0), lambda t: 5.0 * t),
-    "square 2/8 W, 7 Hz": (lambda t: np.where((t * 7.0) % 1.0 < 0.5, 8.0, 2.0),
-                           lambda t: 2.0 * t + 6.0 * (np.floor(t * 7.0) / 7.0 * 0.5 + np.minimum((t * 7.0) % 1.0, 0.5) / 7.0)),
-    "sine 5±3 W, 3 Hz": (lambda t: 5.0 + 3.0 * np.sin(2 * np.pi * 3.0 * t),
-                         lambda t: 5.0 * t - 3.0 * np.cos(2 * np.pi * 3.0 * t) / (2 * np.pi * 3.0)),
+    "square 2/8 W, 7 Hz": (
+        lambda t: np.where((t * 7.0) % 1.0 < 0.5, 8.0, 2.0),
+        lambda t: 2.0 * t + 6.0 * (np.floor(t * 7.0) / 7.0 * 0.5 + np.minimum((t * 7.0) % 1.0, 0.5) / 7.0),
+    ),
+    "sine 5±3 W, 3 Hz": (
+        lambda t: 5.0 + 3.0 * np.sin(2 * np.pi * 3.0 * t),
+        lambda t: 5.0 * t - 3.0 * np.cos(2 * np.pi * 3.0 * t) / (2 * np.pi * 3.0),
+    ),
 }
 
 
@@ -44,8 +48,10 @@ def main() -> None:
     rng = np.random.default_rng(0)
     starts, ends = steps(rng)
     rows = []
-    print(f"{'signal':<22} {'period':>6} {'seed rule: total err':>21} {'per-step p99':>12} "
-          f"{'ours: total err':>16} {'per-step p99':>12}")
+    print(
+        f"{'signal':<22} {'period':>6} {'seed rule: total err':>21} {'per-step p99':>12} "
+        f"{'ours: total err':>16} {'per-step p99':>12}"
+    )
     for name, (power, exact_f) in SIGNALS.items():
         exact = exact_f(ends) - exact_f(starts)
         for period_ms in (1, 5, 20):
@@ -54,15 +60,20 @@ def main() -> None:
             p = power(t)
             seed = rectangle_rule(t, p, starts, ends, period)
             ours, _ = window_energy(t, p, starts, ends, max_gap_s=3 * period)
-            row = {"signal": name, "period_ms": period_ms,
-                   "seed_total_error_pct": 100 * abs(seed.sum() - exact.sum()) / exact.sum(),
-                   "seed_step_error_p99_pct": float(np.percentile(100 * np.abs(seed - exact) / exact, 99)),
-                   "ours_total_error_pct": 100 * abs(ours.sum() - exact.sum()) / exact.sum(),
-                   "ours_step_error_p99_pct": float(np.percentile(100 * np.abs(ours - exact) / exact, 99))}
+            row = {
+                "signal": name,
+                "period_ms": period_ms,
+                "seed_total_error_pct": 100 * abs(seed.sum() - exact.sum()) / exact.sum(),
+                "seed_step_error_p99_pct": float(np.percentile(100 * np.abs(seed - exact) / exact, 99)),
+                "ours_total_error_pct": 100 * abs(ours.sum() - exact.sum()) / exact.sum(),
+                "ours_step_error_p99_pct": float(np.percentile(100 * np.abs(ours - exact) / exact, 99)),
+            }
             rows.append(row)
-            print(f"{name:<22} {period_ms:>4} ms {row['seed_total_error_pct']:>20.3f}% "
-                  f"{row['seed_step_error_p99_pct']:>11.2f}% "
-                  f"{row['ours_total_error_pct']:>15.4f}% {row['ours_step_error_p99_pct']:>11.2f}%")
+            print(
+                f"{name:<22} {period_ms:>4} ms {row['seed_total_error_pct']:>20.3f}% "
+                f"{row['seed_step_error_p99_pct']:>11.2f}% "
+                f"{row['ours_total_error_pct']:>15.4f}% {row['ours_step_error_p99_pct']:>11.2f}%"
+            )
     save("accuracy", rows)
 
 

@@ -35,13 +35,17 @@ def main() -> None:
     data.astype("<f8").tofile(samples)
     client, _ = client_for(logdir)
     results = {"rows": rows, "rails": len(RAILS), "bytes_per_hour": samples.stat().st_size}
-    print(f"stored series: {samples.stat().st_size / 2**20:.1f} MiB per hour ({rows} rows x {len(RAILS)} rails, float64)")
+    print(
+        f"stored series: {samples.stat().st_size / 2**20:.1f} MiB per hour ({rows} rows x {len(RAILS)} rails, float64)"
+    )
     for points in (1000, 4000):
         times = []
         for _ in range(10):
             t0 = time.perf_counter()
-            response = client.get("/data/plugin/mobileperf/series",
-                                  query_string={"run": "train", "channel": "VDD_SYS_GPU", "max_points": points})
+            response = client.get(
+                "/data/plugin/mobileperf/series",
+                query_string={"run": "train", "channel": "VDD_SYS_GPU", "max_points": points},
+            )
             times.append(time.perf_counter() - t0)
             assert response.status_code == 200, response.get_data()[:200]
         results[f"latency_ms_{points}"] = {"median": 1e3 * float(np.median(times)), "max": 1e3 * max(times)}

@@ -88,14 +88,16 @@ def find_gpu(index: int) -> tuple[Nvml | None, str | None]:
 
 # -- training -----------------------------------------------------------------------------------------------
 def conv_net(size: int) -> keras.Model:
-    model = keras.Sequential([
-        keras.Input((size, size, 3)),
-        keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
-        keras.layers.Conv2D(64, 3, strides=2, padding="same", activation="relu"),
-        keras.layers.Conv2D(128, 3, strides=2, padding="same", activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(10),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((size, size, 3)),
+            keras.layers.Conv2D(32, 3, padding="same", activation="relu"),
+            keras.layers.Conv2D(64, 3, strides=2, padding="same", activation="relu"),
+            keras.layers.Conv2D(128, 3, strides=2, padding="same", activation="relu"),
+            keras.layers.GlobalAveragePooling2D(),
+            keras.layers.Dense(10),
+        ]
+    )
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 
@@ -103,12 +105,15 @@ def conv_net(size: int) -> keras.Model:
 def batches(size: int, batch_size: int, n: int = 16) -> list[tuple[np.ndarray, np.ndarray]]:
     """``n`` batches of random images and labels, cycled over by ``fit`` (memory stays small)."""
     rng = np.random.default_rng(0)
-    return [(rng.random((batch_size, size, size, 3), dtype=np.float32),
-             rng.integers(0, 10, batch_size).astype("int32")) for _ in range(n)]
+    return [
+        (rng.random((batch_size, size, size, 3), dtype=np.float32), rng.integers(0, 10, batch_size).astype("int32"))
+        for _ in range(n)
+    ]
 
 
 def fit(model: keras.Model, data: list, steps: int, callbacks: list) -> None:
     """Exactly ``steps`` steps, one epoch, cycling over ``data``'s batches."""
+
     def forever():
         while True:
             yield from data
@@ -192,12 +197,20 @@ def energy_resolution(report: dict, energy_key: str | None) -> dict:
     steps = sum(1 for s in report.get("steps") or [] if not s.get("warmup") and not s.get("failed"))
     source = get(report, "energy_sources", energy_key or "")
     if not isinstance(source, dict):
-        return {"steps": steps, "steps_measured": MISSING, "steps_interpolated": MISSING, "update_period_s": MISSING,
-                "from": MISSING}
-    return {"steps": steps, "steps_measured": source.get("steps_measured", MISSING),
-            "steps_interpolated": source.get("steps_interpolated", MISSING),
-            "update_period_s": source.get("update_period_s", MISSING),
-            "from": source.get("from", MISSING)}
+        return {
+            "steps": steps,
+            "steps_measured": MISSING,
+            "steps_interpolated": MISSING,
+            "update_period_s": MISSING,
+            "from": MISSING,
+        }
+    return {
+        "steps": steps,
+        "steps_measured": source.get("steps_measured", MISSING),
+        "steps_interpolated": source.get("steps_interpolated", MISSING),
+        "update_period_s": source.get("update_period_s", MISSING),
+        "from": source.get("from", MISSING),
+    }
 
 
 def sampler_share(report: dict, first: Edge | None, last: Edge | None) -> tuple[float | str, str]:
@@ -206,7 +219,9 @@ def sampler_share(report: dict, first: Edge | None, last: Edge | None) -> tuple[
     if isinstance(share, (int, float)):
         return share, "report sampling.cpu_share"
     if first and last and first.sampler_cpu_s is not None and last.sampler_cpu_s is not None and last.t > first.t:
-        return (last.sampler_cpu_s - first.sampler_cpu_s) / (last.t - first.t), "/proc/<sampler pid> over the measured steps"
+        return (last.sampler_cpu_s - first.sampler_cpu_s) / (
+            last.t - first.t
+        ), "/proc/<sampler pid> over the measured steps"
     return MISSING, "no sampling.cpu_share in the report and no sampler process to read"
 
 
@@ -221,8 +236,11 @@ def gpu_figures(report: dict, first: Edge | None, last: Edge | None, index: int)
     if first and last and first.energy_mj is not None and last.energy_mj is not None:
         span = last.energy_t - first.energy_t
         counter_j = (last.energy_mj - first.energy_mj) / 1e3
-        out |= {"counter_energy_j": counter_j, "counter_span_s": span,
-                "counter_power_w": counter_j / span if span > 0 else None}
+        out |= {
+            "counter_energy_j": counter_j,
+            "counter_span_s": span,
+            "counter_power_w": counter_j / span if span > 0 else None,
+        }
         if isinstance(report_j, (int, float)) and counter_j > 0:
             out["energy_ratio"] = report_j / counter_j
         if isinstance(report_j, (int, float)) and isinstance(steps_time, (int, float)) and steps_time > 0:
@@ -240,17 +258,23 @@ def overhead(model, data, steps: int, batch_size: int, repeats: int, tmp: Path) 
     pairs = []
     for i in range(repeats):
         times = {}
-        for variant in (("with", "without") if i % 2 else ("without", "with")):
+        for variant in ("with", "without") if i % 2 else ("without", "with"):
             clock = StepClock()
-            callbacks = [clock] if variant == "without" else [
-                MobilePerfCallback(tmp / f"overhead-{i}", idle_s=0, warmup_steps=1, batch_size=batch_size), clock]
+            callbacks = (
+                [clock]
+                if variant == "without"
+                else [MobilePerfCallback(tmp / f"overhead-{i}", idle_s=0, warmup_steps=1, batch_size=batch_size), clock]
+            )
             fit(model, data, steps, callbacks)
             times[variant] = clock.median_step(skip=min(5, max(0, len(clock.ends) - 3)))
         pairs.append(times)
     ratios = [p["with"] / p["without"] for p in pairs]
-    return {"pairs_s": pairs, "overhead": float(np.median(ratios)) - 1.0,
-            "step_s_with": float(np.median([p["with"] for p in pairs])),
-            "step_s_without": float(np.median([p["without"] for p in pairs]))}
+    return {
+        "pairs_s": pairs,
+        "overhead": float(np.median(ratios)) - 1.0,
+        "step_s_with": float(np.median([p["with"] for p in pairs])),
+        "step_s_without": float(np.median([p["without"] for p in pairs])),
+    }
 
 
 # -- output -----------------------------------------------------------------------------------------------------
@@ -270,72 +294,127 @@ def rows_of(figures: dict, no_gpu: str | None) -> list[tuple[str, str]]:
     rows = [
         ("backend", f"{figures['backend']} (KERAS_BACKEND={os.environ.get('KERAS_BACKEND', 'unset')})"),
         ("GPU", figures["gpu"] or f"no NVIDIA GPU: {no_gpu}"),
-        ("steps", f"{res['steps']} measured after {figures['settings']['warmup_steps']} warm-up, batch "
-                  f"{figures['settings']['batch_size']}, {figures['settings']['size']}x{figures['settings']['size']}x3"),
+        (
+            "steps",
+            f"{res['steps']} measured after {figures['settings']['warmup_steps']} warm-up, batch "
+            f"{figures['settings']['batch_size']}, {figures['settings']['size']}x{figures['settings']['size']}x3",
+        ),
         ("step time (report, mean)", number(r["step_time_s_mean"], "ms", 1e3)),
-        ("GPU energy: report", gpu(f"{number(g['report_energy_j'], 'J')} over the steps "
-                                   f"({number(g['report_steps_time_s'], 's')}; field energy_j.{g['report_energy_key']})")),
-        ("GPU energy: NVML counter here", gpu(f"{number(g.get('counter_energy_j'), 'J')} over "
-                                              f"{number(g.get('counter_span_s'), 's')} (first step's begin to last's end)")),
-        ("  ratio report / counter", gpu(f"{number(ratio, digits='.3f')} (the steps are "
-                                         f"{number(g.get('steps_share_of_span'), '', 100, '.1f')}% of the span; "
-                                         f"each edge ± one counter update)")),
-        ("  mean power report / counter", gpu(f"{number(g.get('report_power_w'), 'W')} / "
-                                              f"{number(g.get('counter_power_w'), 'W')} = "
-                                              f"{number(g.get('power_ratio'), digits='.3f')}")),
+        (
+            "GPU energy: report",
+            gpu(
+                f"{number(g['report_energy_j'], 'J')} over the steps "
+                f"({number(g['report_steps_time_s'], 's')}; field energy_j.{g['report_energy_key']})"
+            ),
+        ),
+        (
+            "GPU energy: NVML counter here",
+            gpu(
+                f"{number(g.get('counter_energy_j'), 'J')} over "
+                f"{number(g.get('counter_span_s'), 's')} (first step's begin to last's end)"
+            ),
+        ),
+        (
+            "  ratio report / counter",
+            gpu(
+                f"{number(ratio, digits='.3f')} (the steps are "
+                f"{number(g.get('steps_share_of_span'), '', 100, '.1f')}% of the span; "
+                f"each edge ± one counter update)"
+            ),
+        ),
+        (
+            "  mean power report / counter",
+            gpu(
+                f"{number(g.get('report_power_w'), 'W')} / "
+                f"{number(g.get('counter_power_w'), 'W')} = "
+                f"{number(g.get('power_ratio'), digits='.3f')}"
+            ),
+        ),
         ("GPU utilization (report, mean)", gpu(number(r["gpu_util_avg"], "%"))),
-        ("per-step energy", gpu(f"{number(res['steps_measured'])} steps measured (at least two updates long), "
-                                f"{number(res['steps_interpolated'])} interpolated, from {res['from']}")),
+        (
+            "per-step energy",
+            gpu(
+                f"{number(res['steps_measured'])} steps measured (at least two updates long), "
+                f"{number(res['steps_interpolated'])} interpolated, from {res['from']}"
+            ),
+        ),
         ("  counter update period", gpu(number(period, "ms", 1e3))),
         ("GPU peak memory (allocator)", gpu(f"{number(mem['gpu_mem_peak_gb'], 'GiB')} ({mem['gpu_mem_source']})")),
         ("GPU memory in use (device, NVML)", gpu(f"{number(mem['gpu_device_mem_peak_gb'], 'GiB')}")),
         ("system RAM peak (not the GPU's)", number(mem["mem_peak_gb"], "GiB")),
-        ("sampler CPU share", f"{number(figures['sampler_cpu'][0], '% of a core', 100, '.2f')} "
-                              f"({figures['sampler_cpu'][1]})"),
-        ("callback overhead on step time", f"{number(figures['overhead']['overhead'], '%', 100, '+.1f')} (median of "
-                                           f"{len(figures['overhead']['pairs_s'])}: "
-                                           f"{number(figures['overhead']['step_s_with'], 'ms', 1e3)} with, "
-                                           f"{number(figures['overhead']['step_s_without'], 'ms', 1e3)} without"
-                                           f"{'; a short CPU run, noisy' if no_gpu else ''})"),
+        (
+            "sampler CPU share",
+            f"{number(figures['sampler_cpu'][0], '% of a core', 100, '.2f')} ({figures['sampler_cpu'][1]})",
+        ),
+        (
+            "callback overhead on step time",
+            f"{number(figures['overhead']['overhead'], '%', 100, '+.1f')} (median of "
+            f"{len(figures['overhead']['pairs_s'])}: "
+            f"{number(figures['overhead']['step_s_with'], 'ms', 1e3)} with, "
+            f"{number(figures['overhead']['step_s_without'], 'ms', 1e3)} without"
+            f"{'; a short CPU run, noisy' if no_gpu else ''})",
+        ),
     ]
     if not no_gpu and r["unavailable"]:
-        rows += [(f"  unavailable: {k}", str(v)[:100]) for k, v in r["unavailable"].items() if "gpu" in k or "energy" in k]
+        rows += [
+            (f"  unavailable: {k}", str(v)[:100]) for k, v in r["unavailable"].items() if "gpu" in k or "energy" in k
+        ]
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name in GPU_DEFAULTS:
-        parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=None,
-                            help=f"default {GPU_DEFAULTS[name]} on a GPU, {CPU_DEFAULTS[name]} without")
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=int,
+            default=None,
+            help=f"default {GPU_DEFAULTS[name]} on a GPU, {CPU_DEFAULTS[name]} without",
+        )
     parser.add_argument("--gpu", type=int, default=0, help="NVML index of the GPU the backend trains on")
     parser.add_argument("--out", type=Path, default=RESULTS / "gpu_check.json")
     args = parser.parse_args(argv)
     gpu, no_gpu = find_gpu(args.gpu)
     if no_gpu:
         print(f"no NVIDIA GPU: {no_gpu}; running the short CPU version of the check", flush=True)
-    settings = {k: getattr(args, k) if getattr(args, k) is not None else (CPU_DEFAULTS if no_gpu else GPU_DEFAULTS)[k]
-                for k in GPU_DEFAULTS}
+    settings = {
+        k: getattr(args, k) if getattr(args, k) is not None else (CPU_DEFAULTS if no_gpu else GPU_DEFAULTS)[k]
+        for k in GPU_DEFAULTS
+    }
     steps, warmup, batch_size = settings["steps"], settings["warmup_steps"], settings["batch_size"]
     model = conv_net(settings["size"])
     data = batches(settings["size"], batch_size)
     with tempfile.TemporaryDirectory(prefix="gpu_check-") as tmp:
         tmp = Path(tmp)
-        callback = MobilePerfCallback(tmp / "run", warmup_steps=warmup, batch_size=batch_size,
-                                      **({"idle_s": 0} if no_gpu else {}))  # an idle baseline only on a GPU
+        callback = MobilePerfCallback(
+            tmp / "run", warmup_steps=warmup, batch_size=batch_size, **({"idle_s": 0} if no_gpu else {})
+        )  # an idle baseline only on a GPU
         read = reader(gpu, callback)
         first, last = Edges(first=warmup, read=read), Edges(last=warmup + steps - 1, read=read)
         fit(model, data, warmup + steps, [first, callback, last])
         report = callback.report.to_dict()
         figures = {
-            "backend": keras.backend.backend(), "gpu": gpu.name if gpu else None, "no_gpu": no_gpu,
+            "backend": keras.backend.backend(),
+            "gpu": gpu.name if gpu else None,
+            "no_gpu": no_gpu,
             "settings": settings,
-            "report": {"step_time_s_mean": get(report, "step_time_s", "mean"),
-                       "gpu_util_avg": get(report, "gpu_util_avg"), "unavailable": get(report, "unavailable")},
+            "report": {
+                "step_time_s_mean": get(report, "step_time_s", "mean"),
+                "gpu_util_avg": get(report, "gpu_util_avg"),
+                "unavailable": get(report, "unavailable"),
+            },
             "gpu_energy": gpu_figures(report, first.value, last.value, args.gpu),
             "energy_resolution": energy_resolution(report, gpu_key(get(report, "energy_j"), args.gpu)),
-            "memory": {k: get(report, k) for k in ("gpu_mem_peak_gb", "gpu_mem_source", "gpu_device_mem_peak_gb",
-                                                   "gpu_device_mem_source", "mem_peak_gb")},
+            "memory": {
+                k: get(report, k)
+                for k in (
+                    "gpu_mem_peak_gb",
+                    "gpu_mem_source",
+                    "gpu_device_mem_peak_gb",
+                    "gpu_device_mem_source",
+                    "mem_peak_gb",
+                )
+            },
             "sampler_cpu": sampler_share(report, first.value, last.value),
             "overhead": overhead(model, data, settings["overhead_steps"], batch_size, settings["repeats"], tmp),
         }

@@ -59,8 +59,13 @@ def read_cost(sensor: Sensor, reads: int) -> dict:
         cpus.append(time.thread_time() - cpu0)
         walls.append(time.perf_counter() - wall0)
     cpu = float(np.median(cpus))
-    return {"sensor": sensor.name, "read_period_s": sensor.min_period_s, "wall_ms": 1e3 * float(np.median(walls)),
-            "cpu_us": 1e6 * cpu, "cpu_pct_at_period": 100.0 * cpu / sensor.min_period_s}
+    return {
+        "sensor": sensor.name,
+        "read_period_s": sensor.min_period_s,
+        "wall_ms": 1e3 * float(np.median(walls)),
+        "cpu_us": 1e6 * cpu,
+        "cpu_pct_at_period": 100.0 * cpu / sensor.min_period_s,
+    }
 
 
 def main() -> None:
@@ -77,45 +82,83 @@ def main() -> None:
     variants = {"procfs": procfs, "procfs+nvml": procfs + nvml}
     results = []
     for shift in range(args.rounds):
-        order = VARIANTS[shift % 2:] + VARIANTS[:shift % 2]
+        order = VARIANTS[shift % 2 :] + VARIANTS[: shift % 2]
         for name in order:
             result = run_sampler(variants[name], args.period_ms / 1e3, args.warmup, args.seconds, fifo=False)
             results.append({"variant": name, "round": shift} | result)
-            print(f"  round {shift + 1} {name:<12} {result['cpu_pct_utime_stime']:.2f}% of a core (utime+stime), "
-                  f"{result['cpu_pct']:.2f}% (schedstat), {result['achieved_hz']:.1f} Hz, "
-                  f"p99 {result['err_p99_ms']:.3f} ms, failed reads {result['errors']}", flush=True)
-    summary = {name: {key: float(np.median([r[key] for r in results if r["variant"] == name]))
-                      for key in ("cpu_pct_utime_stime", "cpu_pct", "achieved_hz", "err_p99_ms")} for name in VARIANTS}
+            print(
+                f"  round {shift + 1} {name:<12} {result['cpu_pct_utime_stime']:.2f}% of a core (utime+stime), "
+                f"{result['cpu_pct']:.2f}% (schedstat), {result['achieved_hz']:.1f} Hz, "
+                f"p99 {result['err_p99_ms']:.3f} ms, failed reads {result['errors']}",
+                flush=True,
+            )
+    summary = {
+        name: {
+            key: float(np.median([r[key] for r in results if r["variant"] == name]))
+            for key in ("cpu_pct_utime_stime", "cpu_pct", "achieved_hz", "err_p99_ms")
+        }
+        for name in VARIANTS
+    }
     nvml_part = summary["procfs+nvml"]["cpu_pct_utime_stime"] - summary["procfs"]["cpu_pct_utime_stime"]
     reads = [read_cost(sensor, args.reads) for sensor in nvml]
-    probed = {g.index: {key: {"wall_us": 1e6 * rate.wall_s, "cpu_us": 1e6 * rate.cpu_s,
-                              "change_period_s": rate.change_period_s, "read_period_s": g.periods[key].period_s,
-                              "why": g.periods[key].why} for key, rate in g.rates.items()}
-              for g in nvml[0].probed.gpus}
+    probed = {
+        g.index: {
+            key: {
+                "wall_us": 1e6 * rate.wall_s,
+                "cpu_us": 1e6 * rate.cpu_s,
+                "change_period_s": rate.change_period_s,
+                "read_period_s": g.periods[key].period_s,
+                "why": g.periods[key].why,
+            }
+            for key, rate in g.rates.items()
+        }
+        for g in nvml[0].probed.gpus
+    }
     for sensor in nvml:
         sensor.close()
 
     print(f"\n{'variant':<12} {'cpu % utime+stime':>18} {'cpu % schedstat':>16} {'Hz':>7} {'p99 ms':>7}")
     for name in VARIANTS:
         row = summary[name]
-        print(f"{name:<12} {row['cpu_pct_utime_stime']:>18.2f} {row['cpu_pct']:>16.2f} {row['achieved_hz']:>7.1f} "
-              f"{row['err_p99_ms']:>7.3f}")
+        print(
+            f"{name:<12} {row['cpu_pct_utime_stime']:>18.2f} {row['cpu_pct']:>16.2f} {row['achieved_hz']:>7.1f} "
+            f"{row['err_p99_ms']:>7.3f}"
+        )
     verdict = "within" if nvml_part <= TARGET_PCT else "OVER"
-    print(f"\nNVML part: {nvml_part:.2f}% of a core ({verdict} the {TARGET_PCT:g}% target; "
-          f"{nvml_part / TARGET_PCT:.2f} x target)")
+    print(
+        f"\nNVML part: {nvml_part:.2f}% of a core ({verdict} the {TARGET_PCT:g}% target; "
+        f"{nvml_part / TARGET_PCT:.2f} x target)"
+    )
     print("\nper read, in-process (every value due):")
     for r in reads:
-        print(f"  {r['sensor']:<12} every {r['read_period_s'] * 1e3:6.1f} ms: {r['wall_ms']:.3f} ms wall, "
-              f"{r['cpu_us']:.1f} us CPU -> {r['cpu_pct_at_period']:.3f}% of a core at that period")
+        print(
+            f"  {r['sensor']:<12} every {r['read_period_s'] * 1e3:6.1f} ms: {r['wall_ms']:.3f} ms wall, "
+            f"{r['cpu_us']:.1f} us CPU -> {r['cpu_pct_at_period']:.3f}% of a core at that period"
+        )
     print("\nprobed on the fake H200 (GPU 0):")
     for key, figs in probed[0].items():
         change = f"{figs['change_period_s']:.3f} s" if figs["change_period_s"] else "not seen"
-        print(f"  {key:<14} {figs['wall_us']:9.1f} us wall {figs['cpu_us']:7.1f} us CPU, changes every {change:>9}, "
-              f"read every {figs['read_period_s'] * 1e3:6.1f} ms ({figs['why']})")
-    save("nvml_cost", {"command": " ".join([Path(sys.executable).name, *sys.argv]), "cores": os.cpu_count(),
-                       "gpus": args.gpus, "seconds": args.seconds, "warmup_s": args.warmup, "period_ms": args.period_ms,
-                       "nvml_part_pct": nvml_part, "target_pct": TARGET_PCT, "summary": summary,
-                       "reads": reads, "probed": probed, "runs": results})
+        print(
+            f"  {key:<14} {figs['wall_us']:9.1f} us wall {figs['cpu_us']:7.1f} us CPU, changes every {change:>9}, "
+            f"read every {figs['read_period_s'] * 1e3:6.1f} ms ({figs['why']})"
+        )
+    save(
+        "nvml_cost",
+        {
+            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "cores": os.cpu_count(),
+            "gpus": args.gpus,
+            "seconds": args.seconds,
+            "warmup_s": args.warmup,
+            "period_ms": args.period_ms,
+            "nvml_part_pct": nvml_part,
+            "target_pct": TARGET_PCT,
+            "summary": summary,
+            "reads": reads,
+            "probed": probed,
+            "runs": results,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -56,8 +56,14 @@ PERIOD_S = 0.005
 
 
 def model_for(width: int) -> keras.Model:
-    model = keras.Sequential([keras.Input((256,)), keras.layers.Dense(width, activation="relu"),
-                              keras.layers.Dense(width, activation="relu"), keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [
+            keras.Input((256,)),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(width, activation="relu"),
+            keras.layers.Dense(1),
+        ]
+    )
     model.compile("adam", "mse")
     return model
 
@@ -77,8 +83,9 @@ def environment(**values: str):
 @contextlib.contextmanager
 def floor_beside(binary: Path, specs: list[str], fifo: bool):
     """The floor loop running (for up to an hour) until the block ends."""
-    child = subprocess.Popen([str(binary), str(int(PERIOD_S * 1e9)), "3600", os.devnull, str(int(fifo)), *specs],
-                             stdout=subprocess.DEVNULL)
+    child = subprocess.Popen(
+        [str(binary), str(int(PERIOD_S * 1e9)), "3600", os.devnull, str(int(fifo)), *specs], stdout=subprocess.DEVNULL
+    )
     try:
         yield
     finally:
@@ -94,27 +101,41 @@ def variants(tmp: Path, floor: Path | None) -> dict:
         def make():
             logdir = Path(tempfile.mkdtemp(dir=tmp))
             return [MobilePerfCallback(logdir, idle_s=0, **options)], contextlib.nullcontext(), logdir
+
         return make
 
     def six():
         return [Ina3221HwmonSensor(rails), CpuSensor(), MemorySensor()]
 
-    out = {"none": lambda: ([], contextlib.nullcontext(), None),
-           "mobileperf": ours(), "mobileperf_fifo": ours(sampler_priority="fifo"),
-           "mobileperf_normal": ours(sampler_priority="normal"), "mobileperf_no_sampler": ours(sensors="none"),
-           "rails6": lambda: ours(sensors=six())(),
-           "rails6_python": lambda: (lambda made: (made[0], environment(MOBILEPERF_NATIVE="0"), made[2]))(
-               ours(sensors=six())()),
-           "keras_tensorboard_batch": lambda: ([keras.callbacks.TensorBoard(tempfile.mkdtemp(dir=tmp), update_freq="batch")],
-                                               contextlib.nullcontext(), None)}
+    out = {
+        "none": lambda: ([], contextlib.nullcontext(), None),
+        "mobileperf": ours(),
+        "mobileperf_fifo": ours(sampler_priority="fifo"),
+        "mobileperf_normal": ours(sampler_priority="normal"),
+        "mobileperf_no_sampler": ours(sensors="none"),
+        "rails6": lambda: ours(sensors=six())(),
+        "rails6_python": lambda: (lambda made: (made[0], environment(MOBILEPERF_NATIVE="0"), made[2]))(
+            ours(sensors=six())()
+        ),
+        "keras_tensorboard_batch": lambda: (
+            [keras.callbacks.TensorBoard(tempfile.mkdtemp(dir=tmp), update_freq="batch")],
+            contextlib.nullcontext(),
+            None,
+        ),
+    }
     if floor is not None:
         specs = floor_specs(six(), PERIOD_S)
         out["floor6"] = lambda: ([], floor_beside(floor, specs, choose("auto")[0]), None)
     try:
         from codecarbon import OfflineEmissionsTracker
 
-        out["codecarbon"] = lambda: ([], OfflineEmissionsTracker(country_iso_code="USA", output_dir=tempfile.mkdtemp(dir=tmp),
-                                                                 log_level="error", save_to_file=False), None)
+        out["codecarbon"] = lambda: (
+            [],
+            OfflineEmissionsTracker(
+                country_iso_code="USA", output_dir=tempfile.mkdtemp(dir=tmp), log_level="error", save_to_file=False
+            ),
+            None,
+        )
     except ImportError:
         pass
     return out
@@ -165,7 +186,7 @@ def measure(label: str, width: int, batch: int, steps: int, kinds: dict, repeats
     names = list(kinds)
     per_step, wall, sampling = ({k: [] for k in names} for _ in range(3))
     for repeat in range(repeats):
-        for name in names[repeat % len(names):] + names[:repeat % len(names)]:
+        for name in names[repeat % len(names) :] + names[: repeat % len(names)]:
             callbacks, around, logdir = kinds[name]()
             clock = StepClock()
             with around:
@@ -180,18 +201,28 @@ def measure(label: str, width: int, batch: int, steps: int, kinds: dict, repeats
     results = []
     for name in names:
         times = np.array(per_step[name])
-        row = {"case": label, "variant": name, "step_ms": 1e3 * float(times.mean()),
-               "fit_wall_s": float(np.median(wall[name]))}
+        row = {
+            "case": label,
+            "variant": name,
+            "step_ms": 1e3 * float(times.mean()),
+            "fit_wall_s": float(np.median(wall[name])),
+        }
         row |= paired(times, base, floor if name.startswith("rails6") else None, rng)
         p99 = [s["interval_error_p99_ms"] for s in sampling[name] if s.get("interval_error_p99_ms") is not None]
         row["sampler_p99_ms"] = float(np.median(p99)) if p99 else None
         row["sampling"] = sampling[name][-1]
         results.append(row)
-        extra = f"   x floor {row['x_floor']:.2f} [{row['x_floor_ci95'][0]:.2f}, {row['x_floor_ci95'][1]:.2f}]" \
-            if "x_floor" in row else ""
+        extra = (
+            f"   x floor {row['x_floor']:.2f} [{row['x_floor_ci95'][0]:.2f}, {row['x_floor_ci95'][1]:.2f}]"
+            if "x_floor" in row
+            else ""
+        )
         jitter = f"   sampler p99 {row['sampler_p99_ms']:.2f} ms" if row["sampler_p99_ms"] is not None else ""
-        print(f"  {name:<24} {row['step_ms']:7.2f} ms   ratio {row['ratio']:.3f}  [{row['ci95'][0]:.3f}, "
-              f"{row['ci95'][1]:.3f}]   fit wall {row['fit_wall_s']:.2f} s{jitter}{extra}", flush=True)
+        print(
+            f"  {name:<24} {row['step_ms']:7.2f} ms   ratio {row['ratio']:.3f}  [{row['ci95'][0]:.3f}, "
+            f"{row['ci95'][1]:.3f}]   fit wall {row['fit_wall_s']:.2f} s{jitter}{extra}",
+            flush=True,
+        )
     return results
 
 
@@ -210,8 +241,14 @@ def main() -> None:
     table, results = variants(tmp, floor), []
     for case in args.cases.split(","):
         results += measure(*cases[case], table, args.repeats, rng)
-    save("overhead", {"command": "python overhead.py " + " ".join(f"--{k} {v}" for k, v in vars(args).items()),
-                      "cores": os.cpu_count(), "results": results})
+    save(
+        "overhead",
+        {
+            "command": "python overhead.py " + " ".join(f"--{k} {v}" for k, v in vars(args).items()),
+            "cores": os.cpu_count(),
+            "results": results,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -46,8 +46,10 @@ from _results import save  # noqa: E402
 
 FLOOR_SOURCE = Path(__file__).with_name("floor.c")
 #: Six rails on two INA3221s, as JetPack 5-7 names them in hwmon (TX2's rails, new driver).
-RAILS = {"1-0040/hwmon/hwmon1": ["VDD_IN", "VDD_SYS_GPU", "VDD_SYS_CPU"],
-         "1-0041/hwmon/hwmon2": ["VDD_SYS_SOC", "VDD_SYS_DDR", "VDD_4V0_WIFI"]}
+RAILS = {
+    "1-0040/hwmon/hwmon1": ["VDD_IN", "VDD_SYS_GPU", "VDD_SYS_CPU"],
+    "1-0041/hwmon/hwmon2": ["VDD_SYS_SOC", "VDD_SYS_DDR", "VDD_4V0_WIFI"],
+}
 VARIANTS = ("floor", "fake", "fake_python", "own")
 
 
@@ -70,8 +72,11 @@ def sensor_files(sensor: Sensor) -> list[str]:
 
 def floor_specs(sensors: list[Sensor], period_s: float) -> list[str]:
     """The C loop's EVERY:KIND:PATH arguments: every file the sensors read, at their own rate."""
-    return [f"{every_ticks(sensor.min_period_s, period_s)}:{'sum' if path.startswith('/proc/') else 'num'}:{path}"
-            for sensor in sensors for path in sensor_files(sensor)]
+    return [
+        f"{every_ticks(sensor.min_period_s, period_s)}:{'sum' if path.startswith('/proc/') else 'num'}:{path}"
+        for sensor in sensors
+        for path in sensor_files(sensor)
+    ]
 
 
 def build_floor(workdir: Path) -> tuple[Path | None, str]:
@@ -98,8 +103,12 @@ def snapshot(pid: int) -> dict:
         switches += int(status.split("voluntary_ctxt_switches:")[1].split()[0])
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = int(fields[11]) + int(fields[12])
-    return {"t": time.monotonic(), "run_s": run_ns * 1e-9, "ticks_s": ticks / os.sysconf("SC_CLK_TCK"),
-            "wakeups": switches}
+    return {
+        "t": time.monotonic(),
+        "run_s": run_ns * 1e-9,
+        "ticks_s": ticks / os.sysconf("SC_CLK_TCK"),
+        "wakeups": switches,
+    }
 
 
 def window(pid: int, warmup_s: float, seconds: float) -> tuple[dict, dict]:
@@ -115,13 +124,16 @@ def figures(first: dict, last: dict, t: np.ndarray, period_s: float) -> dict:
     wall = last["t"] - first["t"]
     t = t[(t >= first["t"]) & (t <= last["t"])]
     error_ms = np.abs(np.diff(t) - period_s) * 1e3
-    return {"wall_s": wall, "rows": int(len(t)),
-            "cpu_pct": 100.0 * (last["run_s"] - first["run_s"]) / wall,
-            "cpu_pct_utime_stime": 100.0 * (last["ticks_s"] - first["ticks_s"]) / wall,
-            "wakeups_per_s": (last["wakeups"] - first["wakeups"]) / wall,
-            "achieved_hz": (len(t) - 1) / (t[-1] - t[0]) if len(t) > 1 else float("nan"),
-            "err_p99_ms": float(np.percentile(error_ms, 99)) if len(error_ms) else float("nan"),
-            "cpu_us_per_row": 1e6 * (last["run_s"] - first["run_s"]) / max(1, len(t))}
+    return {
+        "wall_s": wall,
+        "rows": int(len(t)),
+        "cpu_pct": 100.0 * (last["run_s"] - first["run_s"]) / wall,
+        "cpu_pct_utime_stime": 100.0 * (last["ticks_s"] - first["ticks_s"]) / wall,
+        "wakeups_per_s": (last["wakeups"] - first["wakeups"]) / wall,
+        "achieved_hz": (len(t) - 1) / (t[-1] - t[0]) if len(t) > 1 else float("nan"),
+        "err_p99_ms": float(np.percentile(error_ms, 99)) if len(error_ms) else float("nan"),
+        "cpu_us_per_row": 1e6 * (last["run_s"] - first["run_s"]) / max(1, len(t)),
+    }
 
 
 def run_floor(binary: Path, specs: list[str], period_s: float, warmup_s: float, seconds: float, fifo: bool) -> dict:
@@ -137,8 +149,9 @@ def run_floor(binary: Path, specs: list[str], period_s: float, warmup_s: float, 
     return result
 
 
-def run_sampler(sensors: list[Sensor], period_s: float, warmup_s: float, seconds: float, fifo: bool,
-                python: bool = False) -> dict:
+def run_sampler(
+    sensors: list[Sensor], period_s: float, warmup_s: float, seconds: float, fifo: bool, python: bool = False
+) -> dict:
     sampler = Sampler(sensors, period_s, mode="process", realtime=fifo)
     if python:
         os.environ["MOBILEPERF_NATIVE"] = "0"  # read by the child when it starts
@@ -151,8 +164,10 @@ def run_sampler(sensors: list[Sensor], period_s: float, warmup_s: float, seconds
     finally:
         sampler.stop()
     grid_t = rows.t if rows.on_grid is None else rows.t[rows.on_grid]  # not the rows of sensors in their own thread
-    return figures(first, last, grid_t, sampler.row_period_s) | {"realtime_granted": sampler.realtime_granted,
-                                                                "errors": sampler.errors()}
+    return figures(first, last, grid_t, sampler.row_period_s) | {
+        "realtime_granted": sampler.realtime_granted,
+        "errors": sampler.errors(),
+    }
 
 
 def breakdown(sensors: list[Sensor], period_s: float, ticks: int) -> dict:
@@ -165,8 +180,12 @@ def breakdown(sensors: list[Sensor], period_s: float, ticks: int) -> dict:
     loop = SamplingLoop(sensors, period_s, shared, shared.header[EPOCH], parent=None)
     loop.alarm = True
     every = [every_ticks(s.min_period_s, period_s) for s in sensors]
-    steps = ["alive", "row_reset", *(f"{step} {s.name}" for step in ("inline", "read", "store", "pread only")
-                                      for s in sensors), "publish"]
+    steps = [
+        "alive",
+        "row_reset",
+        *(f"{step} {s.name}" for step in ("inline", "read", "store", "pread only") for s in sensors),
+        "publish",
+    ]
     n, ns = len(sensors), np.zeros((ticks, len(steps)), np.int64)
     fds = [[os.open(path, os.O_RDONLY) for path in sensor_files(s)] for s in sensors]
     clock = time.perf_counter_ns
@@ -189,7 +208,7 @@ def breakdown(sensors: list[Sensor], period_s: float, ticks: int) -> dict:
             t3 = clock()
             for fd in fds[i]:
                 os.pread(fd, 1 << 16, 0)
-            ns[tick, 2 + i::n][:4] = t1 - t0, t2 - t1, t3 - t2, clock() - t3
+            ns[tick, 2 + i :: n][:4] = t1 - t0, t2 - t1, t3 - t2, clock() - t3
         t0 = clock()
         loop._publish()
         ns[tick, -1] = clock() - t0
@@ -198,30 +217,41 @@ def breakdown(sensors: list[Sensor], period_s: float, ticks: int) -> dict:
     for fd in (fd for group in fds for fd in group):
         os.close(fd)
     in_loop = ns[:, [0, 1, *range(2, 2 + n), -1]].sum(axis=1)
-    return {"ticks": ticks, "every_ticks": dict(zip([s.name for s in sensors], every)),
-            "us_per_tick_mean": dict(zip(steps, (ns.mean(axis=0) / 1e3).tolist())),
-            "us_per_call_median": {step: float(np.median(col[col > 0]) / 1e3) if (col > 0).any() else 0.0
-                                   for step, col in zip(steps, ns.T)},
-            "total_us_per_tick_mean": float(in_loop.mean() / 1e3)}
+    return {
+        "ticks": ticks,
+        "every_ticks": dict(zip([s.name for s in sensors], every)),
+        "us_per_tick_mean": dict(zip(steps, (ns.mean(axis=0) / 1e3).tolist())),
+        "us_per_call_median": {
+            step: float(np.median(col[col > 0]) / 1e3) if (col > 0).any() else 0.0 for step, col in zip(steps, ns.T)
+        },
+        "total_us_per_tick_mean": float(in_loop.mean() / 1e3),
+    }
 
 
 def one_round(variants: dict, binary: Path | None, args: argparse.Namespace, shift: int) -> list[dict]:
     """Every (variant, period) once; the order of the variants rotates by ``shift``."""
     results = []
-    order = VARIANTS[shift % len(VARIANTS):] + VARIANTS[:shift % len(VARIANTS)]
+    order = VARIANTS[shift % len(VARIANTS) :] + VARIANTS[: shift % len(VARIANTS)]
     for period_ms in args.periods:
         period_s = period_ms / 1e3
         for name in (n for n in order if n != "floor" or binary is not None):
             sensors = variants["own" if name == "own" else "fake"]
             if name == "floor":
-                result = run_floor(binary, floor_specs(sensors, period_s), period_s, args.warmup, args.seconds, args.fifo)
+                result = run_floor(
+                    binary, floor_specs(sensors, period_s), period_s, args.warmup, args.seconds, args.fifo
+                )
             else:
                 result = run_sampler(sensors, period_s, args.warmup, args.seconds, args.fifo, name == "fake_python")
-            due_per_s = 1.0 / (period_s * min(every_ticks(s.min_period_s, period_s) for s in sensors))  # the fastest sensor's rate
+            due_per_s = 1.0 / (
+                period_s * min(every_ticks(s.min_period_s, period_s) for s in sensors)
+            )  # the fastest sensor's rate
             results.append({"variant": name, "period_ms": period_ms, "due_per_s": due_per_s} | result)
-            print(f"  {name:<5} {period_ms:g} ms: {result['cpu_pct']:.2f}% cpu, "
-                  f"{result['wakeups_per_s']:.0f} wake-ups/s, "
-                  f"{result['achieved_hz']:.1f} Hz, p99 {result['err_p99_ms']:.3f} ms", flush=True)
+            print(
+                f"  {name:<5} {period_ms:g} ms: {result['cpu_pct']:.2f}% cpu, "
+                f"{result['wakeups_per_s']:.0f} wake-ups/s, "
+                f"{result['achieved_hz']:.1f} Hz, p99 {result['err_p99_ms']:.3f} ms",
+                flush=True,
+            )
     return results
 
 
@@ -249,8 +279,9 @@ def summarize(results: list[dict], periods: list[float], breakdowns: dict) -> li
                     row["loop_us_per_tick"] = breakdowns[f"fake at {period_ms:g} ms"]["total_us_per_tick_mean"]
                 else:
                     row["loop_us_per_tick"] = None
-                row["outside_loop_us_per_tick"] = (row["cpu_us_per_row"] - row["loop_us_per_tick"]
-                                                   if row["loop_us_per_tick"] is not None else None)
+                row["outside_loop_us_per_tick"] = (
+                    row["cpu_us_per_row"] - row["loop_us_per_tick"] if row["loop_us_per_tick"] is not None else None
+                )
                 summary.append(row)
     return summary
 
@@ -260,14 +291,18 @@ def _or_dash(value: float | None) -> str:
 
 
 def print_table(summary: list[dict], breakdowns: dict) -> None:
-    print(f"\n{'variant':<7} {'period':>6} {'cpu %':>7} {'range':>13} {'x floor':>8} {'us/row':>7} {'loop us':>8} "
-          f"{'rest us':>8} {'wake/s':>7} {'due/s':>6} {'Hz':>7} {'p99 ms':>7}")
+    print(
+        f"\n{'variant':<7} {'period':>6} {'cpu %':>7} {'range':>13} {'x floor':>8} {'us/row':>7} {'loop us':>8} "
+        f"{'rest us':>8} {'wake/s':>7} {'due/s':>6} {'Hz':>7} {'p99 ms':>7}"
+    )
     for r in summary:
         ratio = f"{r['cpu_ratio_to_floor']:.2f}" if r["cpu_ratio_to_floor"] else "-"
         span = f"{r['cpu_pct_range'][0]:.2f}-{r['cpu_pct_range'][1]:.2f}"
-        print(f"{r['variant']:<7} {r['period_ms']:>4g}ms {r['cpu_pct']:>7.2f} {span:>13} {ratio:>8} "
-              f"{r['cpu_us_per_row']:>7.1f} {_or_dash(r['loop_us_per_tick'])} {_or_dash(r['outside_loop_us_per_tick'])} "
-              f"{r['wakeups_per_s']:>7.0f} {r['due_per_s']:>6.0f} {r['achieved_hz']:>7.1f} {r['err_p99_ms']:>7.3f}")
+        print(
+            f"{r['variant']:<7} {r['period_ms']:>4g}ms {r['cpu_pct']:>7.2f} {span:>13} {ratio:>8} "
+            f"{r['cpu_us_per_row']:>7.1f} {_or_dash(r['loop_us_per_tick'])} {_or_dash(r['outside_loop_us_per_tick'])} "
+            f"{r['wakeups_per_s']:>7.0f} {r['due_per_s']:>6.0f} {r['achieved_hz']:>7.1f} {r['err_p99_ms']:>7.3f}"
+        )
     for key, b in breakdowns.items():
         print(f"\nper-tick breakdown, {key} ({b['ticks']} ticks in-process; mean us/tick | median us/call):")
         for step, us in b["us_per_tick_mean"].items():
@@ -292,16 +327,30 @@ def main() -> None:
         for shift in range(args.rounds):
             print(f"round {shift + 1}/{args.rounds}", flush=True)
             results += one_round(variants, binary, args, shift)
-        breakdowns = {f"{name} at {p:g} ms": breakdown(variants[name], p / 1e3, args.ticks)
-                      for name in ("fake",) for p in args.periods}
+        breakdowns = {
+            f"{name} at {p:g} ms": breakdown(variants[name], p / 1e3, args.ticks)
+            for name in ("fake",)
+            for p in args.periods
+        }
         specs = {f"{p:g} ms": floor_specs(variants["fake"], p / 1e3) for p in args.periods}
     summary = summarize(results, args.periods, breakdowns)
     print_table(summary, breakdowns)
-    save("sampler_cost_fifo" if args.fifo else "sampler_cost", {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]), "cores": os.cpu_count(),
-        "compiler": compiler, "fifo": args.fifo, "seconds": args.seconds, "warmup_s": args.warmup,
-        "sensors": {name: [s.name for s in sensors] for name, sensors in variants.items()},
-        "floor_files": specs, "summary": summary, "breakdown": breakdowns, "runs": results})
+    save(
+        "sampler_cost_fifo" if args.fifo else "sampler_cost",
+        {
+            "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "cores": os.cpu_count(),
+            "compiler": compiler,
+            "fifo": args.fifo,
+            "seconds": args.seconds,
+            "warmup_s": args.warmup,
+            "sensors": {name: [s.name for s in sensors] for name, sensors in variants.items()},
+            "floor_files": specs,
+            "summary": summary,
+            "breakdown": breakdowns,
+            "runs": results,
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -38,10 +38,15 @@ DESIGNS = ("thread", "process", "process+fifo", "process+fifo+python")
 def train_for(seconds: float) -> None:
     import keras
 
-    model = keras.Sequential([
-        keras.Input((32, 32, 3)), keras.layers.Conv2D(32, 3, activation="relu"),
-        keras.layers.Conv2D(32, 3, activation="relu"), keras.layers.Flatten(), keras.layers.Dense(10),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            keras.layers.Conv2D(32, 3, activation="relu"),
+            keras.layers.Conv2D(32, 3, activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(10),
+        ]
+    )
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     x = np.random.rand(256, 32, 32, 3).astype("float32")
     y = np.random.randint(0, 10, 256)
@@ -78,11 +83,16 @@ def run(design: str, period_ms: float, seconds: float, rails: Path) -> dict:
     intervals = np.diff(t) * 1000.0
     error = np.abs(intervals - period_ms)
     return {
-        "design": design, "period_ms": period_ms, "realtime_granted": sampler.realtime_granted,
+        "design": design,
+        "period_ms": period_ms,
+        "realtime_granted": sampler.realtime_granted,
         "tick_loop": sampler.tick_loop,
-        "samples": int(len(t)), "achieved_hz": (len(t) - 1) / (t[-1] - t[0]),
-        "err_p50_ms": float(np.percentile(error, 50)), "err_p99_ms": float(np.percentile(error, 99)),
-        "max_interval_ms": float(intervals.max()), "gaps_over_2x": int((intervals > 2 * period_ms).sum()),
+        "samples": int(len(t)),
+        "achieved_hz": (len(t) - 1) / (t[-1] - t[0]),
+        "err_p50_ms": float(np.percentile(error, 50)),
+        "err_p99_ms": float(np.percentile(error, 99)),
+        "max_interval_ms": float(intervals.max()),
+        "gaps_over_2x": int((intervals > 2 * period_ms).sum()),
         "dropped": sampler.dropped,
         "sampler_cpu_pct_of_core": 100.0 * child_cpu / wall if child else None,
     }
@@ -96,8 +106,13 @@ def summarize(results: list[dict]) -> list[dict]:
     out = []
     for key in dict.fromkeys((r["design"], r["period_ms"]) for r in results):
         runs = [r for r in results if (r["design"], r["period_ms"]) == key]
-        row = {"design": key[0], "period_ms": key[1], "rounds": len(runs), "tick_loop": runs[0]["tick_loop"],
-               "realtime_granted": runs[0]["realtime_granted"]}
+        row = {
+            "design": key[0],
+            "period_ms": key[1],
+            "rounds": len(runs),
+            "tick_loop": runs[0]["tick_loop"],
+            "realtime_granted": runs[0]["realtime_granted"],
+        }
         row |= {k: float(np.median([r[k] for r in runs])) if runs[0][k] is not None else None for k in KEYS}
         row["err_p99_ms_worst"] = max(r["err_p99_ms"] for r in runs)
         row["max_interval_ms_worst"] = max(r["max_interval_ms"] for r in runs)
@@ -114,21 +129,32 @@ def main() -> None:
     results = []
     rails = fake_rails(Path(tempfile.mkdtemp()))
     for round_ in range(args.rounds):
-        order = DESIGNS[round_ % len(DESIGNS):] + DESIGNS[:round_ % len(DESIGNS)]
+        order = DESIGNS[round_ % len(DESIGNS) :] + DESIGNS[: round_ % len(DESIGNS)]
         for period in [float(p) for p in args.periods.split(",")]:
             for design in order:
                 results.append(run(design, period, args.seconds, rails))
-    print(f"{'design':<19} {'period':>6} {'Hz':>7} {'p50 ms':>7} {'p99 ms':>7} {'worst p99':>9} {'max ms':>7} "
-          f"{'gaps':>5} {'cpu %':>6}   (median of {args.rounds} rounds; worst = over rounds)")
+    print(
+        f"{'design':<19} {'period':>6} {'Hz':>7} {'p50 ms':>7} {'p99 ms':>7} {'worst p99':>9} {'max ms':>7} "
+        f"{'gaps':>5} {'cpu %':>6}   (median of {args.rounds} rounds; worst = over rounds)"
+    )
     summary = summarize(results)
     for r in summary:
         cpu = r["sampler_cpu_pct_of_core"]
-        print(f"{r['design']:<19} {r['period_ms']:>4g}ms {r['achieved_hz']:7.1f} {r['err_p50_ms']:7.3f} "
-              f"{r['err_p99_ms']:7.3f} {r['err_p99_ms_worst']:9.3f} {r['max_interval_ms_worst']:7.2f} "
-              f"{r['gaps_over_2x']:5.0f} {cpu if cpu is not None else float('nan'):6.1f}")
-    save("sampling", {"command": f"python sampling.py --seconds {args.seconds:g} --periods {args.periods} "
-                                 f"--rounds {args.rounds}", "cores": os.cpu_count(), "seconds": args.seconds,
-                      "summary": summary, "results": results})
+        print(
+            f"{r['design']:<19} {r['period_ms']:>4g}ms {r['achieved_hz']:7.1f} {r['err_p50_ms']:7.3f} "
+            f"{r['err_p99_ms']:7.3f} {r['err_p99_ms_worst']:9.3f} {r['max_interval_ms_worst']:7.2f} "
+            f"{r['gaps_over_2x']:5.0f} {cpu if cpu is not None else float('nan'):6.1f}"
+        )
+    save(
+        "sampling",
+        {
+            "command": f"python sampling.py --seconds {args.seconds:g} --periods {args.periods} --rounds {args.rounds}",
+            "cores": os.cpu_count(),
+            "seconds": args.seconds,
+            "summary": summary,
+            "results": results,
+        },
+    )
 
 
 if __name__ == "__main__":

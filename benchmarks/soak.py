@@ -45,21 +45,41 @@ def main() -> None:
             if time.monotonic() >= next_point:
                 next_point += 30
                 full = child.memory_full_info()
-                points.append({"minute": elapsed / 60, "steps": perf.next_step, "sampler_rss_mib": full.rss / MIB,
-                               "sampler_pss_mib": full.pss / MIB, "trainer_rss_mib": me.memory_info().rss / MIB,
-                               "buffered_rows": perf.collector.buffered_rows})
-                print(" ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in points[-1].items()),
-                      flush=True)
+                points.append(
+                    {
+                        "minute": elapsed / 60,
+                        "steps": perf.next_step,
+                        "sampler_rss_mib": full.rss / MIB,
+                        "sampler_pss_mib": full.pss / MIB,
+                        "trainer_rss_mib": me.memory_info().rss / MIB,
+                        "buffered_rows": perf.collector.buffered_rows,
+                    }
+                )
+                print(
+                    " ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}" for k, v in points[-1].items()),
+                    flush=True,
+                )
     report = perf.report.to_dict()["sampling"]
     first = next(p for p in points if p["minute"] >= 1.0) if args.minutes > 1.5 else points[0]
     last = points[-1]
     growth = {k: last[k] - first[k] for k in ("sampler_rss_mib", "sampler_pss_mib", "trainer_rss_mib")}
-    print(f"after {last['minute']:.1f} min, {last['steps']} steps, {report['samples']} samples at "
-          f"{report['achieved_hz']:.1f} Hz: sampler RSS {last['sampler_rss_mib']:.1f} MiB "
-          f"(+{growth['sampler_rss_mib']:.2f} since minute {first['minute']:.1f}), trainer RSS "
-          f"{last['trainer_rss_mib']:.1f} MiB (+{growth['trainer_rss_mib']:.2f})")
-    save("soak", {"minutes": args.minutes, "points": points, "growth_mib": growth,
-                  "samples": report["samples"], "achieved_hz": report["achieved_hz"], "dropped": report["dropped"]})
+    print(
+        f"after {last['minute']:.1f} min, {last['steps']} steps, {report['samples']} samples at "
+        f"{report['achieved_hz']:.1f} Hz: sampler RSS {last['sampler_rss_mib']:.1f} MiB "
+        f"(+{growth['sampler_rss_mib']:.2f} since minute {first['minute']:.1f}), trainer RSS "
+        f"{last['trainer_rss_mib']:.1f} MiB (+{growth['trainer_rss_mib']:.2f})"
+    )
+    save(
+        "soak",
+        {
+            "minutes": args.minutes,
+            "points": points,
+            "growth_mib": growth,
+            "samples": report["samples"],
+            "achieved_hz": report["achieved_hz"],
+            "dropped": report["dropped"],
+        },
+    )
 
 
 if __name__ == "__main__":

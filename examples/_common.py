@@ -49,11 +49,13 @@ def _argument(check: Callable[[str], object]) -> Callable[[str], str]:
 def parser(description: str, batch_size: int, steps: int, logdir: str) -> argparse.ArgumentParser:
     p = OneLineParser(description=description)
     p.add_argument("--batch-size", type=int_at_least(1), default=batch_size)
-    p.add_argument("--steps", type=int_at_least(1), default=steps,
-                   help=f"training steps (the first {WARMUP_STEPS} are warm-up)")
+    p.add_argument(
+        "--steps", type=int_at_least(1), default=steps, help=f"training steps (the first {WARMUP_STEPS} are warm-up)"
+    )
     p.add_argument("--logdir", type=_argument(local_dir), default=logdir, help="a local directory")
-    p.add_argument("--sensors", type=_argument(open_sensors_once), default="auto",
-                   help="auto, none, replay:PATH[@SPEED]")
+    p.add_argument(
+        "--sensors", type=_argument(open_sensors_once), default="auto", help="auto, none, replay:PATH[@SPEED]"
+    )
     return p
 
 
@@ -74,8 +76,12 @@ def download_or(what: str, download: Callable[[], T], synthetic: Callable[[], T]
         with _socket_timeout(DOWNLOAD_TIMEOUT_S):
             return download()
     except Exception as exc:  # Keras's get_file raises a bare Exception ("URL fetch failure on ...")
-        log.warning("%s could not be downloaded (%s): training on synthetic data of the same shapes instead "
-                    "(--synthetic does so without trying)", what, " ".join(str(exc).split()))
+        log.warning(
+            "%s could not be downloaded (%s): training on synthetic data of the same shapes instead "
+            "(--synthetic does so without trying)",
+            what,
+            " ".join(str(exc).split()),
+        )
         return synthetic()
 
 
@@ -132,10 +138,12 @@ def print_unavailable(summary: dict) -> None:
     """The report's quantities without a value, one line per cause ("power, energy, ...: n/a (no power
     sensor, see above)"); the full reasons are in report.json's ``unavailable`` and ``mobileperf sensors``."""
     no_step = None if summary["steps_measured"] else summary["unavailable"].get("step_time_s")
-    grouped = by_cause((what, "no step was measured, see above" if why == no_step else why)
-                       for what, why in summary["unavailable"].items())
+    grouped = by_cause(
+        (what, "no step was measured, see above" if why == no_step else why)
+        for what, why in summary["unavailable"].items()
+    )
     if grouped:
-        print("without a value (report.json's \"unavailable\" says why in full):")
+        print('without a value (report.json\'s "unavailable" says why in full):')
     for cause, whats in grouped.items():
         said = ", see above" if cause == "no power sensor" else ""  # the run's one line at its start
         print(f"  {', '.join(whats)}: n/a ({cause}{said})")
@@ -145,17 +153,21 @@ def finish(report, logdir) -> None:
     """Prints the summary, the input wait of the traced steps, and where the run was written."""
     s = report.summary()
     step = s["step_time_s"]["mean"]
-    print(f"success: {s['success']}  {measured(s)}  energy: {show(s['energy_total'], 'J')}  "
-          f"step time: {show(None if step is None else step * 1e3, 'ms', '.1f')}  "
-          f"peak memory: {show(s['mem_peak_gb'], 'GiB')}")
+    print(
+        f"success: {s['success']}  {measured(s)}  energy: {show(s['energy_total'], 'J')}  "
+        f"step time: {show(None if step is None else step * 1e3, 'ms', '.1f')}  "
+        f"peak memory: {show(s['mem_peak_gb'], 'GiB')}"
+    )
     between = s["between_steps_fraction"]
     print(f"time between steps: {'n/a' if between is None else format(100 * between, '.1f') + '%'} of the run")
     traced = Path(logdir) / "train" / "plugins" / "mobileperf" / "op_energy.json"
     if traced.exists():
         for step in json.loads(traced.read_text())["steps"]:
             duration = next(x.duration_s for x in report.steps if x.step == step["step"])
-            print(f"traced step {step['step']}: waited {1e3 * step['input_wait_s']:.1f} ms for input "
-                  f"({100 * step['input_wait_s'] / duration:.0f}% of the step)")
+            print(
+                f"traced step {step['step']}: waited {1e3 * step['input_wait_s']:.1f} ms for input "
+                f"({100 * step['input_wait_s'] / duration:.0f}% of the step)"
+            )
     print_unavailable(s)
     print(f"logdir: {logdir}")
     print(f"open it: {tool_command('tensorboard')} --logdir {logdir}")

@@ -102,13 +102,21 @@ def main() -> None:
             batch = [buffer[i] for i in rng.integers(len(buffer), size=args.batch_size)]
             s, a, r, s2, d = (np.array(x) for x in zip(*batch))
             with perf.step():
-                loss = train_step(s.astype(np.float32), a.astype(np.int32), r.astype(np.float32), s2.astype(np.float32),
-                                  d.astype(np.float32))
+                loss = train_step(
+                    s.astype(np.float32),
+                    a.astype(np.int32),
+                    r.astype(np.float32),
+                    s2.astype(np.float32),
+                    d.astype(np.float32),
+                )
             updates += 1
             if updates % every(args.steps) == 0 or updates == args.steps:
                 episode = "none finished yet" if last_episode is None else f"{last_episode:+.0f}"
-                print(f"update {updates}/{args.steps}  loss {float(loss):.4f}  epsilon {epsilon:.3f}  "
-                      f"last episode reward {episode}  (this one so far {episode_reward:+.0f})", flush=True)
+                print(
+                    f"update {updates}/{args.steps}  loss {float(loss):.4f}  epsilon {epsilon:.3f}  "
+                    f"last episode reward {episode}  (this one so far {episode_reward:+.0f})",
+                    flush=True,
+                )
             if updates % args.target_every == 0:
                 target.set_weights(online.get_weights())
     finish(perf.report, perf.logdir)

@@ -37,17 +37,24 @@ def main() -> None:
     setup_logging()
     spec = get("cnn")
     synthetic = functools.partial(spec.synthetic, args.batch_size, args.steps)
-    x, y = synthetic() if args.synthetic else download_or("CIFAR-10", lambda: cifar10(args.batch_size * args.steps),
-                                                           synthetic)
-    data = (tf.data.Dataset.from_tensor_slices((x, y))
-            .map(lambda image, label: (tf.image.random_flip_left_right(tf.image.per_image_standardization(image)), label))
-            .batch(args.batch_size))
+    x, y = (
+        synthetic()
+        if args.synthetic
+        else download_or("CIFAR-10", lambda: cifar10(args.batch_size * args.steps), synthetic)
+    )
+    data = (
+        tf.data.Dataset.from_tensor_slices((x, y))
+        .map(lambda image, label: (tf.image.random_flip_left_right(tf.image.per_image_standardization(image)), label))
+        .batch(args.batch_size)
+    )
     data = with_prefetch(data, not args.no_prefetch)
-    cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size,
-                            profile_steps=traced_steps(args.steps))
+    cb = MobilePerfCallback(
+        args.logdir, sensors=args.sensors, batch_size=args.batch_size, profile_steps=traced_steps(args.steps)
+    )
     # A tf.data pipeline is not shuffled by fit (Keras warns that shuffle=True is ignored); the order is the data's.
     spec.build(32).fit(data, epochs=1, shuffle=False, callbacks=[cb, progress(args.steps)], verbose=0)
     finish(cb.report, cb.monitor.logdir)
+
 
 if __name__ == "__main__":
     main()

@@ -20,12 +20,19 @@ from _common import measured, parser, print_unavailable, progress, setup_logging
 def build_cnn() -> keras.Model:
     """Two convolutions and two dense layers, named "demo_cnn" in the report and the dashboard (not the zoo's "cnn":
     another architecture)."""
-    model = keras.Sequential([
-        keras.Input((32, 32, 3)),
-        keras.layers.Conv2D(32, 3, activation="relu"), keras.layers.MaxPooling2D(),
-        keras.layers.Conv2D(64, 3, activation="relu"), keras.layers.MaxPooling2D(),
-        keras.layers.Flatten(), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10),
-    ], name="demo_cnn")
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            keras.layers.Conv2D(32, 3, activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Conv2D(64, 3, activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Flatten(),
+            keras.layers.Dense(128, activation="relu"),
+            keras.layers.Dense(10),
+        ],
+        name="demo_cnn",
+    )
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
     return model
 
@@ -38,11 +45,13 @@ def main() -> None:
     n = args.steps * args.batch_size
     x = rng.random((n, 32, 32, 3), dtype=np.float32)
     y = rng.integers(0, 10, n)
-    cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size,
-                            profile_steps=traced_steps(args.steps))
+    cb = MobilePerfCallback(
+        args.logdir, sensors=args.sensors, batch_size=args.batch_size, profile_steps=traced_steps(args.steps)
+    )
     tensorboard = keras.callbacks.TensorBoard(log_dir=args.logdir)
-    build_cnn().fit(x, y, batch_size=args.batch_size, epochs=1, callbacks=[tensorboard, cb, progress(args.steps)],
-                    verbose=0)
+    build_cnn().fit(
+        x, y, batch_size=args.batch_size, epochs=1, callbacks=[tensorboard, cb, progress(args.steps)], verbose=0
+    )
     summarize(cb.report.summary())
     print(f"\nreport: {cb.monitor.logdir}/report.json   steps: {cb.monitor.logdir}/steps.csv")
     print(f"open it:  tensorboard --logdir {args.logdir}")
@@ -53,17 +62,23 @@ def summarize(s: dict) -> None:
     print(f"\nsuccess: {s['success']}   {measured(s)}")
     step = s["step_time_s"]
     if s["steps_measured"]:
-        print(f"step time: mean {step['mean'] * 1e3:.1f} ms, p99 {step['p99'] * 1e3:.1f} ms; "
-              f"{show(s['samples_per_s'], 'samples/s', '.0f')}")
+        print(
+            f"step time: mean {step['mean'] * 1e3:.1f} ms, p99 {step['p99'] * 1e3:.1f} ms; "
+            f"{show(s['samples_per_s'], 'samples/s', '.0f')}"
+        )
     print(f"energy total: {show(s['energy_total'], 'J')}   power avg: {show(s['power_avg'], 'W')}")
-    print(f"CPU util avg: {show(s['cpu_util_avg'], '%', '.1f')}  per cluster: "
-          + ", ".join(f"{k} {show(v, '%', '.1f')}" for k, v in s["cpu_util_per_cluster"].items()))
+    print(
+        f"CPU util avg: {show(s['cpu_util_avg'], '%', '.1f')}  per cluster: "
+        + ", ".join(f"{k} {show(v, '%', '.1f')}" for k, v in s["cpu_util_per_cluster"].items())
+    )
     print(f"GPU util avg: {show(s['gpu_util_avg'], '%', '.1f')}   peak memory: {show(s['mem_peak_gb'], 'GiB')}")
     sampling = s["sampling"]
     if sampling["achieved_hz"]:
-        print(f"sampling: {sampling['achieved_hz']:.1f} rows/s of {sampling['row_hz']:.0f} expected on a "
-              f"{sampling['requested_hz']:.0f} Hz grid (woken only when a sensor is due), p99 interval error "
-              f"{sampling['interval_error_p99_ms']:.3f} ms ({sampling['mode']}, {sampling['tick_loop']} tick loop)")
+        print(
+            f"sampling: {sampling['achieved_hz']:.1f} rows/s of {sampling['row_hz']:.0f} expected on a "
+            f"{sampling['requested_hz']:.0f} Hz grid (woken only when a sensor is due), p99 interval error "
+            f"{sampling['interval_error_p99_ms']:.3f} ms ({sampling['mode']}, {sampling['tick_loop']} tick loop)"
+        )
     print_unavailable(s)
 
 

@@ -66,11 +66,13 @@ def main() -> None:
     setup_logging()
     data, vocab = dataset(load_text(args.data, args.synthetic), args.seq_len, args.batch_size, not args.no_prefetch)
     model = build_char_lstm(args.seq_len, vocab=vocab)
-    cb = MobilePerfCallback(args.logdir, sensors=args.sensors, batch_size=args.batch_size,
-                            profile_steps=traced_steps(args.steps))
+    cb = MobilePerfCallback(
+        args.logdir, sensors=args.sensors, batch_size=args.batch_size, profile_steps=traced_steps(args.steps)
+    )
     # Shuffled by the pipeline: fit does not shuffle a tf.data.Dataset (and warns if asked to).
-    model.fit(data, steps_per_epoch=args.steps, epochs=1, shuffle=False, callbacks=[cb, progress(args.steps)],
-              verbose=0)
+    model.fit(
+        data, steps_per_epoch=args.steps, epochs=1, shuffle=False, callbacks=[cb, progress(args.steps)], verbose=0
+    )
     finish(cb.report, cb.monitor.logdir)
 
 

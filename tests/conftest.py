@@ -15,16 +15,28 @@ import pytest
 
 DATA = Path(__file__).parent / "data"
 
-A57, DENVER2, CARMEL, A78AE, V3AE = ("0x41", "0xd07"), ("0x4e", "0x003"), ("0x4e", "0x004"), ("0x41", "0xd42"), ("0x41", "0xd83")
+A57, DENVER2, CARMEL, A78AE, V3AE = (
+    ("0x41", "0xd07"),
+    ("0x4e", "0x003"),
+    ("0x4e", "0x004"),
+    ("0x41", "0xd42"),
+    ("0x41", "0xd83"),
+)
 #: Device-tree "compatible" of each core type, as the boards' device trees write it.
-DT_COMPATIBLE = {A57: "arm,cortex-a57\0arm,armv8\0", DENVER2: "nvidia,denver\0arm,armv8\0",
-                 CARMEL: "nvidia,tegra194-carmel\0arm,armv8\0", A78AE: "arm,cortex-a78ae\0",
-                 V3AE: "arm,neoverse-v3ae\0"}
+DT_COMPATIBLE = {
+    A57: "arm,cortex-a57\0arm,armv8\0",
+    DENVER2: "nvidia,denver\0arm,armv8\0",
+    CARMEL: "nvidia,tegra194-carmel\0arm,armv8\0",
+    A78AE: "arm,cortex-a78ae\0",
+    V3AE: "arm,neoverse-v3ae\0",
+}
 
 
 def cpuinfo(cores: dict[int, tuple[str, str]]) -> str:
     """/proc/cpuinfo of the online ``cores`` (index -> (implementer, part))."""
-    return "\n\n".join(f"processor\t: {i}\nCPU implementer\t: {impl}\nCPU part\t: {part}" for i, (impl, part) in cores.items())
+    return "\n\n".join(
+        f"processor\t: {i}\nCPU implementer\t: {impl}\nCPU part\t: {part}" for i, (impl, part) in cores.items()
+    )
 
 
 TX2_CORES = {0: A57, 1: DENVER2, 2: DENVER2, 3: A57, 4: A57, 5: A57}
@@ -52,10 +64,18 @@ def write(root: Path, rel: str, text: str) -> Path:
 @pytest.fixture
 def tx2_tree(tmp_path: Path) -> Path:
     """A Jetson TX2 (JetPack 4): ina3221x iio rails, gpu.0 load, Denver2 + A57 cores, cores 1-2 offline."""
-    rails = {"0-0040/iio:device0": ["VDD_SYS_GPU", "VDD_SYS_SOC", "VDD_4V0_WIFI"],
-             "0-0041/iio:device1": ["VDD_IN", "VDD_SYS_CPU", "VDD_SYS_DDR"]}
-    power_mw = {"VDD_SYS_GPU": 6120, "VDD_SYS_SOC": 1149, "VDD_4V0_WIFI": 0, "VDD_IN": 11820,
-                "VDD_SYS_CPU": 1838, "VDD_SYS_DDR": 1990}
+    rails = {
+        "0-0040/iio:device0": ["VDD_SYS_GPU", "VDD_SYS_SOC", "VDD_4V0_WIFI"],
+        "0-0041/iio:device1": ["VDD_IN", "VDD_SYS_CPU", "VDD_SYS_DDR"],
+    }
+    power_mw = {
+        "VDD_SYS_GPU": 6120,
+        "VDD_SYS_SOC": 1149,
+        "VDD_4V0_WIFI": 0,
+        "VDD_IN": 11820,
+        "VDD_SYS_CPU": 1838,
+        "VDD_SYS_DDR": 1990,
+    }
     for device, names in rails.items():
         for i, name in enumerate(names):
             base = f"sys/bus/i2c/drivers/ina3221x/{device}"
@@ -84,8 +104,10 @@ def stat_text(cores: dict[int, tuple[int, int]]) -> str:
 @pytest.fixture
 def orin_tree(tmp_path: Path) -> Path:
     """A Jetson AGX Orin (JetPack 5/6): hwmon ina3221 with NC and sum-of-shunts channels."""
-    for dev, hwmon, labels in (("1-0040", "hwmon3", ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"]),
-                               ("1-0041", "hwmon4", ["NC", "VDDQ_VDD2_1V8AO", "NC"])):
+    for dev, hwmon, labels in (
+        ("1-0040", "hwmon3", ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"]),
+        ("1-0041", "hwmon4", ["NC", "VDDQ_VDD2_1V8AO", "NC"]),
+    ):
         base = f"sys/bus/i2c/drivers/ina3221/{dev}/hwmon/{hwmon}"
         for k, label in enumerate(labels, start=1):
             write(tmp_path, f"{base}/in{k}_label", label + "\n")
@@ -112,22 +134,42 @@ def hwmon_rails(root: Path, driver_dir: str, labels: list[str], mv: int = 5000) 
 INA3221 = "sys/bus/i2c/drivers/ina3221"
 #: Board -> its rails (hwmon dir -> labels), GPU load and devfreq (None: none), cores, offline cores.
 BOARDS = {
-    "xavier_nx_jp5": {"rails": {f"{INA3221}/7-0040/hwmon/hwmon4": ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"]},
-                      "gpu": ("sys/devices/17000000.gv11b/load", "sys/class/devfreq/17000000.gv11b"),
-                      "cores": dict.fromkeys(range(6), CARMEL), "offline": (4, 5)},
-    "agx_xavier_jp5": {"rails": {f"{INA3221}/1-0040/hwmon/hwmon2": ["GPU", "CPU", "SOC"],
-                                 f"{INA3221}/1-0041/hwmon/hwmon3": ["CV", "VDDRQ", "SYS5V"]},
-                       "gpu": ("sys/devices/17000000.gv11b/load", "sys/class/devfreq/17000000.gv11b"),
-                       "cores": dict.fromkeys(range(8), CARMEL), "offline": (4, 5, 6, 7)},  # a low power mode
-    "agx_orin_jp6": {"rails": {f"{INA3221}/1-0040/hwmon/hwmon1": ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"],
-                               f"{INA3221}/1-0041/hwmon/hwmon2": ["NC", "VDDQ_VDD2_1V8AO", "NC"]},
-                     "gpu": ("sys/devices/platform/bus@0/17000000.gpu/load", "sys/class/devfreq/17000000.gpu"),
-                     "cores": dict.fromkeys(range(12), A78AE), "offline": ()},
-    "orin_nano_jp6": {"rails": {f"{INA3221}/1-0040/hwmon/hwmon1": ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"]},
-                      "gpu": ("sys/devices/platform/bus@0/17000000.gpu/load", "sys/class/devfreq/17000000.gpu"),
-                      "cores": dict.fromkeys(range(6), A78AE), "offline": ()},
-    "agx_thor_jp7": {"rails": {f"{INA3221}/2-0040/hwmon/hwmon2": ["VDD_GPU", "VDD_CPU_SOC_MSS", "VIN_SYS_5V0"]},
-                     "gpu": None, "cores": dict.fromkeys(range(14), V3AE), "offline": ()},
+    "xavier_nx_jp5": {
+        "rails": {f"{INA3221}/7-0040/hwmon/hwmon4": ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"]},
+        "gpu": ("sys/devices/17000000.gv11b/load", "sys/class/devfreq/17000000.gv11b"),
+        "cores": dict.fromkeys(range(6), CARMEL),
+        "offline": (4, 5),
+    },
+    "agx_xavier_jp5": {
+        "rails": {
+            f"{INA3221}/1-0040/hwmon/hwmon2": ["GPU", "CPU", "SOC"],
+            f"{INA3221}/1-0041/hwmon/hwmon3": ["CV", "VDDRQ", "SYS5V"],
+        },
+        "gpu": ("sys/devices/17000000.gv11b/load", "sys/class/devfreq/17000000.gv11b"),
+        "cores": dict.fromkeys(range(8), CARMEL),
+        "offline": (4, 5, 6, 7),
+    },  # a low power mode
+    "agx_orin_jp6": {
+        "rails": {
+            f"{INA3221}/1-0040/hwmon/hwmon1": ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"],
+            f"{INA3221}/1-0041/hwmon/hwmon2": ["NC", "VDDQ_VDD2_1V8AO", "NC"],
+        },
+        "gpu": ("sys/devices/platform/bus@0/17000000.gpu/load", "sys/class/devfreq/17000000.gpu"),
+        "cores": dict.fromkeys(range(12), A78AE),
+        "offline": (),
+    },
+    "orin_nano_jp6": {
+        "rails": {f"{INA3221}/1-0040/hwmon/hwmon1": ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"]},
+        "gpu": ("sys/devices/platform/bus@0/17000000.gpu/load", "sys/class/devfreq/17000000.gpu"),
+        "cores": dict.fromkeys(range(6), A78AE),
+        "offline": (),
+    },
+    "agx_thor_jp7": {
+        "rails": {f"{INA3221}/2-0040/hwmon/hwmon2": ["VDD_GPU", "VDD_CPU_SOC_MSS", "VIN_SYS_5V0"]},
+        "gpu": None,
+        "cores": dict.fromkeys(range(14), V3AE),
+        "offline": (),
+    },
 }
 
 

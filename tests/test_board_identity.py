@@ -13,8 +13,10 @@ from tf_mobileperf.session.collector import Guard
 from conftest import write
 
 #: /etc/nv_tegra_release of a TX2 on L4T 32.5.1 (jtop calls it "Jetpack 4.5.1 [L4T 32.5.1]").
-TX2_RELEASE = ("# R32 (release), REVISION: 5.1, GCID: 26202423, BOARD: t186ref, EABI: aarch64, "
-               "DATE: Fri Feb 19 16:50:29 UTC 2021\n")
+TX2_RELEASE = (
+    "# R32 (release), REVISION: 5.1, GCID: 26202423, BOARD: t186ref, EABI: aarch64, "
+    "DATE: Fri Feb 19 16:50:29 UTC 2021\n"
+)
 #: An Orin Nano developer kit on L4T 35.6.0 (jtop: "NVIDIA Orin Nano Developer Kit - Jetpack 5.1.4 [L4T 35.6.0]",
 #: P-Number p3767-0005).
 ORIN_NANO_MODEL = "NVIDIA Orin Nano Developer Kit\0"
@@ -37,7 +39,11 @@ def test_tx2_from_the_firmware_device_tree_has_no_module_in_its_compatible(tmp_p
     write(tmp_path, "etc/nv_tegra_release", TX2_RELEASE)
     found = identify(tmp_path)
     assert (found.board, found.l4t, found.jetpack, found.reasons) == (
-        "NVIDIA Jetson TX2 Developer Kit", "32.5.1", "4.5.1", {})
+        "NVIDIA Jetson TX2 Developer Kit",
+        "32.5.1",
+        "4.5.1",
+        {},
+    )
 
 
 def test_release_lines_and_modules_of_each_family():
@@ -78,7 +84,8 @@ def test_a_machine_that_names_itself_nowhere_has_a_null_board_with_the_reason(tm
 def test_device_metadata_carries_the_board_and_survives_a_failure_to_read_it(monkeypatch, caplog):
     device = reporting.device_metadata([], Guard())
     assert {k: device[k] for k in ("board", "l4t", "jetpack")} == {
-        k: v for k, v in identify().to_dict().items() if k in ("board", "l4t", "jetpack")}
+        k: v for k, v in identify().to_dict().items() if k in ("board", "l4t", "jetpack")
+    }
 
     def unreadable(root="/"):
         raise PermissionError("/proc/device-tree: permission denied")

@@ -57,7 +57,10 @@ def test_tx2_jp4_denver2_cores_switched_off_keep_their_type_from_the_device_tree
     assert "processor\t: 1" not in (tx2_tree / "proc/cpuinfo").read_text()  # off: not in cpuinfo, as on the board
     assert sensor.metadata()["clusters"] == {"Cortex-A57": [0, 3, 4, 5], "Denver2": [1, 2]}
     assert sensor.metadata()["offline"] == [1, 2]
-    assert {c.name: c.cluster for c in sensor.channels if c.core in (1, 2)} == {"cpu1_util": "Denver2", "cpu2_util": "Denver2"}
+    assert {c.name: c.cluster for c in sensor.channels if c.core in (1, 2)} == {
+        "cpu1_util": "Denver2",
+        "cpu2_util": "Denver2",
+    }
 
 
 def test_tx2_jp4_input_rail_is_vdd_in(tx2_tree):
@@ -69,7 +72,10 @@ def test_xavier_nx_jp5_vdd_in_is_the_input_and_offline_carmel_cores_are_named(tm
     root = build_board(tmp_path, "xavier_nx_jp5")
     rails = Ina3221HwmonSensor(root)
     assert {c.name: (c.group, c.device) for c in rails.channels} == {
-        "VDD_IN": ("total", "board"), "VDD_CPU_GPU_CV": ("cpu+gpu+cv", "board"), "VDD_SOC": ("soc", "board")}
+        "VDD_IN": ("total", "board"),
+        "VDD_CPU_GPU_CV": ("cpu+gpu+cv", "board"),
+        "VDD_SOC": ("soc", "board"),
+    }
     assert rails.read()["VDD_IN"] == pytest.approx(5.0 * 0.1)
     assert rails.metadata() == {"input_rail": "VDD_IN", "total_sums": ["VDD_IN"]}
     cpu = CpuSensor(root).metadata()
@@ -96,7 +102,13 @@ def test_agx_xavier_jp5_sys5v_has_a_group_and_no_rail_is_the_input(tmp_path):
     root = build_board(tmp_path, "agx_xavier_jp5")
     rails = Ina3221HwmonSensor(root)
     assert {c.name: c.group for c in rails.channels} == {
-        "GPU": "gpu", "CPU": "cpu", "SOC": "soc", "CV": "cv", "VDDRQ": "mem", "SYS5V": "sys"}
+        "GPU": "gpu",
+        "CPU": "cpu",
+        "SOC": "soc",
+        "CV": "cv",
+        "VDDRQ": "mem",
+        "SYS5V": "sys",
+    }
     meta = rails.metadata()
     assert meta["input_rail"] is None and meta["total_sums"] == ["GPU", "CPU", "SOC", "CV", "VDDRQ", "SYS5V"]
     assert "AGX Xavier" in meta["input_rail_reason"]
@@ -116,8 +128,12 @@ def test_agx_thor_jp7_ina238_vin_is_read_in_watts_and_is_the_total_rail(tmp_path
     root = build_board(tmp_path, "agx_thor_jp7")
     rails = Ina3221HwmonSensor(root)
     found = {c.name: (c.group, c.device) for c in rails.channels}
-    assert found == {"VDD_GPU": ("gpu", "gpu"), "VDD_CPU_SOC_MSS": ("cpu+soc", "board"),
-                     "VIN_SYS_5V0": ("sys", "board"), "VIN": ("total", "board")}
+    assert found == {
+        "VDD_GPU": ("gpu", "gpu"),
+        "VDD_CPU_SOC_MSS": ("cpu+soc", "board"),
+        "VIN_SYS_5V0": ("sys", "board"),
+        "VIN": ("total", "board"),
+    }
     assert rails.read()["VIN"] == pytest.approx(49.0)  # power1_input, uW
     assert "ina238/2-0044/hwmon/hwmon3/power1_input" in {c.name: c.source for c in rails.channels}["VIN"]
     assert rails.metadata() == {"input_rail": "VIN", "total_sums": ["VIN"]}

@@ -47,11 +47,13 @@ def test_synthetic_constant_power_energy_is_p_times_duration(tmp_path):
 
 def test_synthetic_sine_total_energy_error_below_half_percent(tmp_path):
     f = 7.0
-    sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 6.0 + 4.0 * math.sin(2 * math.pi * f * t)},
-                             groups={"VDD_IN": "total"})
+    sensor = SyntheticSensor(
+        power_w={"VDD_IN": lambda t: 6.0 + 4.0 * math.sin(2 * math.pi * f * t)}, groups={"VDD_IN": "total"}
+    )
     cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[sensor])
     x, y = data(4000)
     small_model().fit(x, y, batch_size=8, epochs=1, callbacks=[cb], verbose=0)
+
     def F(t):  # the integral of the power
         return 6.0 * t - 4.0 * math.cos(2 * math.pi * f * t) / (2 * math.pi * f)
 
@@ -105,7 +107,7 @@ def test_custom_loop_with_perf_step(tmp_path):
     with PerfMonitor(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=2, batch_size=32) as perf:
         for i in range(8):
             with perf.step():
-                model.train_on_batch(x[i * 32:(i + 1) * 32], y[i * 32:(i + 1) * 32])
+                model.train_on_batch(x[i * 32 : (i + 1) * 32], y[i * 32 : (i + 1) * 32])
     summary = perf.report.summary()
     assert summary["steps_measured"] == 6 and summary["power_avg"] == pytest.approx(5.0)
     assert (tmp_path / "report.json").exists()
@@ -160,8 +162,9 @@ def test_time_between_steps_is_reported_as_a_fraction(tmp_path):
 
 def test_every_monitor_option_reaches_the_monitor(tmp_path):
     """Synthetic sensor."""
-    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], keep_steps=7, flush_s=0.2, run="fit",
-                            combine_wait_s=3.0)
+    cb = MobilePerfCallback(
+        tmp_path, idle_s=0, sensors=[constant_sensor()], keep_steps=7, flush_s=0.2, run="fit", combine_wait_s=3.0
+    )
     options = cb.monitor.options
     assert (options.keep_steps, options.flush_s, options.run, options.combine_wait_s) == (7, 0.2, "fit", 3.0)
     small_model().fit(*data(80), batch_size=8, epochs=1, callbacks=[cb], verbose=0)

@@ -79,7 +79,9 @@ def fake_jtop(monkeypatch):
         pass
 
     class FakeJtop:
-        power = {"rail": {"VDD_GPU_SOC": {"power": 5200}, "VDD_CPU_CV": {"power": 1400}, "VIN_SYS_5V0": {"power": 3800}}}
+        power = {
+            "rail": {"VDD_GPU_SOC": {"power": 5200}, "VDD_CPU_CV": {"power": 1400}, "VIN_SYS_5V0": {"power": 3800}}
+        }
 
         def __init__(self, interval):
             self.interval = interval
@@ -98,8 +100,12 @@ def fake_jtop(monkeypatch):
 def test_tx2_iio_rails_take_device_from_rail_group_and_rail_from_name(tx2_tree):
     sensor = Ina3221IioSensor(tx2_tree)
     assert {c.name: (c.device, c.group) for c in sensor.channels} == {
-        "VDD_SYS_GPU": ("gpu", "gpu"), "VDD_SYS_CPU": ("cpu", "cpu"), "VDD_IN": ("board", "total"),
-        "VDD_SYS_DDR": ("board", "mem"), "VDD_SYS_SOC": ("board", "soc"), "VDD_4V0_WIFI": ("board", ""),
+        "VDD_SYS_GPU": ("gpu", "gpu"),
+        "VDD_SYS_CPU": ("cpu", "cpu"),
+        "VDD_IN": ("board", "total"),
+        "VDD_SYS_DDR": ("board", "mem"),
+        "VDD_SYS_SOC": ("board", "soc"),
+        "VDD_4V0_WIFI": ("board", ""),
     }
     assert all(c.kind == "power" and c.rail == c.name and c.core is None and c.cluster == "" for c in sensor.channels)
 
@@ -124,7 +130,14 @@ def test_procfs_cpu_aggregate_has_no_core_and_per_core_channels_name_core_and_cl
     assert found["cpu1_util"] == ("util", "cpu", "", 1, "Denver2", "cpu")
     assert found["cpu5_util"] == ("util", "cpu", "", 5, "Cortex-A57", "cpu")
     assert found["cpu3_freq"] == ("clock", "cpu", "", 3, "Cortex-A57", "cpu")
-    assert sorted(c.core for c in CpuSensor(tx2_tree).channels if c.kind == "util" and c.core is not None) == [0, 1, 2, 3, 4, 5]
+    assert sorted(c.core for c in CpuSensor(tx2_tree).channels if c.kind == "util" and c.core is not None) == [
+        0,
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
 
 
 def test_procfs_memory_system_ram_is_board_and_rss_is_process(tx2_tree):
@@ -180,8 +193,10 @@ def test_synthetic_channels_take_the_roles_a_test_gives():
         power_w={"gpu0_power": lambda t: 100.0, "VDD_IN": lambda t: 5.0},
         util={"cpu2_util": lambda t: 50.0},
         groups={"VDD_IN": "total"},
-        roles={"gpu0_power": {"device": "gpu", "rail": "gpu0"},
-               "cpu2_util": {"device": "cpu", "core": 2, "cluster": "Cortex-A78AE"}},
+        roles={
+            "gpu0_power": {"device": "gpu", "rail": "gpu0"},
+            "cpu2_util": {"device": "cpu", "core": 2, "cluster": "Cortex-A78AE"},
+        },
     )
     found = roles(sensor)
     assert found["gpu0_power"] == ("power", "gpu", "gpu0", None, "", "")
@@ -199,9 +214,17 @@ def test_synthetic_roles_that_fit_no_channel_are_refused():
 
 
 def test_every_channel_lies_within_what_its_sensor_class_provides(tx2_tree, orin_tree, rapl_tree, fake_nvml, fake_jtop):
-    sensors = [Ina3221IioSensor(tx2_tree), Ina3221HwmonSensor(orin_tree), JetsonGpuSensor(tx2_tree), CpuSensor(tx2_tree),
-               MemorySensor(tx2_tree, pid=4242), RaplSensor(rapl_tree), *nvml_sensors(), JtopSensor(),
-               ReplaySensor(DATA / "orin_tegrastats.log")]
+    sensors = [
+        Ina3221IioSensor(tx2_tree),
+        Ina3221HwmonSensor(orin_tree),
+        JetsonGpuSensor(tx2_tree),
+        CpuSensor(tx2_tree),
+        MemorySensor(tx2_tree, pid=4242),
+        RaplSensor(rapl_tree),
+        *nvml_sensors(),
+        JtopSensor(),
+        ReplaySensor(DATA / "orin_tegrastats.log"),
+    ]
     for sensor in sensors:
         declared = {(c.kind, c.device) for c in sensor.channels}
         assert declared <= type(sensor).provides, sensor.name
@@ -267,6 +290,7 @@ def test_from_dict_reads_a_stored_channel_and_ignores_unknown_keys(tx2_tree):
     stored = CpuSensor(tx2_tree).describe()["channels"][2]
     assert stored == channel.to_dict() and stored["core"] == 1 and stored["unit"] == "%"
     assert Channel.from_dict(stored | {"added_by_a_newer_version": [1, 2]}) == channel
-    old = Channel.from_dict({"name": "gpu0_energy", "kind": "energy", "source": "nvml", "group": "gpu",
-                             "cluster": "", "unit": "J"})
+    old = Channel.from_dict(
+        {"name": "gpu0_energy", "kind": "energy", "source": "nvml", "group": "gpu", "cluster": "", "unit": "J"}
+    )
     assert (old.device, old.rail, old.core) == ("", "gpu0_energy", None)

@@ -31,8 +31,17 @@ def test_sensors_on_fake_tx2(tx2_tree, capsys):
     assert "No power sensor" not in out
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["sweep", "--help"], ["sensors", "--seconds", "0.2"], ["plot", "--help"],
-                                  ["combine", "--help"], ["combine", "COMBINE_DIR"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--help"],
+        ["sweep", "--help"],
+        ["sensors", "--seconds", "0.2"],
+        ["plot", "--help"],
+        ["combine", "--help"],
+        ["combine", "COMBINE_DIR"],
+    ],
+)
 def test_command_line_without_training_leaves_tensorflow_unimported(argv, tmp_path):
     combine = "COMBINE_DIR" in argv
     if combine:  # two workers' steps on disk (no report: they died): combine reads and writes them
@@ -40,11 +49,14 @@ def test_command_line_without_training_leaves_tensorflow_unimported(argv, tmp_pa
             (tmp_path / task).mkdir()
             (tmp_path / task / "steps.csv").write_text(
                 "step,start_s,end_s,duration_s,batches,warmup,traced,failed,cpu_util,gpu_util,mem_peak_gb,energy_j/total\n"
-                "0,0,1,1,1,0,0,0,,,,2.5\n")
+                "0,0,1,1,1,0,0,0,,,,2.5\n"
+            )
         argv = [str(tmp_path) if a == "COMBINE_DIR" else a for a in argv]
-    code = ("import sys\nfrom tf_mobileperf.tools.cli import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
-            "print('IMPORTED', sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))")
+    code = (
+        "import sys\nfrom tf_mobileperf.tools.cli import main\n"
+        "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+        "print('IMPORTED', sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120).stdout
     assert "IMPORTED []" in out
     assert not combine or (tmp_path / "combined.json").exists()
@@ -82,5 +94,6 @@ def test_a_run_without_power_sensor_says_so_in_one_line_naming_mobileperf_sensor
     assert shown[0].levelno == logging.INFO  # not a fault: a warning is for what went wrong
     assert "no power sensor" in shown[0].getMessage() and "`mobileperf sensors`" in shown[0].getMessage()
     power = found.absent_for("power")  # the line names what was looked for; each reason is for `sensors`
-    assert power and all(label in shown[0].getMessage() and reason not in shown[0].getMessage()
-                         for label, reason in power.items())
+    assert power and all(
+        label in shown[0].getMessage() and reason not in shown[0].getMessage() for label, reason in power.items()
+    )

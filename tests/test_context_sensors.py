@@ -26,11 +26,26 @@ from conftest import write
 
 #: TX2 zones, values of its tegrastats line
 #: "PLL@41C MCPU@41C PMIC@100C Tboard@35C GPU@40.5C BCPU@41C thermal@40.1C Tdiode@38.75C".
-TX2_ZONES = [("BCPU-therm", 41000), ("MCPU-therm", 41000), ("GPU-therm", 40500), ("PLL-therm", 41000),
-             ("Tboard_tegra", 35000), ("Tdiode_tegra", 38750), ("PMIC-Die", 100000), ("thermal-fan-est", 40100)]
+TX2_ZONES = [
+    ("BCPU-therm", 41000),
+    ("MCPU-therm", 41000),
+    ("GPU-therm", 40500),
+    ("PLL-therm", 41000),
+    ("Tboard_tegra", 35000),
+    ("Tdiode_tegra", 38750),
+    ("PMIC-Die", 100000),
+    ("thermal-fan-est", 40100),
+]
 #: AGX Orin JetPack 6 zones: "CV0@-256C CPU@44.437C SOC2@41.25C SOC0@42.375C CV1@-256C GPU@-256C tj@44.437C SOC1@41.5C".
-ORIN_ZONES = [("cpu-thermal", 44437), ("gpu-thermal", -256000), ("cv0-thermal", -256000), ("soc0-thermal", 42375),
-              ("soc1-thermal", 41500), ("soc2-thermal", 41250), ("tj-thermal", 44437)]
+ORIN_ZONES = [
+    ("cpu-thermal", 44437),
+    ("gpu-thermal", -256000),
+    ("cv0-thermal", -256000),
+    ("soc0-thermal", 42375),
+    ("soc1-thermal", 41500),
+    ("soc2-thermal", 41250),
+    ("tj-thermal", 44437),
+]
 
 
 def add_zones(root: Path, zones: list[tuple[str, int]], trips: dict[str, list[tuple[str, int]]]) -> None:
@@ -45,22 +60,36 @@ def add_zones(root: Path, zones: list[tuple[str, int]], trips: dict[str, list[tu
 def add_cpufreq(root: Path, cores: list[int], cur: int, low: int, high: int, governor: str = "schedutil") -> None:
     for core in cores:
         base = f"sys/devices/system/cpu/cpu{core}/cpufreq"
-        for name, value in (("scaling_cur_freq", cur), ("scaling_min_freq", low), ("scaling_max_freq", high),
-                            ("scaling_governor", governor)):
+        for name, value in (
+            ("scaling_cur_freq", cur),
+            ("scaling_min_freq", low),
+            ("scaling_max_freq", high),
+            ("scaling_governor", governor),
+        ):
             write(root, f"{base}/{name}", f"{value}\n")
 
 
 @pytest.fixture
 def tx2_board(tx2_tree: Path) -> Path:
     """TX2 (JetPack 4) with its thermal zones, EMC at 31%@1866 MHz, clocks as in its default mode, root's debugfs."""
-    add_zones(tx2_tree, TX2_ZONES, {"BCPU-therm": [("critical", 101000), ("passive", 96500)],
-                                    "thermal-fan-est": [("active", 51000), ("active", 61000)]})
+    add_zones(
+        tx2_tree,
+        TX2_ZONES,
+        {
+            "BCPU-therm": [("critical", 101000), ("passive", 96500)],
+            "thermal-fan-est": [("active", 51000), ("active", 61000)],
+        },
+    )
     write(tx2_tree, "sys/kernel/debug/clk/emc/clk_rate", "1866000000\n")
     write(tx2_tree, "sys/kernel/actmon_avg_activity/mc_all", f"{int(0.31 * 1866000)}\n")
     add_cpufreq(tx2_tree, [0, 3, 4, 5], 2035200, 345600, 2035200)
     gpu = "sys/class/devfreq/17000000.gp10b"
-    for name, value in (("min_freq", 114750000), ("max_freq", 1300500000), ("target_freq", 1300500000),
-                        ("governor", "nvhost_podgov")):
+    for name, value in (
+        ("min_freq", 114750000),
+        ("max_freq", 1300500000),
+        ("target_freq", 1300500000),
+        ("governor", "nvhost_podgov"),
+    ):
         write(tx2_tree, f"{gpu}/{name}", f"{value}\n")
     return tx2_tree
 
@@ -68,9 +97,15 @@ def tx2_board(tx2_tree: Path) -> Path:
 @pytest.fixture
 def orin_board(orin_tree: Path) -> Path:
     """AGX Orin (JetPack 6): thermal zones with off units, bpmp EMC at 12%@3199 MHz, INA3221 alarms clear."""
-    add_zones(orin_tree, ORIN_ZONES, {"cpu-thermal": [("critical", 104500), ("hot", 99000), ("active", 0)],
-                                      "gpu-thermal": [("critical", 104500), ("passive", 99000)],
-                                      "tj-thermal": [("active", 46000), ("active", 60000)]})
+    add_zones(
+        orin_tree,
+        ORIN_ZONES,
+        {
+            "cpu-thermal": [("critical", 104500), ("hot", 99000), ("active", 0)],
+            "gpu-thermal": [("critical", 104500), ("passive", 99000)],
+            "tj-thermal": [("active", 46000), ("active", 60000)],
+        },
+    )
     write(orin_tree, "sys/kernel/debug/bpmp/debug/clk/emc/rate", "3199000000\n")
     write(orin_tree, "sys/kernel/actmon_avg_activity/mc_all", f"{int(0.12 * 3199000)}\n")
     for k in (1, 2, 3):
@@ -90,8 +125,10 @@ def test_tx2_zone_temperatures_in_celsius_by_device_with_trips(tx2_board):
     assert all(c.kind == "temperature" and c.unit == "C" for c in sensor.channels)
     meta = sensor.metadata()
     assert "PMIC-Die_temp" not in reading and "fixed 100 C" in meta["thermal_zones_skipped"]["thermal_zone6"]
-    assert meta["thermal_zones"]["BCPU-therm_temp"]["trips"] == [{"type": "critical", "temp_c": 101.0},
-                                                                 {"type": "passive", "temp_c": 96.5}]
+    assert meta["thermal_zones"]["BCPU-therm_temp"]["trips"] == [
+        {"type": "critical", "temp_c": 101.0},
+        {"type": "passive", "temp_c": 96.5},
+    ]
     assert meta["thermal_zones"]["BCPU-therm_temp"]["throttle_c"] == 96.5
     assert meta["thermal_zones"]["thermal-fan-est_temp"]["throttle_c"] is None  # fan trips do not throttle
 
@@ -111,8 +148,11 @@ def test_orin_powered_off_zone_and_failed_read_are_nan_not_minus_256(orin_board)
 def test_repeated_zone_types_get_the_zone_number(tmp_path):
     add_zones(tmp_path, [("acpitz", 27800), ("x86_pkg_temp", 52000), ("acpitz", 29800)], {})
     sensor = ThermalSensor(tmp_path)
-    assert sensor.read() == {"acpitz_temp": pytest.approx(27.8), "x86_pkg_temp_temp": pytest.approx(52.0),
-                             "acpitz_2_temp": pytest.approx(29.8)}
+    assert sensor.read() == {
+        "acpitz_temp": pytest.approx(27.8),
+        "x86_pkg_temp_temp": pytest.approx(52.0),
+        "acpitz_2_temp": pytest.approx(29.8),
+    }
     assert {c.name: c.device for c in sensor.channels}["x86_pkg_temp_temp"] == "cpu"
 
 
@@ -206,8 +246,11 @@ def test_nothing_to_watch_is_unavailable_with_reason(tmp_path):
 
 
 def test_context_channels_reduced_per_step_in_the_report(orin_board, tmp_path):
-    sensors = [ThermalSensor(orin_board, period_s=0.05), ThrottleSensor(orin_board, period_s=0.05),
-               EmcSensor(orin_board)]
+    sensors = [
+        ThermalSensor(orin_board, period_s=0.05),
+        ThrottleSensor(orin_board, period_s=0.05),
+        EmcSensor(orin_board),
+    ]
     with PerfMonitor(tmp_path / "run", sensors=sensors, warmup_steps=0) as perf:
         for temp in ("44437\n", "99500\n"):
             write(orin_board, "sys/class/thermal/thermal_zone0/temp", temp)
@@ -232,8 +275,12 @@ def fake_nvpmodel(bin_dir: Path, script: str) -> None:
 def orin_nano_modes(tmp_path: Path) -> Path:
     """An Orin Nano's nvpmodel conf and status (mode 2), jetson_clocks off, and an empty bin dir on PATH."""
     root = tmp_path / "root"
-    write(root, "etc/nvpmodel.conf", "< PM_CONFIG DEFAULT=0 >\n< POWER_MODEL ID=0 NAME=15W >\nCPU_ONLINE CORE_0 1\n"
-          "< POWER_MODEL ID=1 NAME=7W >\n< POWER_MODEL ID=2 NAME=MAXN_SUPER >\n")
+    write(
+        root,
+        "etc/nvpmodel.conf",
+        "< PM_CONFIG DEFAULT=0 >\n< POWER_MODEL ID=0 NAME=15W >\nCPU_ONLINE CORE_0 1\n"
+        "< POWER_MODEL ID=1 NAME=7W >\n< POWER_MODEL ID=2 NAME=MAXN_SUPER >\n",
+    )
     write(root, "var/lib/nvpmodel/status", "pmode:0002 fmode:quiet\n")
     add_cpufreq(root, [0, 1, 2, 3, 4, 5], 729600, 115200, 1728000)
     (tmp_path / "bin").mkdir()
@@ -274,12 +321,14 @@ def test_unknown_power_mode_is_none_with_reasons_not_zero(tmp_path, monkeypatch)
     monkeypatch.setenv("PATH", str(tmp_path))
     mode = power_mode(tmp_path)
     assert mode.mode_id is None and mode.mode_name is None and mode.jetson_clocks is None
-    assert mode.unavailable["mode"] == (f"nvpmodel is not on PATH; {tmp_path}/var/lib/nvpmodel/status not readable: "
-                                        "No such file or directory")
+    assert mode.unavailable["mode"] == (
+        f"nvpmodel is not on PATH; {tmp_path}/var/lib/nvpmodel/status not readable: No such file or directory"
+    )
     assert mode.unavailable["jetson_clocks"] == "no nvpmodel mode: not a Jetson, or nvpmodel is not installed"
     write(tmp_path, "var/lib/nvpmodel/status", "pmode:0000 fmode:quiet\n")  # a Jetson whose cpufreq is not readable
     assert power_mode(tmp_path).unavailable["jetson_clocks"] == (
-        f"no cpufreq scaling_min_freq/scaling_max_freq readable under {tmp_path}/sys/devices/system/cpu")
+        f"no cpufreq scaling_min_freq/scaling_max_freq readable under {tmp_path}/sys/devices/system/cpu"
+    )
 
 
 def test_jetson_clocks_on_when_every_floor_equals_its_ceiling(tx2_board, tmp_path, monkeypatch):
@@ -291,8 +340,10 @@ def test_jetson_clocks_on_when_every_floor_equals_its_ceiling(tx2_board, tmp_pat
     mode = power_mode(tx2_board)
     assert (mode.mode_id, mode.mode_name) == (0, "MAXN")
     assert mode.jetson_clocks is True
-    assert mode.jetson_clocks_how == ("cpufreq scaling_min_freq == scaling_max_freq on 4 of 4 CPU policies; "
-                                      "GPU devfreq 17000000.gp10b min_freq == max_freq")
+    assert mode.jetson_clocks_how == (
+        "cpufreq scaling_min_freq == scaling_max_freq on 4 of 4 CPU policies; "
+        "GPU devfreq 17000000.gp10b min_freq == max_freq"
+    )
 
 
 def test_nvpmodel_query_output_parsed_as_the_boards_print_it():

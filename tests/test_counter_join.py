@@ -82,8 +82,9 @@ def test_a_staircase_power_channel_marks_steps_shorter_than_two_updates_interpol
 
 def test_a_counter_that_changes_at_every_read_is_read_at_its_read_instants():
     t = T0 + np.arange(0.0, 2.0, 0.005)
-    out = join(t, (40.0 * (t - T0))[:, None], [COUNTER], np.array([T0 + 0.5]), np.array([T0 + 0.53]),
-               period_s=0.005)["gpu0_energy"]
+    out = join(t, (40.0 * (t - T0))[:, None], [COUNTER], np.array([T0 + 0.5]), np.array([T0 + 0.53]), period_s=0.005)[
+        "gpu0_energy"
+    ]
     assert out.value[0] == pytest.approx(40.0 * 0.03, rel=1e-9)
     assert out.method.tolist() == [MEASURED]  # 30 ms >= two 5 ms updates
 
@@ -117,6 +118,7 @@ def test_a_counter_that_held_its_value_past_an_update_is_known_flat_until_one_up
     counter = np.where(t > T0 + 0.6, counter[np.searchsorted(t, T0 + 0.6)], counter)  # no energy after 0.6 s
     series = counter_series(t, counter)
     assert series.t[-1] == pytest.approx(t[-1] - UPDATE_S)
-    out = join(t, counter[:, None], [COUNTER], np.array([T0 + 0.75]), np.array([T0 + 0.85]),
-               period_s=READ_S)["gpu0_energy"]
+    out = join(t, counter[:, None], [COUNTER], np.array([T0 + 0.75]), np.array([T0 + 0.85]), period_s=READ_S)[
+        "gpu0_energy"
+    ]
     assert out.complete[0] and out.value[0] == 0.0

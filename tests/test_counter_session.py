@@ -29,8 +29,10 @@ class SyntheticStaircaseCounter(Sensor):
     name = "synthetic-staircase"
 
     def __init__(self) -> None:
-        self.channels = [Channel("gpu0_power", "power", "synthetic staircase", device="gpu", rail="gpu0"),
-                         Channel("gpu0_energy", "energy", "synthetic staircase", device="gpu", rail="gpu0")]
+        self.channels = [
+            Channel("gpu0_power", "power", "synthetic staircase", device="gpu", rail="gpu0"),
+            Channel("gpu0_energy", "energy", "synthetic staircase", device="gpu", rail="gpu0"),
+        ]
 
     def read(self) -> Mapping[str, float]:
         updated = (time.monotonic() // UPDATE_S) * UPDATE_S
@@ -51,8 +53,9 @@ class SyntheticBrokenSensor(Sensor):
 
 def measure(logdir: Path, steps: int, step_s: float, warmup: int = 2, on_first_measured=None) -> dict:
     sensors = [SyntheticStaircaseCounter(), SyntheticBrokenSensor()]
-    with PerfMonitor(logdir, sensors=sensors, warmup_steps=warmup, idle_s=0.3, sample_period_ms=10,
-                     batch_size=8) as perf:
+    with PerfMonitor(
+        logdir, sensors=sensors, warmup_steps=warmup, idle_s=0.3, sample_period_ms=10, batch_size=8
+    ) as perf:
         for i in range(steps):
             with perf.step():
                 end = time.monotonic() + step_s
@@ -91,8 +94,9 @@ def test_a_sensor_that_never_answered_is_named_with_its_failed_reads(short_steps
     _, report = short_steps
     assert report["sampling"]["sensor_errors"]["synthetic-broken"] > 0
     # The sampler keeps each channel's last error in the words of the exception that failed the read.
-    assert re.fullmatch(r"RuntimeError: synthetic: the bus did not answer \(\d+ failed reads\)",
-                        report["unavailable"]["board_temp"])
+    assert re.fullmatch(
+        r"RuntimeError: synthetic: the bus did not answer \(\d+ failed reads\)", report["unavailable"]["board_temp"]
+    )
     assert "gpu0_energy" not in report["unavailable"]
 
 
@@ -110,8 +114,12 @@ def test_the_first_measured_step_names_the_silent_sensor_once_in_its_librarys_wo
     monkeypatch.setattr(Sampler, "error_texts", lambda self: {"board_temp": "SYNTH: Uninitialized"}, raising=False)
     seen_at_first_step: list[str] = []
     with caplog.at_level(logging.WARNING, logger="tf_mobileperf"):
-        report = measure(tmp_path / "texts", steps=6, step_s=0.01,
-                         on_first_measured=lambda: seen_at_first_step.extend(r.getMessage() for r in caplog.records))
+        report = measure(
+            tmp_path / "texts",
+            steps=6,
+            step_s=0.01,
+            on_first_measured=lambda: seen_at_first_step.extend(r.getMessage() for r in caplog.records),
+        )
     named = [m for m in seen_at_first_step if "no valid value yet" in m]
     assert len(named) == 1 and re.search(r"board_temp \(SYNTH: Uninitialized \(\d+ failed reads\)\)", named[0])
     messages = [r.getMessage() for r in caplog.records]

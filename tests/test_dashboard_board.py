@@ -16,7 +16,9 @@ from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401
 from test_dashboard_timeview import OUTPUT, serving, show
 
 
-@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
+@pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
+)
 def test_a_tegrastats_replay_shows_temperatures_clocks_throttling_and_power_mode(tmp_path, browser):  # noqa: F811
     import keras
     from selenium.webdriver.common.by import By
@@ -30,17 +32,22 @@ def test_a_tegrastats_replay_shows_temperatures_clocks_throttling_and_power_mode
     model.fit(x, x[:, :1], batch_size=8, epochs=1, callbacks=[cb], verbose=0)
     with serving(tmp_path / "logs") as url:
         show(browser, url, ("tx2/train",))
-        charts = {c.get_attribute("data-chart"): c.find_element(By.TAG_NAME, "h4").text
-                  for c in browser.find_elements(By.CSS_SELECTOR, ".time-chart")}
+        charts = {
+            c.get_attribute("data-chart"): c.find_element(By.TAG_NAME, "h4").text
+            for c in browser.find_elements(By.CSS_SELECTOR, ".time-chart")
+        }
         spans = browser.find_elements(By.CSS_SELECTOR, "#run-details .header span")
-        header = {s.find_element(By.TAG_NAME, "b").text.rstrip(": "): (s.text.split(": ", 1)[1], s.get_attribute("title"))
-                  for s in spans}
+        header = {
+            s.find_element(By.TAG_NAME, "b").text.rstrip(": "): (s.text.split(": ", 1)[1], s.get_attribute("title"))
+            for s in spans
+        }
         browser.switch_to.default_content()
         OUTPUT.mkdir(exist_ok=True)
         browser.save_screenshot(str(OUTPUT / "board-replay.png"))
     assert any(k.startswith("temperature") for k in charts), charts
-    assert any(k.startswith("clock") for k in charts) and any("GPU" in t or "board" in t for k, t in charts.items()
-                                                                 if k.startswith("clock")), charts
+    assert any(k.startswith("clock") for k in charts) and any(
+        "GPU" in t or "board" in t for k, t in charts.items() if k.startswith("clock")
+    ), charts
     value, title = header["throttled steps"]
     assert "not measured" in value and title
     value, title = header["power mode"]

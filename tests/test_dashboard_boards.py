@@ -20,7 +20,9 @@ from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # no
 from test_dashboard_timeview import serving, show
 from test_plot_boards import BOARDS, fleet  # noqa: F401 (fixture)
 
-pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
+)
 
 #: Per line of the cross-run chart: its legend label, its value in the legend and how many pixels of the
 #: plot area are within reach of its colour.
@@ -70,11 +72,15 @@ def label(row: dict) -> str:
 
 
 def pick(browser, select: str, text: str) -> None:
-    browser.execute_script("""
+    browser.execute_script(
+        """
         const select = document.querySelector(arguments[0]);
         select.value = [...select.options].find((o) => o.textContent.startsWith(arguments[1])).value;
         select.dispatchEvent(new Event('change'));
-    """, select, text)
+    """,
+        select,
+        text,
+    )
 
 
 def hover_batch(browser, size: int, sizes: list[int]) -> None:
@@ -106,7 +112,9 @@ def tensorboard(fleet):  # noqa: F811
 def test_crossrun_chart_draws_a_line_per_board_and_model_with_the_rows_values(tensorboard, fleet, browser):  # noqa: F811
     table = rows(fleet)
     show(browser, tensorboard, (run_name(table[0], fleet),))
-    grouping = browser.execute_script("return [...document.querySelectorAll('.crossrun select.grouping option')].map((o) => o.textContent)")
+    grouping = browser.execute_script(
+        "return [...document.querySelectorAll('.crossrun select.grouping option')].map((o) => o.textContent)"
+    )
     assert grouping == ["board and model", "model", "run folder"]
     pick(browser, ".crossrun select.quantity", "samples per second")
     sizes = sorted({r["batch_size"] for r in table})
@@ -123,7 +131,9 @@ def test_crossrun_chart_draws_a_line_per_board_and_model_with_the_rows_values(te
             assert pixels > 150, (name, pixels)  # its segment and two points
             (row,) = [r for r in measured if r["batch_size"] == size]
             assert number(value) == pytest.approx(row["samples_per_s"], rel=5e-3), (name, value)
-    failed = browser.execute_script("return [...document.querySelectorAll('.crossrun .failed-mark')].map((e) => e.dataset.group)")
+    failed = browser.execute_script(
+        "return [...document.querySelectorAll('.crossrun .failed-mark')].map((e) => e.dataset.group)"
+    )
     assert failed == [label(r) for r in table if not r["success"]]
     browser.find_element("css selector", ".crossrun").screenshot(str(OUTPUT / "boards-crossrun-samples.png"))
     pick(browser, ".crossrun select.quantity", "energy per sample")
@@ -141,7 +151,8 @@ def test_best_batch_table_under_the_chart_names_each_boards_batch_size_and_value
     show(browser, tensorboard, (run_name(table[0], fleet),))
     cells = browser.execute_script(
         "return [...document.querySelectorAll('.crossrun #best-batch tr')].slice(1)"
-        ".map((r) => [...r.cells].map((c) => c.textContent))")
+        ".map((r) => [...r.cells].map((c) => c.textContent))"
+    )
     keys = sorted({(board(r), model(r)) for r in table})
     assert [c[:2] for c in cells] == [list(k) for k in keys]
     for key, (_, _, fastest, thriftiest) in zip(keys, cells):
@@ -169,6 +180,9 @@ def test_runs_of_one_board_keep_a_line_per_model_and_no_best_batch_table(fleet, 
                     grouping: [...box.querySelectorAll('select.grouping option')].map((o) => o.textContent),
                     best: box.querySelectorAll('#best-batch').length};
         """)
-    assert state == {"series": ["batch size", *sorted({model(r) for r in table})], "grouping": ["model", "run folder"],
-                     "best": 0}
+    assert state == {
+        "series": ["batch size", *sorted({model(r) for r in table})],
+        "grouping": ["model", "run folder"],
+        "best": 0,
+    }
     assert state["series"] == ["batch size", "cnn", "lstm"]

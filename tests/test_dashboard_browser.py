@@ -24,7 +24,9 @@ HOSTILE = "<img src=x onerror=alert(1)>"
 
 OUTPUT = Path(__file__).parent / "_output"
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
-pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
+)
 
 
 def free_port() -> int:
@@ -43,9 +45,21 @@ def tensorboard(tmp_path_factory):
     combine(logdir / "fleet", ("worker-0", "worker-1"))
     train(logdir / HOSTILE, batch_size=8)
     port = free_port()
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "tensorboard"), "--logdir", str(logdir),
-                             "--host", "127.0.0.1", "--port", str(port), "--load_fast", "false"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "tensorboard"),
+            "--logdir",
+            str(logdir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--load_fast",
+            "false",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while True:
@@ -71,9 +85,18 @@ def browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1400,2400", "--disable-dev-shm-usage"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1400,2400",
+        "--disable-dev-shm-usage",
+    ):
         options.add_argument(flag)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
@@ -99,11 +122,17 @@ def test_tab_renders_charts_table_and_no_console_errors(tensorboard, browser):
     table = browser.find_element(By.ID, "runs-table").text
     assert "mlp-bs8/train" in table and "mlp-bs32/train" in table and HOSTILE + "/train" in table
     assert browser.find_elements(By.CSS_SELECTOR, "img") == []  # the name was shown as text, not parsed
-    combined = next(label for label in browser.find_elements(By.CSS_SELECTOR, ".runs label") if label.text == "fleet/combined")
+    combined = next(
+        label for label in browser.find_elements(By.CSS_SELECTOR, ".runs label") if label.text == "fleet/combined"
+    )
     combined.find_element(By.TAG_NAME, "input").click()
-    hosts = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "section[data-run='fleet/combined'] table.hosts")))
+    hosts = wait.until(
+        EC.presence_of_element_located((By.CSS_SELECTOR, "section[data-run='fleet/combined'] table.hosts"))
+    )
     assert "worker-0" in hosts.text and "worker-1" in hosts.text and len(hosts.find_elements(By.TAG_NAME, "tr")) == 3
-    traced = next(label for label in browser.find_elements(By.CSS_SELECTOR, ".runs label") if label.text == "mlp-bs32/train")
+    traced = next(
+        label for label in browser.find_elements(By.CSS_SELECTOR, ".runs label") if label.text == "mlp-bs32/train"
+    )
     traced.find_element(By.TAG_NAME, "input").click()
     ops = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "section[data-run='mlp-bs32/train'] .op-energy")))
     assert "Energy per operation" in ops.text and "MatMul" in ops.text and "perfetto" in ops.text

@@ -31,7 +31,9 @@ from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # no
 from test_dashboard_timeview import serving, show
 from test_plot_boards import replay_log
 
-pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
+)
 
 SIZES = (1, 4, 16)
 NO_POWER = "mlp-memory-only/train"
@@ -49,17 +51,37 @@ class FailsAtBatch(keras.callbacks.Callback):
             raise MemoryError(f"out of memory in batch {batch} (simulated)")
 
 
-def train(logdir: Path, name: str, sensors: list, batch_size: int | None, fail_at: int | None = None,
-          profile_steps: tuple[int, int] | None = None) -> None:
+def train(
+    logdir: Path,
+    name: str,
+    sensors: list,
+    batch_size: int | None,
+    fail_at: int | None = None,
+    profile_steps: tuple[int, int] | None = None,
+) -> None:
     width = {"mlp": 32, "wide": 128}[name]
-    model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(width, activation="relu", name="hidden"),
-                              keras.layers.Dense(1, name="out")], name=name)
+    model = keras.Sequential(
+        [
+            keras.Input((16,)),
+            keras.layers.Dense(width, activation="relu", name="hidden"),
+            keras.layers.Dense(1, name="out"),
+        ],
+        name=name,
+    )
     model.compile("sgd", "mse")
     x, y = data(max(1, batch_size or 8) * 10)
-    callbacks = [MobilePerfCallback(logdir, idle_s=0, sensors=sensors, batch_size=batch_size, profile_steps=profile_steps)]
+    callbacks = [
+        MobilePerfCallback(logdir, idle_s=0, sensors=sensors, batch_size=batch_size, profile_steps=profile_steps)
+    ]
     with contextlib.suppress(MemoryError):
-        model.fit(x, y, batch_size=batch_size or 8, epochs=1, verbose=0,
-                  callbacks=callbacks + ([FailsAtBatch(fail_at)] if fail_at is not None else []))
+        model.fit(
+            x,
+            y,
+            batch_size=batch_size or 8,
+            epochs=1,
+            verbose=0,
+            callbacks=callbacks + ([FailsAtBatch(fail_at)] if fail_at is not None else []),
+        )
 
 
 @pytest.fixture(scope="module")
@@ -109,9 +131,17 @@ def test_crossrun_chart_has_one_series_per_model_on_a_log2_batch_axis_and_marks_
     assert len(state["failed"]) == 1
     assert "wide-bs16/train" in state["failed"][0] and "MemoryError: out of memory in batch 4" in state["failed"][0]
     screenshot(browser, ".crossrun", "crossrun-energy.png")
-    choices = browser.execute_script("return [...document.querySelectorAll('.crossrun select.quantity option')].map((o) => o.textContent)")
-    for wanted in ("samples per second (samples/s)", "step time (mean) (ms)", "mean power: total rail group (W)",
-                   "mean power: gpu rail group (W)", "peak memory: process (peak RSS) (GiB)", "peak memory: system RAM in use (GiB)"):
+    choices = browser.execute_script(
+        "return [...document.querySelectorAll('.crossrun select.quantity option')].map((o) => o.textContent)"
+    )
+    for wanted in (
+        "samples per second (samples/s)",
+        "step time (mean) (ms)",
+        "mean power: total rail group (W)",
+        "mean power: gpu rail group (W)",
+        "peak memory: process (peak RSS) (GiB)",
+        "peak memory: system RAM in use (GiB)",
+    ):
         assert wanted in choices
     assert "GPU utilization (%): not measured" in choices  # the synthetic sensor has no GPU load
     # The y select redraws the chart; the 8 W model draws more power than the 5 W one.
@@ -139,7 +169,9 @@ def test_crossrun_chart_has_one_series_per_model_on_a_log2_batch_axis_and_marks_
 
 def test_runs_table_sorts_run_names_naturally(tensorboard, browser):
     show(browser, tensorboard, ("mlp-bs1/train",))
-    runs = browser.execute_script("return [...document.querySelectorAll('#runs-table tr td:first-child')].map((e) => e.textContent)")
+    runs = browser.execute_script(
+        "return [...document.querySelectorAll('#runs-table tr td:first-child')].map((e) => e.textContent)"
+    )
     assert runs == [f"mlp-bs{s}/train" for s in SIZES] + [NO_POWER] + [f"wide-bs{s}/train" for s in SIZES]
     screenshot(browser, "#runs-table", "crossrun-runs-table.png")
 
@@ -163,7 +195,7 @@ def test_step_table_sorts_by_any_column_and_downloads_the_steps_shown_as_csv(ten
     header()[energy].click()  # descending
     cells = column(energy)
     shown = [float(v) for v in cells if v != "–"]  # "–": a step with a hole in its samples, sorted last
-    assert "–" not in cells[:len(shown)]
+    assert "–" not in cells[: len(shown)]
     assert len(shown) >= 5 and shown == sorted(shown, reverse=True) and column(0) != steps
     assert "▼" in header()[energy].text
     # The link downloads for real: Chromium saves the Blob into tmp_path.
@@ -193,7 +225,9 @@ def test_every_header_number_explains_itself_on_hover(tensorboard, browser):
     spans = browser.find_elements(By.CSS_SELECTOR, "section[data-run='mlp-bs16/train'] .header span")
     titles = {s.find_element(By.TAG_NAME, "b").text.rstrip(": "): s.get_attribute("title") for s in spans}
     assert all(titles.values()), titles
-    assert re.match(r"mean power: total rail VDD_IN over the \d measured steps with complete energy", titles["mean power"])
+    assert re.match(
+        r"mean power: total rail VDD_IN over the \d measured steps with complete energy", titles["mean power"]
+    )
     assert "VDD_IN (synthetic" in titles["mean power"]
     assert titles["GPU util"].startswith("not measured: no GPU utilization sensor")
     assert "over the 7 measured steps (the 3 warm-up steps left out)" in titles["step time"]
@@ -221,15 +255,24 @@ def test_op_tables_rank_by_energy_or_time_without_suffixes_and_show_the_top_15(t
     assert len(types.find_elements(By.CSS_SELECTOR, "tr")) > 16
     screenshot(browser, "section[data-run='mlp-bs4/train'] .op-energy", "crossrun-ops-power.png")
     timed = browser.find_element(By.CSS_SELECTOR, f"section[data-run='{NO_POWER}'] .op-energy")
-    assert timed.find_element(By.TAG_NAME, "h4").text == "Time per operation in the traced steps (no power rail: by time)"
-    times = [float(td.text) for td in timed.find_elements(By.CSS_SELECTOR, "table[data-by='op_type'] tr td:nth-child(3)")]
+    assert (
+        timed.find_element(By.TAG_NAME, "h4").text == "Time per operation in the traced steps (no power rail: by time)"
+    )
+    times = [
+        float(td.text) for td in timed.find_elements(By.CSS_SELECTOR, "table[data-by='op_type'] tr td:nth-child(3)")
+    ]
     assert times == sorted(times, reverse=True)
     screenshot(browser, f"section[data-run='{NO_POWER}'] .op-energy", "crossrun-ops-time.png")
 
 
 #: Replayed boards' runs: (run folder, model, batch size, replayed log).
-REPLAYS = [("tx2/mlp-bs1", "mlp", 1, "tx2"), ("tx2/mlp-bs4", "mlp", 4, "tx2"), ("tx2/wide-bs4", "wide", 4, "tx2"),
-           ("orin-mlp-bs1", "mlp", 1, "orin"), ("orin-mlp-bs4", "mlp", 4, "orin")]
+REPLAYS = [
+    ("tx2/mlp-bs1", "mlp", 1, "tx2"),
+    ("tx2/mlp-bs4", "mlp", 4, "tx2"),
+    ("tx2/wide-bs4", "wide", 4, "tx2"),
+    ("orin-mlp-bs1", "mlp", 1, "orin"),
+    ("orin-mlp-bs4", "mlp", 4, "orin"),
+]
 
 #: Per line of the cross-run chart: its label and its legend value; and the bars of its points of several runs.
 LEGEND = """
@@ -272,15 +315,20 @@ def test_crossrun_chart_keeps_replays_of_two_boards_on_their_own_lines_with_thei
     assert device["replay_of"].endswith("tx2_long.log") and not device.get("board_type")
     host = device.get("board") or device["hostname"]  # the machine that replayed both logs
     assert all((r["device"].get("board") or r["device"]["hostname"]) == host for r in reports.values())
-    grouping = browser.execute_script("return [...document.querySelectorAll('.crossrun select.grouping option')].map((o) => o.textContent)")
+    grouping = browser.execute_script(
+        "return [...document.querySelectorAll('.crossrun select.grouping option')].map((o) => o.textContent)"
+    )
     assert grouping == ["board and model", "model", "run folder"]
     label = {"tx2": f"{host}, replay of tx2_long.log", "orin": f"{host}, replay of orin_long.log"}
     assert crossrun_state(browser)["y"] == "energy per step (J)"
     for size in (1, 4):
         hover_batch(browser, size, [1, 4])
         state = browser.execute_script(LEGEND)
-        assert [name for name, _ in state["lines"]] == [f"mlp on {label['orin']}", f"mlp on {label['tx2']}",
-                                                        f"wide on {label['tx2']}"]
+        assert [name for name, _ in state["lines"]] == [
+            f"mlp on {label['orin']}",
+            f"mlp on {label['tx2']}",
+            f"wide on {label['tx2']}",
+        ]
         values = dict(state["lines"])
         for folder, name, batch, board in REPLAYS:
             if batch == size:  # each line's value is its own run's, not a mean over the boards
@@ -324,6 +372,8 @@ def test_a_point_of_several_runs_shows_their_count_and_range(replays, browser):
     state = browser.execute_script(LEGEND)
     assert [name for name, _ in state["lines"]] == ["orin-mlp-bs1", "orin-mlp-bs4", "tx2"]
     tx2 = [energy_per_step(reports[f]) for f in ("tx2/mlp-bs4", "tx2/wide-bs4")]
-    assert shared(dict(state["lines"])["tx2"]) == [pytest.approx(v, rel=5e-3) for v in (sum(tx2) / 2, min(tx2), max(tx2))]
+    assert shared(dict(state["lines"])["tx2"]) == [
+        pytest.approx(v, rel=5e-3) for v in (sum(tx2) / 2, min(tx2), max(tx2))
+    ]
     assert [(s["group"], s["size"], s["n"]) for s in state["spreads"]] == [("tx2", 4, 2)]
     screenshot(browser, ".crossrun", "crossrun-folders.png")

@@ -15,7 +15,9 @@ from test_dashboard_timeview import serving, show
 from test_plugin import train
 from test_run_status import DIE_AT, aborted_sweep_run
 
-pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
+)
 
 CAUSE = "out of memory (SIGABRT: std::bad_alloc)"
 
@@ -36,15 +38,25 @@ def test_a_run_that_died_without_its_report_is_failed_in_the_table_and_the_chart
         return [...document.querySelectorAll('#runs-table tr')].slice(1).map((tr) => ({
             run: tr.cells[0].textContent, status: tr.cells[3].textContent, failed: tr.className === 'failed'}));
     """)
-    assert rows == [{"run": ended, "status": f"ended without a report: {CAUSE}", "failed": True},
-                    {"run": "mlp-bs8/train", "status": "trained", "failed": False}]
-    marks = browser.execute_script("return [...document.querySelectorAll('.crossrun .failed-mark')].map((e) => e.title)")
+    assert rows == [
+        {"run": ended, "status": f"ended without a report: {CAUSE}", "failed": True},
+        {"run": "mlp-bs8/train", "status": "trained", "failed": False},
+    ]
+    marks = browser.execute_script(
+        "return [...document.querySelectorAll('.crossrun .failed-mark')].map((e) => e.title)"
+    )
     assert marks == [f"{ended}: batch size 32 failed at step {DIE_AT}: {CAUSE}"]
-    section = browser.execute_script("""
+    section = browser.execute_script(
+        """
         const s = document.querySelector(`section[data-run='${arguments[0]}']`);
         return {status: s.querySelector('.header span.failed').textContent, note: s.querySelector('.note').textContent};
-    """, ended)
-    assert section == {"status": f"status: ended without a report: {CAUSE}", "note": f"no report: ended without a report: {CAUSE}"}
+    """,
+        ended,
+    )
+    assert section == {
+        "status": f"status: ended without a report: {CAUSE}",
+        "note": f"no report: ended without a report: {CAUSE}",
+    }
     OUTPUT.mkdir(exist_ok=True)
     browser.find_element("css selector", "#mobileperf").screenshot(str(OUTPUT / "ended-run.png"))
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

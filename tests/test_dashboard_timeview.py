@@ -26,7 +26,9 @@ from tf_mobileperf.sensors import CpuSensor, MemorySensor, ReplaySensor, Synthet
 from helpers.training import data, small_model
 from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser, free_port  # noqa: F401,F811 (the shared Chromium fixture)
 
-pytestmark = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
+)
 
 CPU_RUN, POWER_RUNS, CLOCK_RUN = "cpu-only/train", ("power-bs8/train", "power-bs16/train"), "clocks/train"
 #: Three runs on three devices: the zoo's cnn on a replayed TX2 and on a replayed AGX Orin (tegrastats logs), the
@@ -35,8 +37,9 @@ DEVICE_RUNS = ("tx2-replay/train", "orin-replay/train", CPU_RUN)
 DATA = Path(__file__).parent / "data"
 
 
-def train(logdir: Path, sensors: list, batch_size: int, samples: int = 640, step_s: float = 0.0,
-          model: str | None = None) -> None:
+def train(
+    logdir: Path, sensors: list, batch_size: int, samples: int = 640, step_s: float = 0.0, model: str | None = None
+) -> None:
     """Trains the small model (or the zoo's ``model`` on its synthetic data) measured into ``logdir``; each step
     takes at least ``step_s``, spent busy after it (a sleep would leave the CPU idle, its line along the bottom
     edge of the chart)."""
@@ -61,10 +64,12 @@ def train(logdir: Path, sensors: list, batch_size: int, samples: int = 640, step
 
 def power_sensor() -> SyntheticSensor:
     """Synthetic at the sampler's 5 ms: two rails and the board's RAM."""
-    return SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0 + (t * 7) % 1.0, "VDD_SYS_GPU": lambda t: 2.0},
-                           memory_b={"ram_used": lambda t: 2e9 + 1e8 * ((t * 3) % 1.0)},
-                           groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"},
-                           roles={"ram_used": {"device": "board"}, "VDD_SYS_GPU": {"device": "gpu"}})
+    return SyntheticSensor(
+        power_w={"VDD_IN": lambda t: 5.0 + (t * 7) % 1.0, "VDD_SYS_GPU": lambda t: 2.0},
+        memory_b={"ram_used": lambda t: 2e9 + 1e8 * ((t * 3) % 1.0)},
+        groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"},
+        roles={"ram_used": {"device": "board"}, "VDD_SYS_GPU": {"device": "gpu"}},
+    )
 
 
 def cpu_with_clocks(root: Path) -> CpuSensor:
@@ -85,9 +90,21 @@ def cpu_with_clocks(root: Path) -> CpuSensor:
 def serving(logdir: Path):
     """A real `tensorboard` on a free localhost port, once it lists the MobilePerf tab as enabled."""
     port = free_port()
-    proc = subprocess.Popen([str(Path(sys.executable).parent / "tensorboard"), "--logdir", str(logdir),
-                             "--host", "127.0.0.1", "--port", str(port), "--load_fast", "false"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "tensorboard"),
+            "--logdir",
+            str(logdir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--load_fast",
+            "false",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 90
     try:
         while True:
@@ -119,8 +136,14 @@ def tensorboard(tmp_path_factory):
     for board in ("tx2", "orin"):
         log = tmp_path_factory.mktemp(board) / f"{board}_long.log"
         log.write_text((DATA / f"{board}_tegrastats.log").read_text() * 150)
-        train(logdir / f"{board}-replay", [ReplaySensor(log, interval_ms=1000, speed=20)], batch_size=8, samples=480, step_s=0.01,
-              model="cnn")
+        train(
+            logdir / f"{board}-replay",
+            [ReplaySensor(log, interval_ms=1000, speed=20)],
+            batch_size=8,
+            samples=480,
+            step_s=0.01,
+            model="cnn",
+        )
     with serving(logdir) as url:
         yield url
 
@@ -135,15 +158,23 @@ def show(browser, url: str, runs: tuple[str, ...]) -> None:
     wait = WebDriverWait(browser, 120)
     browser.switch_to.frame(wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "iframe"))))
     wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#mobileperf[data-ready='true']")))
-    browser.execute_script("""
+    browser.execute_script(
+        """
         for (const box of document.querySelectorAll('.runs input'))
             if (box.checked !== arguments[0].includes(box.parentElement.textContent)) box.click();
-    """, list(runs))
-    wait.until(lambda d: d.execute_script("""
+    """,
+        list(runs),
+    )
+    wait.until(
+        lambda d: d.execute_script(
+            """
         const ticked = [...document.querySelectorAll('#run-details section')].map((s) => s.dataset.run);
         return document.getElementById('mobileperf').dataset.ready === 'true'
             && ticked.length === arguments[0].length && arguments[0].every((r) => ticked.includes(r));
-    """, list(runs)))
+    """,
+            list(runs),
+        )
+    )
 
 
 #: Per time chart of the runs' details (energy bars are per step, not over time): its title, its
@@ -244,8 +275,12 @@ def test_overlaid_runs_share_one_axis_and_stack_on_request(tensorboard, browser)
     screenshot(browser, "overlaid")
     browser.switch_to.frame(browser.find_element(By.CSS_SELECTOR, "iframe"))
     browser.find_element(By.ID, "stack-runs").click()
-    WebDriverWait(browser, 60).until(lambda d: d.find_element(By.ID, "time-view").get_attribute("data-layout") == "stacked"
-                                     and d.find_element(By.ID, "time-view").get_attribute("data-drawn") == "true")
+    WebDriverWait(browser, 60).until(
+        lambda d: (
+            d.find_element(By.ID, "time-view").get_attribute("data-layout") == "stacked"
+            and d.find_element(By.ID, "time-view").get_attribute("data-drawn") == "true"
+        )
+    )
     stacked = browser.find_elements(By.CSS_SELECTOR, "#time-view .stacked-run")
     assert sorted(s.get_attribute("data-run") for s in stacked) == sorted(POWER_RUNS)
     for group in stacked:
@@ -278,8 +313,11 @@ def test_three_runs_of_three_devices_overlaid_each_in_its_models_colour_with_eac
     # Each legend entry's marker is its line's stroke: the run's model's colour as `mobileperf plot` draws it,
     # read from the same model_colours.json (the TX2's cnn, cnn's second run in the runs' order, in its second
     # shade; the small model's "mlp" in the colour its name's hash picks).
-    expected = {"orin-replay/train": model_colour("cnn"), "tx2-replay/train": shade(model_colour("cnn"), 1),
-                CPU_RUN: model_colour("mlp")}
+    expected = {
+        "orin-replay/train": model_colour("cnn"),
+        "tx2-replay/train": shade(model_colour("cnn"), 1),
+        CPU_RUN: model_colour("mlp"),
+    }
     strokes = browser.execute_script("""
         return [...document.querySelectorAll('#time-view .time-chart .u-series')].map((s) => [
             s.querySelector('.u-label').textContent, getComputedStyle(s.querySelector('.u-marker')).borderLeftColor]);

@@ -50,9 +50,22 @@ def free_ports(n: int) -> list[int]:
 
 def start_worker(logdir: Path, index: int, ports: list[int], watts: float, steps: int, mode: str) -> subprocess.Popen:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(HELPERS.parent))
-    return subprocess.Popen([sys.executable, str(HELPERS / "cluster_worker.py"), str(logdir), str(index),
-                             ",".join(map(str, ports)), str(watts), str(steps), mode],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(HELPERS / "cluster_worker.py"),
+            str(logdir),
+            str(index),
+            ",".join(map(str, ports)),
+            str(watts),
+            str(steps),
+            mode,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def test_two_workers_with_multi_worker_mirrored_strategy(tmp_path):
@@ -72,7 +85,9 @@ def test_two_workers_with_multi_worker_mirrored_strategy(tmp_path):
         assert step["energy_j"] == pytest.approx(5.0 * d0 + 7.0 * d1, rel=1e-6)
         assert step["step_time_s"] == pytest.approx(max(d0, d1))
         assert step["slowest_host"] == ("worker-0" if d0 >= d1 else "worker-1")
-    assert combined["energy_total"] == pytest.approx(reports["worker-0"]["energy_total"] + reports["worker-1"]["energy_total"])
+    assert combined["energy_total"] == pytest.approx(
+        reports["worker-0"]["energy_total"] + reports["worker-1"]["energy_total"]
+    )
     assert sum(combined["slowest_host_steps"].values()) == 9
     assert set(combined["mem_peak_gb_per_host"]) == {"worker-0", "worker-1"}
     assert (tmp_path / "combined").is_dir()
@@ -107,7 +122,8 @@ def test_combine_command_after_the_fact(tmp_path, capsys):
     (tmp_path / "worker-0").mkdir()
     (tmp_path / "worker-0" / "steps.csv").write_text(
         "step,start_s,end_s,duration_s,batches,warmup,traced,failed,cpu_util,gpu_util,mem_peak_gb,energy_j/total\n"
-        "0,1,2,1,1,0,0,0,,,1.5,4.0\n")
+        "0,1,2,1,1,0,0,0,,,1.5,4.0\n"
+    )
     assert main(["combine", str(tmp_path)]) == 0
     combined = json.loads((tmp_path / "combined.json").read_text())
     assert combined["missing_hosts"] == ["worker-0"] and combined["steps"][0]["energy_j"] == 4.0
@@ -124,8 +140,9 @@ def test_fake_nvml_two_gpus_give_per_gpu_channels_in_one_run(tmp_path):
 
     from helpers import fake_nvml_h200 as fake
 
-    with PerfMonitor(tmp_path, idle_s=1.0, sensors=nvml_sensors(library="helpers.fake_nvml_h200"),
-                     warmup_steps=1) as perf:
+    with PerfMonitor(
+        tmp_path, idle_s=1.0, sensors=nvml_sensors(library="helpers.fake_nvml_h200"), warmup_steps=1
+    ) as perf:
         for _ in range(4):
             with perf.step():
                 time_mod.sleep(0.25)  # two and a half counter updates: each step's energy is measured

@@ -68,12 +68,29 @@ def test_the_report_says_where_each_rails_energy_comes_from_and_how_many_steps_i
     totals.note_update_periods(joined)
     for step in steps:
         totals.add(step)
-    report = Report(success=True, failed_step=None, error=None, warmup_steps=0, steps=steps, totals=totals,
-                    channels=CHANNELS, sampling={}, sensors=[], device={}, unavailable={})
+    report = Report(
+        success=True,
+        failed_step=None,
+        error=None,
+        warmup_steps=0,
+        steps=steps,
+        totals=totals,
+        channels=CHANNELS,
+        sampling={},
+        sensors=[],
+        device={},
+        unavailable={},
+    )
     sources = report.summary()["energy_sources"]
-    assert sources["gpu0_energy"] == {"rail": "gpu0", "channel": "gpu0_energy", "from": "counter",
-                                      "power_not_used": ["gpu0_power"], "update_period_s": pytest.approx(0.1),
-                                      "steps_measured": 2, "steps_interpolated": 2}
+    assert sources["gpu0_energy"] == {
+        "rail": "gpu0",
+        "channel": "gpu0_energy",
+        "from": "counter",
+        "power_not_used": ["gpu0_power"],
+        "update_period_s": pytest.approx(0.1),
+        "steps_measured": 2,
+        "steps_interpolated": 2,
+    }
     assert sources["VDD_IN"]["from"] == "power" and sources["VDD_IN"]["power_not_used"] == []
     assert sources["VDD_IN"]["update_period_s"] == pytest.approx(0.005)
     assert report.summary()["energy_total_methods"] == {MEASURED: 4, INTERPOLATED: 0}  # the total is VDD_IN
@@ -110,6 +127,8 @@ def test_a_channel_without_a_value_is_explained_in_its_librarys_words_with_its_f
         "pkg_energy": "no reading yet",
     }
     assert unread_reasons(["gpu0_energy"], FakeSamplerWithoutTexts(), "x") == {
-        "gpu0_energy": "no valid reading (412 failed reads)"}
+        "gpu0_energy": "no valid reading (412 failed reads)"
+    }
     assert unread_reasons(["gpu0_energy"], None, "no valid reading in the run") == {
-        "gpu0_energy": "no valid reading in the run"}
+        "gpu0_energy": "no valid reading in the run"
+    }

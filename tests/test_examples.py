@@ -24,15 +24,23 @@ NO_NETWORK = {"http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0
 def run_example(script: str, *args: str, timeout: float = 300, **env: str) -> subprocess.CompletedProcess:
     """Runs ``script`` with ``args`` on this checkout's package."""
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return subprocess.run([sys.executable, str(EXAMPLES / script), *args], capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=path, **env))
+    return subprocess.run(
+        [sys.executable, str(EXAMPLES / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=path, **env),
+    )
 
 
-@pytest.mark.parametrize("script,extra", [
-    ("shakespeare_lstm.py", ["--synthetic", "--seq-len", "50"]),
-    ("cifar10_cnn.py", ["--synthetic"]),
-    ("atari_dqn.py", ["--learn-start", "40"]),
-])
+@pytest.mark.parametrize(
+    "script,extra",
+    [
+        ("shakespeare_lstm.py", ["--synthetic", "--seq-len", "50"]),
+        ("cifar10_cnn.py", ["--synthetic"]),
+        ("atari_dqn.py", ["--learn-start", "40"]),
+    ],
+)
 def test_example_runs_and_says_where_its_logdir_is(tmp_path, script, extra):
     logdir = tmp_path / "run"
     proc = run_example(script, "--steps", "6", "--batch-size", "8", "--logdir", str(logdir), *extra)
@@ -49,8 +57,18 @@ def test_example_runs_and_says_where_its_logdir_is(tmp_path, script, extra):
 def test_an_example_whose_download_fails_trains_on_synthetic_data_and_says_so(tmp_path, script, extra):
     logdir = tmp_path / "run"
     start = time.monotonic()
-    proc = run_example(script, "--steps", "4", "--batch-size", "4", "--logdir", str(logdir), *extra,
-                       KERAS_HOME=str(tmp_path / "keras"), **NO_NETWORK)  # no data set cached from an earlier run
+    proc = run_example(
+        script,
+        "--steps",
+        "4",
+        "--batch-size",
+        "4",
+        "--logdir",
+        str(logdir),
+        *extra,
+        KERAS_HOME=str(tmp_path / "keras"),
+        **NO_NETWORK,
+    )  # no data set cached from an earlier run
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert time.monotonic() - start < 120
     said = [line for line in proc.stderr.splitlines() if "could not be downloaded" in line]
@@ -76,11 +94,14 @@ def test_the_demo_with_fewer_steps_than_its_warm_up_says_no_step_was_measured(tm
     assert "null" not in proc.stdout
 
 
-@pytest.mark.parametrize("args,says", [
-    (["--sensors", "foo"], "argument --sensors: sensors 'foo': unknown sensors"),
-    (["--logdir", "gs://bucket/run"], "argument --logdir: logdir 'gs://bucket/run' is on a remote file system"),
-    (["--steps", "0"], "argument --steps: must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "args,says",
+    [
+        (["--sensors", "foo"], "argument --sensors: sensors 'foo': unknown sensors"),
+        (["--logdir", "gs://bucket/run"], "argument --logdir: logdir 'gs://bucket/run' is on a remote file system"),
+        (["--steps", "0"], "argument --steps: must be >= 1"),
+    ],
+)
 def test_a_bad_argument_is_one_line_and_exit_status_2(args, says):
     proc = run_example("demo.py", *args, timeout=120)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr

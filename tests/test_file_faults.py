@@ -34,8 +34,6 @@ IIO = "sys/bus/i2c/drivers/ina3221x/0-0041/iio:device1"
 TX2_RAIL = "sys/bus/i2c/drivers/ina3221x/0-0041/iio:device1/in_power1_input"  # VDD_SYS_CPU
 
 
-
-
 def sample(sensors: list, seconds: float = 0.3):
     sampler = Sampler(sensors, 0.005, mode="process")
     with sampler:
@@ -66,7 +64,8 @@ def test_a_value_without_a_newline_is_read_from_its_own_bytes_only(tick_loop, tm
     assert np.isnan(column(rows, "VDD_IN")).all() and np.isnan(column(rows, "VDD_SYS_GPU")).all()
     assert sampler.errors()["ina3221x (iio)"] >= len(rows)  # the 501 kW rail, on every read
     assert sampler.error_texts() == {
-        "VDD_IN": "reading 501000 W outside [0, 1000] W, the power range of ina3221x (iio)"}
+        "VDD_IN": "reading 501000 W outside [0, 1000] W, the power range of ina3221x (iio)"
+    }
 
 
 @pytest.mark.parametrize("fault", ["fifo", "directory"])
@@ -104,8 +103,12 @@ def test_mobileperf_sensors_answers_with_a_fifo_in_the_tree(tx2_tree):
     bad.unlink()
     os.mkfifo(bad)
     try:
-        done = subprocess.run([sys.executable, "-m", "tf_mobileperf.tools.cli", "sensors", "--root", str(tx2_tree),
-                               "--seconds", "0.3"], capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "tf_mobileperf.tools.cli", "sensors", "--root", str(tx2_tree), "--seconds", "0.3"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("mobileperf sensors hung on a FIFO")
     assert done.returncode == 0, done.stderr
@@ -154,7 +157,9 @@ def test_a_negative_gpu_load_is_a_failed_read_not_an_average(tick_loop, tmp_path
     sampler, rows = sample([JetsonGpuSensor(tmp_path)])
     assert np.isnan(column(rows, "gpu_util")).all()
     assert sampler.errors()["jetson gpu (sysfs)"] >= len(rows)
-    assert sampler.error_texts()["gpu_util"] == "reading -0.5 % outside [0, 100] %, the util range of jetson gpu (sysfs)"
+    assert (
+        sampler.error_texts()["gpu_util"] == "reading -0.5 % outside [0, 100] %, the util range of jetson gpu (sysfs)"
+    )
     load.write_text("1001\n")  # over 100 %
     sampler, rows = sample([JetsonGpuSensor(tmp_path)])
     assert np.isnan(column(rows, "gpu_util")).all()
@@ -167,5 +172,7 @@ def test_impossible_power_is_a_failed_read_never_integrated():
     assert np.isnan(column(rows, "negative")).all() and np.isnan(column(rows, "huge")).all()
     assert (column(rows, "true") == 5.0).all()
     assert sampler.errors()["synthetic"] >= len(rows)
-    assert sampler.error_texts() == {"negative": "reading -1 W outside [0, 2000] W, the power range of synthetic",
-                                     "huge": "reading 1e+300 W outside [0, 2000] W, the power range of synthetic"}
+    assert sampler.error_texts() == {
+        "negative": "reading -1 W outside [0, 2000] W, the power range of synthetic",
+        "huge": "reading 1e+300 W outside [0, 2000] W, the power range of synthetic",
+    }

@@ -22,7 +22,9 @@ from tf_mobileperf.tools.cli import main
 from tf_mobileperf.tools.fleet import fleet_sweep
 from tf_mobileperf.tools.sweep import SweepConfig
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed (the [fleet] extra)")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="Ray is not installed (the [fleet] extra)"
+)
 #: Ray resolves a loopback address to this machine's interface address unless told that clusters are
 #: single-machine (the flag's name says Windows/OSX): with it every node, worker and driver stays on 127.0.0.1.
 LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
@@ -108,8 +110,9 @@ def first_sweep(fleet, tmp_path_factory):
     """cnn and lstm x batch 1,2,4 on every board type of the fleet: (sweep directory, exit status, wall s)."""
     out = tmp_path_factory.mktemp("fleet") / "sweep"
     start = time.monotonic()
-    status = main(["sweep", "--ray", fleet.address, "--models", "cnn,lstm", "--batch-sizes", "1,2,4", *TINY,
-                   "--out", str(out)])
+    status = main(
+        ["sweep", "--ray", fleet.address, "--models", "cnn,lstm", "--batch-sizes", "1,2,4", *TINY, "--out", str(out)]
+    )
     return out, status, time.monotonic() - start
 
 
@@ -118,7 +121,8 @@ def test_two_models_by_three_batch_sizes_on_two_board_types_each_row_on_its_boar
     assert status == 0
     rows = json.loads((out / "results.json").read_text())
     assert sorted((r["board_type"], r["model"], r["batch_size"]) for r in rows) == sorted(
-        (t, m, b) for t in ("orin-nano", "tx2") for m in ("cnn", "lstm") for b in (1, 2, 4))
+        (t, m, b) for t in ("orin-nano", "tx2") for m in ("cnn", "lstm") for b in (1, 2, 4)
+    )
     node_type = {n.node_id: t for t, nodes in fleet.nodes.items() for n in nodes}
     for row in rows:
         assert row["success"] and row["steps_measured"] == 2, row
@@ -128,7 +132,9 @@ def test_two_models_by_three_batch_sizes_on_two_board_types_each_row_on_its_boar
         assert logdir.parent == out / "runs" / row["board_type"] and (logdir / "summary.json").is_file()
         assert json.loads((logdir / "summary.json").read_text())["batch_size"] == row["batch_size"]
         assert json.loads((logdir / "report.json").read_text())["device"]["board_type"] == row["board_type"]
-    assert {r["ray_node"] for r in rows if r["board_type"] == "orin-nano"} <= {n.node_id for n in fleet.nodes["orin-nano"]}
+    assert {r["ray_node"] for r in rows if r["board_type"] == "orin-nano"} <= {
+        n.node_id for n in fleet.nodes["orin-nano"]
+    }
     header = (out / "results.csv").read_text().splitlines()[0].split(",")
     assert header[:4] == ["board_type", "host", "board", "jetpack"]
     assert not fleet.children()
@@ -139,19 +145,51 @@ def test_a_rerun_runs_nothing(fleet, first_sweep, capsys):
     before = (out / "results.json").read_text()
     runs = {p: p.stat().st_mtime_ns for p in (out / "runs").glob("*/*/summary.json")}
     start = time.monotonic()
-    assert main(["sweep", "--ray", fleet.address, "--models", "cnn,lstm", "--batch-sizes", "1,2,4", *TINY,
-                 "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--ray",
+                fleet.address,
+                "--models",
+                "cnn,lstm",
+                "--batch-sizes",
+                "1,2,4",
+                *TINY,
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     assert (out / "results.json").read_text() == before
     assert {p: p.stat().st_mtime_ns for p in (out / "runs").glob("*/*/summary.json")} == runs and len(runs) == 12
     assert time.monotonic() - start < first_s  # connecting only, no configuration
 
 
 def test_a_board_type_no_node_has_is_one_line_before_anything_runs(fleet, tmp_path, capsys):
-    assert main(["sweep", "--ray", fleet.address, "--boards", "tx2,xavier-nx", "--models", "cnn", *TINY,
-                 "--out", str(tmp_path / "sweep")]) == 2
+    assert (
+        main(
+            [
+                "sweep",
+                "--ray",
+                fleet.address,
+                "--boards",
+                "tx2,xavier-nx",
+                "--models",
+                "cnn",
+                *TINY,
+                "--out",
+                str(tmp_path / "sweep"),
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["mobileperf: error: no node of the Ray cluster has board type(s) xavier-nx; "
-                   "boards: orin-nano (2 nodes), tx2 (1 node)"]
+    assert err == [
+        "mobileperf: error: no node of the Ray cluster has board type(s) xavier-nx; "
+        "boards: orin-nano (2 nodes), tx2 (1 node)"
+    ]
     assert not (tmp_path / "sweep" / "results.json").exists()
 
 
@@ -160,13 +198,34 @@ def test_a_loopback_address_connects_without_rays_single_machine_variable(fleet,
     place of 127.0.0.1 and wait for it forever; the sweep connects and gets as far as the cluster's boards."""
     assert fleet.address.startswith("127.0.0.1:")
     env = {k: v for k, v in os.environ.items() if k not in LOOPBACK_ONLY}
-    done = subprocess.run([sys.executable, "-m", "tf_mobileperf.tools.cli", "sweep", "--ray", fleet.address,
-                           "--ray-timeout", "60", "--boards", "xavier-nx", "--models", "cnn", *TINY,
-                           "--out", str(tmp_path / "sweep")], env=env, capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tf_mobileperf.tools.cli",
+            "sweep",
+            "--ray",
+            fleet.address,
+            "--ray-timeout",
+            "60",
+            "--boards",
+            "xavier-nx",
+            "--models",
+            "cnn",
+            *TINY,
+            "--out",
+            str(tmp_path / "sweep"),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 2, done.stderr[-2000:]
     assert [line for line in done.stderr.splitlines() if line.startswith("mobileperf")] == [
         "mobileperf: error: no node of the Ray cluster has board type(s) xavier-nx; "
-        "boards: orin-nano (2 nodes), tx2 (1 node)"]
+        "boards: orin-nano (2 nodes), tx2 (1 node)"
+    ]
 
 
 def test_a_node_lost_mid_configuration_is_retried_on_another_or_fails_as_node_lost(fleet, tmp_path):
@@ -210,10 +269,33 @@ def test_a_node_lost_mid_configuration_is_retried_on_another_or_fails_as_node_lo
 
 def test_ctrl_c_cancels_the_fleet_and_leaves_no_process_on_any_node(fleet, tmp_path):
     driver = subprocess.Popen(
-        [sys.executable, "-m", "tf_mobileperf.tools.cli", "sweep", "--ray", fleet.address, "--boards", "orin-nano,tx2",
-         "--models", "cnn", "--batch-sizes", "1,2", "--steps", "3000", "--warmup-steps", "1", "--sensors", "none",
-         "--out", str(tmp_path / "sweep")], env=dict(os.environ, **LOOPBACK_ONLY),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-m",
+            "tf_mobileperf.tools.cli",
+            "sweep",
+            "--ray",
+            fleet.address,
+            "--boards",
+            "orin-nano,tx2",
+            "--models",
+            "cnn",
+            "--batch-sizes",
+            "1,2",
+            "--steps",
+            "3000",
+            "--warmup-steps",
+            "1",
+            "--sensors",
+            "none",
+            "--out",
+            str(tmp_path / "sweep"),
+        ],
+        env=dict(os.environ, **LOOPBACK_ONLY),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and len(set(fleet.children().values())) < 2:
@@ -249,7 +331,9 @@ def test_a_local_sweep_row_says_where_it_ran(tmp_path):
 @pytest.mark.parametrize("argv", [["sweep", "--help"], ["plot", "FLEET_DIR"]])
 def test_ray_is_not_imported_without_ray(argv, first_sweep):
     argv = [str(first_sweep[0]) if a == "FLEET_DIR" else a for a in argv]
-    code = ("import sys\nfrom tf_mobileperf.tools.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n"
-            "    pass\nprint('RAY', 'ray' in sys.modules)")
+    code = (
+        "import sys\nfrom tf_mobileperf.tools.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n"
+        "    pass\nprint('RAY', 'ray' in sys.modules)"
+    )
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=300)
     assert "RAY False" in done.stdout, done.stderr[-2000:]

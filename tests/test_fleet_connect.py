@@ -18,7 +18,9 @@ import pytest
 
 from tf_mobileperf.tools.cli import main
 
-needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="Ray is not installed (the [fleet] extra)")
+needs_ray = pytest.mark.skipif(
+    importlib.util.find_spec("ray") is None, reason="Ray is not installed (the [fleet] extra)"
+)
 SWEEP = ["--models", "cnn", "--batch-sizes", "1", "--steps", "3", "--warmup-steps", "1", "--sensors", "none"]
 
 
@@ -57,9 +59,24 @@ def silent_port():
 
 
 def driver(out: Path, port: int, timeout_s: float) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tf_mobileperf.tools.cli", "sweep", "--ray", f"127.0.0.1:{port}",
-                             "--ray-timeout", str(timeout_s), *SWEEP, "--out", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tf_mobileperf.tools.cli",
+            "sweep",
+            "--ray",
+            f"127.0.0.1:{port}",
+            "--ray-timeout",
+            str(timeout_s),
+            *SWEEP,
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def own_lines(stderr: str) -> list[str]:
@@ -73,8 +90,10 @@ def test_a_closed_port_is_one_line_naming_the_address_at_once(tmp_path):
     proc = driver(tmp_path / "sweep", port, 10)
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 2 and time.monotonic() - start < 10 + 20  # the bound, and Python's start
-    assert own_lines(stderr) == [f"mobileperf: error: no Ray cluster at 127.0.0.1:{port} (connection refused): start "
-                                 f"its head there with ray start --head --port {port}, or give the head's host:port"]
+    assert own_lines(stderr) == [
+        f"mobileperf: error: no Ray cluster at 127.0.0.1:{port} (connection refused): start "
+        f"its head there with ray start --head --port {port}, or give the head's host:port"
+    ]
     assert "Traceback" not in stderr and not (tmp_path / "sweep").exists()
 
 
@@ -85,8 +104,10 @@ def test_a_port_that_never_answers_fails_within_the_bound(tmp_path, silent_port)
     _, stderr = proc.communicate(timeout=120)
     took = time.monotonic() - start
     assert proc.returncode == 2 and 3 <= took < 3 + 25, (took, stderr[-2000:])
-    assert own_lines(stderr) == [f"mobileperf: error: the Ray cluster at 127.0.0.1:{silent_port} did not answer "
-                                 "within 3 s (is it the head's GCS port? see --ray-timeout)"]
+    assert own_lines(stderr) == [
+        f"mobileperf: error: the Ray cluster at 127.0.0.1:{silent_port} did not answer "
+        "within 3 s (is it the head's GCS port? see --ray-timeout)"
+    ]
     assert "Traceback" not in stderr
 
 
@@ -107,11 +128,15 @@ def test_ctrl_c_while_connecting_is_one_line_and_exit_130(tmp_path, silent_port)
 def test_an_address_that_is_not_host_port_is_one_line(tmp_path, capsys, address):
     assert main(["sweep", "--ray", address, *SWEEP, "--out", str(tmp_path / "sweep")]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"mobileperf: error: --ray {address}: the address must be the Ray head's host:port, e.g. 10.0.0.5:6379"]
+        f"mobileperf: error: --ray {address}: the address must be the Ray head's host:port, e.g. 10.0.0.5:6379"
+    ]
 
 
 def test_the_wait_is_an_option_shown_in_help(capsys):
     with pytest.raises(SystemExit):
         main(["sweep", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert "--ray-timeout SECONDS with --ray: how long to wait for the cluster to answer before giving up (default: 30.0)" in help_text
+    assert (
+        "--ray-timeout SECONDS with --ray: how long to wait for the cluster to answer before giving up (default: 30.0)"
+        in help_text
+    )

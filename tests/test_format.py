@@ -26,10 +26,12 @@ from tf_mobileperf.sensors.base import Channel
 #: What a report written without a version (as these tests write it) is read as: the format written now.
 UPGRADED = {"format_version": 2, "kind": "report"}
 
-CHANNELS = [Channel("VDD_IN", "power", "synthetic", group="total"),
-            Channel("VDD_SYS_GPU", "power", "synthetic", group="gpu"),
-            Channel("cpu3_util", "util", "synthetic", group="cpu", cluster="A57"),
-            Channel("ram_used", "memory", "synthetic", group="mem")]
+CHANNELS = [
+    Channel("VDD_IN", "power", "synthetic", group="total"),
+    Channel("VDD_SYS_GPU", "power", "synthetic", group="gpu"),
+    Channel("cpu3_util", "util", "synthetic", group="cpu", cluster="A57"),
+    Channel("ram_used", "memory", "synthetic", group="mem"),
+]
 
 
 def written_series(run_dir, rows: np.ndarray) -> None:
@@ -48,8 +50,15 @@ def rewrite_header(run_dir, **changes) -> None:
 
 
 def test_series_round_trip_through_the_writer_reads_every_row_exactly(tmp_path):
-    rows = np.column_stack([np.arange(50) * 0.005 + 100.0, np.linspace(4.0, 6.0, 50), np.full(50, 2.0),
-                            np.arange(50) % 100.0, np.full(50, 2e9)])
+    rows = np.column_stack(
+        [
+            np.arange(50) * 0.005 + 100.0,
+            np.linspace(4.0, 6.0, 50),
+            np.full(50, 2.0),
+            np.arange(50) % 100.0,
+            np.full(50, 2e9),
+        ]
+    )
     rows[7, 2] = np.nan  # a failed read stays a gap
     written_series(tmp_path, rows)
     header, read = read_series(tmp_path)
@@ -75,13 +84,20 @@ def test_a_channels_json_of_a_newer_version_is_refused_naming_the_version(tmp_pa
     rewrite_header(tmp_path, version=3)
     with pytest.raises(ValueError) as refused:
         read_series(tmp_path)
-    assert str(refused.value) == (f"{channels_json(tmp_path)} version 3 is newer than this tf-mobileperf "
-                                  "reads (1, 2); upgrade tf-mobileperf")
+    assert str(refused.value) == (
+        f"{channels_json(tmp_path)} version 3 is newer than this tf-mobileperf reads (1, 2); upgrade tf-mobileperf"
+    )
 
 
-@pytest.mark.parametrize("version,problem", [("2", "version '2' is not one this tf-mobileperf reads (1, 2)"),
-                                             (None, "has no version; this tf-mobileperf reads versions (1, 2)"),
-                                             (0, "version 0 is not one"), (True, "version True is not one")])
+@pytest.mark.parametrize(
+    "version,problem",
+    [
+        ("2", "version '2' is not one this tf-mobileperf reads (1, 2)"),
+        (None, "has no version; this tf-mobileperf reads versions (1, 2)"),
+        (0, "version 0 is not one"),
+        (True, "version True is not one"),
+    ],
+)
 def test_a_channels_json_without_a_known_version_is_refused(version, problem):
     header = {"columns": ["t"], "channels": []} | ({} if version is None else {"version": version})
     with pytest.raises(ValueError, match="^" + re.escape(f"channels.json {problem}")):
@@ -95,32 +111,56 @@ def version_1_channel(name: str, kind: str, group: str = "", cluster: str = "") 
 
 
 def test_a_version_1_channels_json_is_read_with_its_roles_filled(tmp_path):
-    channels = [version_1_channel("VDD_IN", "power", "total"), version_1_channel("VDD_SYS_GPU", "power", "gpu"),
-                version_1_channel("cpu_power", "power", "cpu"), version_1_channel("gpu_energy", "energy", "gpu"),
-                version_1_channel("cpu3_util", "util", "cpu", "A57"), version_1_channel("gpu_util", "util", "gpu"),
-                version_1_channel("proc_rss", "memory"), version_1_channel("ram_used", "memory", "mem")]
+    channels = [
+        version_1_channel("VDD_IN", "power", "total"),
+        version_1_channel("VDD_SYS_GPU", "power", "gpu"),
+        version_1_channel("cpu_power", "power", "cpu"),
+        version_1_channel("gpu_energy", "energy", "gpu"),
+        version_1_channel("cpu3_util", "util", "cpu", "A57"),
+        version_1_channel("gpu_util", "util", "gpu"),
+        version_1_channel("proc_rss", "memory"),
+        version_1_channel("ram_used", "memory", "mem"),
+    ]
     directory = tmp_path / names.PLUGIN_DIR
     directory.mkdir(parents=True)
-    (directory / names.CHANNELS_FILE).write_text(json.dumps(
-        {"version": 1, "columns": ["t"] + [c["name"] for c in channels], "channels": channels,
-         "clock": "time.monotonic (CLOCK_MONOTONIC), seconds", "metadata": {}}))
+    (directory / names.CHANNELS_FILE).write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "columns": ["t"] + [c["name"] for c in channels],
+                "channels": channels,
+                "clock": "time.monotonic (CLOCK_MONOTONIC), seconds",
+                "metadata": {},
+            }
+        )
+    )
     rows = np.arange(2 * 9, dtype="<f8").reshape(2, 9)
     rows.tofile(directory / names.SAMPLES_FILE)
     header, read = read_series(tmp_path)
     assert header["version"] == 2
     roles = {c["name"]: (c["device"], c["rail"], c["core"]) for c in header["channels"]}
-    assert roles == {"VDD_IN": ("board", "VDD_IN", None), "VDD_SYS_GPU": ("gpu", "VDD_SYS_GPU", None),
-                     "cpu_power": ("cpu", "cpu", None), "gpu_energy": ("gpu", "gpu", None), "cpu3_util": ("cpu", "", 3),
-                     "gpu_util": ("gpu", "", None), "proc_rss": ("process", "", None), "ram_used": ("board", "", None)}
+    assert roles == {
+        "VDD_IN": ("board", "VDD_IN", None),
+        "VDD_SYS_GPU": ("gpu", "VDD_SYS_GPU", None),
+        "cpu_power": ("cpu", "cpu", None),
+        "gpu_energy": ("gpu", "gpu", None),
+        "cpu3_util": ("cpu", "", 3),
+        "gpu_util": ("gpu", "", None),
+        "proc_rss": ("process", "", None),
+        "ram_used": ("board", "", None),
+    }
     assert [{k: c[k] for k in channels[0]} for c in header["channels"]] == channels  # the rest is kept as it was
     np.testing.assert_array_equal(read, rows)
 
 
-@pytest.mark.parametrize("change,problem", [
-    ({"columns": ["VDD_IN", "t"]}, "no column list starting with 't'"),
-    ({"channels": [{"name": "VDD_IN", "kind": "power"}]}, "no list of channels, each with name, kind, unit"),
-    ({"columns": ["t", "VDD_IN"]}, "lists columns that are not its channels"),
-])
+@pytest.mark.parametrize(
+    "change,problem",
+    [
+        ({"columns": ["VDD_IN", "t"]}, "no column list starting with 't'"),
+        ({"channels": [{"name": "VDD_IN", "kind": "power"}]}, "no list of channels, each with name, kind, unit"),
+        ({"columns": ["t", "VDD_IN"]}, "lists columns that are not its channels"),
+    ],
+)
 def test_a_channels_json_of_the_wrong_shape_is_refused_naming_the_problem(tmp_path, change, problem):
     written_series(tmp_path, np.zeros((2, 5)))
     rewrite_header(tmp_path, **change)
@@ -168,15 +208,20 @@ def test_the_run_layout_is_where_the_writers_write_and_the_readers_read(tmp_path
     assert [p.exists() for p in (layout.channels, layout.samples, layout.steps_csv, layout.progress)] == [True] * 4
     assert layout.plugin_dir == tmp_path / "logs/train/plugins/mobileperf"
     np.testing.assert_array_equal(read_series(layout.run_dir)[1], rows)
-    assert read_report(layout.logdir) == UPGRADED | {"success": True, "steps": []} and read_report(layout.plugin_dir) is None
+    assert (
+        read_report(layout.logdir) == UPGRADED | {"success": True, "steps": []}
+        and read_report(layout.plugin_dir) is None
+    )
     assert StepProgress.read(layout.progress) == 0
 
 
 def test_the_plugin_package_imports_without_tensorflow():
-    code = ("import sys\n"
-            "import tf_mobileperf_tensorboard.mobileperf_plugin\n"
-            "import tf_mobileperf.format.reader, tf_mobileperf.format.summary, tf_mobileperf.format.layout\n"
-            "print(' '.join(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tf_mobileperf')))\n")
+    code = (
+        "import sys\n"
+        "import tf_mobileperf_tensorboard.mobileperf_plugin\n"
+        "import tf_mobileperf.format.reader, tf_mobileperf.format.summary, tf_mobileperf.format.layout\n"
+        "print(' '.join(m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'keras', 'tf_mobileperf')))\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     loaded = proc.stdout.split()

@@ -42,16 +42,22 @@ class FakeAllocator:
 def fake_torch(monkeypatch):
     """A torch module with one CUDA device, through the calls the torch docs give."""
     allocator = FakeAllocator()
-    cuda = types.SimpleNamespace(is_available=lambda: True, current_device=lambda: 0,
-                                 max_memory_allocated=lambda device=None: allocator.peak,
-                                 reset_peak_memory_stats=lambda device=None: allocator.reset())
+    cuda = types.SimpleNamespace(
+        is_available=lambda: True,
+        current_device=lambda: 0,
+        max_memory_allocated=lambda device=None: allocator.peak,
+        reset_peak_memory_stats=lambda device=None: allocator.reset(),
+    )
     monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=cuda))
     return allocator
 
 
 def test_on_this_cpu_machine_every_backend_says_why_there_is_no_value():
-    for name, words in (("tensorflow", "no GPU device visible to tensorflow"),
-                        ("jax", "no GPU device visible to jax"), ("numpy", "numpy backend has no GPU")):
+    for name, words in (
+        ("tensorflow", "no GPU device visible to tensorflow"),
+        ("jax", "no GPU device visible to jax"),
+        ("numpy", "numpy backend has no GPU"),
+    ):
         memory = GpuMemory(name)
         memory.start()
         memory.begin_step()
@@ -84,7 +90,9 @@ def test_torch_peak_is_reset_at_each_step_begin(fake_torch):
 
 
 def test_torch_without_cuda_is_null_with_the_reason(monkeypatch):
-    monkeypatch.setitem(sys.modules, "torch", types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False)))
+    monkeypatch.setitem(
+        sys.modules, "torch", types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False))
+    )
     memory = GpuMemory("torch")
     memory.start()
     assert memory.end_step() is None
@@ -140,7 +148,10 @@ def test_each_step_and_the_report_carry_the_allocator_peak_apart_from_system_ram
     assert summary["gpu_mem_peak_cumulative"] is False
     assert summary["mem_peak_gb"] is None  # system RAM: no board memory sensor here; not the GPU's
     assert "gpu_mem_peak_gb" not in summary["unavailable"]
-    assert summary["gpu_device_mem_peak_gb"] is None and "no GPU memory sensor" in summary["unavailable"]["gpu_device_mem_peak_gb"]
+    assert (
+        summary["gpu_device_mem_peak_gb"] is None
+        and "no GPU memory sensor" in summary["unavailable"]["gpu_device_mem_peak_gb"]
+    )
     rows = list(csv.DictReader((tmp_path / "steps.csv").open()))
     assert [float(r["gpu_mem_peak_gb"]) for r in rows] == [9, 1, 4, 2] and rows[0]["mem_peak_gb"] == ""
 
@@ -161,8 +172,11 @@ def test_a_step_that_runs_out_of_memory_keeps_the_peak_it_reached(tmp_path, monk
 
 
 def test_nvml_device_memory_is_reported_as_its_own_quantity(tmp_path, monkeypatch):
-    device_used = SyntheticSensor(memory_b={"gpu0_mem_used": lambda t: 6 * GIB},
-                                  groups={"gpu0_mem_used": "mem"}, roles={"gpu0_mem_used": {"device": "gpu"}})
+    device_used = SyntheticSensor(
+        memory_b={"gpu0_mem_used": lambda t: 6 * GIB},
+        groups={"gpu0_mem_used": "mem"},
+        roles={"gpu0_mem_used": {"device": "gpu"}},
+    )
     summary = run_with_allocator(tmp_path, monkeypatch, [device_used], [1, 2, 3]).summary()
     assert summary["gpu_mem_peak_gb"] == 3  # the allocator's
     assert summary["gpu_device_mem_peak_gb"] == pytest.approx(6)  # NVML's device memory in use
@@ -186,6 +200,11 @@ def test_the_sweeps_memory_figure_shows_gpu_memory_apart_only_where_rows_have_it
     gpu_row = row | {"gpu_mem_peak_gb": 1.5, "gpu_device_mem_peak_gb": 2.5}
     panels = next(f for f in figures([gpu_row]) if f.name == "memory").panels
     assert [p.title.split(" (")[0] for p in panels] == [
-        "peak memory of the training process", "RAM in use on the board", "GPU memory: allocator peak"]
+        "peak memory of the training process",
+        "RAM in use on the board",
+        "GPU memory: allocator peak",
+    ]
     assert [(s.label, s.points, s.dashed) for s in panels[2].series] == [
-        ("cnn", [(8, 1.5)], False), ("cnn: GPU device memory in use (NVML)", [(8, 2.5)], True)]
+        ("cnn", [(8, 1.5)], False),
+        ("cnn: GPU device memory in use (NVML)", [(8, 2.5)], True),
+    ]

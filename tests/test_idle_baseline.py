@@ -34,7 +34,9 @@ class SyntheticThrottle(Sensor):
 
     def __init__(self, flag) -> None:
         self._flag = flag
-        self.channels = [Channel("throttle_thermal", "state", "synthetic (shared flag)", group="throttle", device="board")]
+        self.channels = [
+            Channel("throttle_thermal", "state", "synthetic (shared flag)", group="throttle", device="board")
+        ]
 
     def read(self) -> Mapping[str, float]:
         return {"throttle_thermal": float(self._flag.value)}
@@ -45,9 +47,14 @@ class SyntheticThrottle(Sensor):
 
 def training_board(training, throttle) -> list[Sensor]:
     """Synthetic rails that step up when ``training`` is set: VDD_IN (the input rail) 2 -> 6 W, VDD_SYS_GPU 1 -> 3 W."""
-    rails = SyntheticSensor(power_w={"VDD_IN": lambda t: 6.0 if training.value else 2.0,
-                                     "VDD_SYS_GPU": lambda t: 3.0 if training.value else 1.0},
-                            groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"}, roles={"VDD_SYS_GPU": {"device": "gpu"}})
+    rails = SyntheticSensor(
+        power_w={
+            "VDD_IN": lambda t: 6.0 if training.value else 2.0,
+            "VDD_SYS_GPU": lambda t: 3.0 if training.value else 1.0,
+        },
+        groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"},
+        roles={"VDD_SYS_GPU": {"device": "gpu"}},
+    )
     return [rails, SyntheticThrottle(throttle)]
 
 
@@ -56,8 +63,9 @@ def measure(logdir: Path, **options) -> dict:
     throttle state is raised (with a margin of quiet samples on each side) around the THROTTLED steps."""
     training = multiprocessing.Value("d", 0.0, lock=False)  # shared with the forked sampler
     throttle = multiprocessing.Value("d", 0.0, lock=False)
-    perf = PerfMonitor(logdir, sensors=training_board(training, throttle), warmup_steps=WARMUP,
-                       batch_size=BATCH, **options)
+    perf = PerfMonitor(
+        logdir, sensors=training_board(training, throttle), warmup_steps=WARMUP, batch_size=BATCH, **options
+    )
     with perf:
         training.value = 1.0
         time.sleep(0.1)  # samples at the training level before the first step's start
@@ -90,7 +98,9 @@ def test_active_energy_is_the_energy_above_idle_power_per_step_and_in_total(boar
     for step in measured:
         d = step["duration_s"]
         assert step["energy_j"]["total"] == pytest.approx(6.0 * d, rel=1e-6)
-        assert step["energy_active_j"] == pytest.approx({"VDD_IN": 4.0 * d, "VDD_SYS_GPU": 2.0 * d, "total": 4.0 * d}, rel=1e-6)
+        assert step["energy_active_j"] == pytest.approx(
+            {"VDD_IN": 4.0 * d, "VDD_SYS_GPU": 2.0 * d, "total": 4.0 * d}, rel=1e-6
+        )
     time_s = sum(s["duration_s"] for s in measured)
     assert report["energy_active_total"] == pytest.approx(4.0 * time_s, rel=1e-6)
     assert report["energy_active_j"]["VDD_SYS_GPU"] == pytest.approx(2.0 * time_s, rel=1e-6)
@@ -133,7 +143,9 @@ def test_without_power_or_throttle_sensors_each_is_null_with_its_reason(tmp_path
         assert "sensors='none' was requested" in report["unavailable"][key], key
 
 
-@pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
+@pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
+)
 def test_the_header_shows_idle_power_active_energy_throttling_power_mode_and_the_total(board_run, browser):  # noqa: F811
     from selenium.webdriver.common.by import By
 
@@ -141,8 +153,10 @@ def test_the_header_shows_idle_power_active_energy_throttling_power_mode_and_the
     with serving(logdir.parent) as url:
         show(browser, url, ("board/train",))
         spans = browser.find_elements(By.CSS_SELECTOR, "#run-details .header span")
-        header = {s.find_element(By.TAG_NAME, "b").text.rstrip(": "): (s.text.split(": ", 1)[1], s.get_attribute("title"))
-                  for s in spans}
+        header = {
+            s.find_element(By.TAG_NAME, "b").text.rstrip(": "): (s.text.split(": ", 1)[1], s.get_attribute("title"))
+            for s in spans
+        }
         bars = browser.find_element(By.XPATH, "//div[@class='chart'][h4[starts-with(., 'Energy per step')]]")
         legend = bars.find_element(By.CSS_SELECTOR, ".u-legend").text
         browser.switch_to.default_content()

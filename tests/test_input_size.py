@@ -13,8 +13,10 @@ from tf_mobileperf.tools.zoo import check_input_size, get
 from tf_mobileperf.tools.zoo.shapes import RULES
 
 TINY = ["--batch-sizes", "1", "--steps", "3", "--warmup-steps", "1", "--sensors", "none"]
-CNN_TOO_SMALL = ("input size 8 for cnn is too small: its convolution and pooling windows (3x3, 2x2 stride 2, 3x3, "
-                 "2x2 stride 2, no padding) leave no pixel of a smaller side, so it takes at least 10")
+CNN_TOO_SMALL = (
+    "input size 8 for cnn is too small: its convolution and pooling windows (3x3, 2x2 stride 2, 3x3, "
+    "2x2 stride 2, no padding) leave no pixel of a smaller side, so it takes at least 10"
+)
 
 
 @pytest.fixture
@@ -25,8 +27,14 @@ def ran(monkeypatch) -> list:
     return calls
 
 
-@pytest.mark.parametrize("command", [["sweep", "--models", "lstm,cnn"], ["sweep", "--models", "cnn", "--find-max-batch"],
-                                     ["predict", "--model", "cnn"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["sweep", "--models", "lstm,cnn"],
+        ["sweep", "--models", "cnn", "--find-max-batch"],
+        ["predict", "--model", "cnn"],
+    ],
+)
 def test_an_input_size_too_small_for_a_model_is_one_line_before_anything_runs(tmp_path, capsys, ran, command):
     assert main([*command, "--input-size", "8", *TINY[2:], "--out", str(tmp_path / "sweep")]) == 2
     assert capsys.readouterr().err.strip().splitlines() == [f"mobileperf: error: {CNN_TOO_SMALL}"]
@@ -68,11 +76,14 @@ def test_the_keras_model_is_named_as_its_zoo_entry(model):
 
 def test_a_child_failing_in_keras_has_the_exceptions_message_as_its_cause(tmp_path):
     """A real child given a size the sweep would refuse (run_one does not check): Keras raises while building."""
-    row = sweep_mod.run_one("cnn", 1, SweepConfig(out=tmp_path / "sweep", steps=3, warmup_steps=1, input_size=8,
-                                                  sensors="none"))
+    row = sweep_mod.run_one(
+        "cnn", 1, SweepConfig(out=tmp_path / "sweep", steps=3, warmup_steps=1, input_size=8, sensors="none")
+    )
     assert row["success"] is False and row["retry"] is True
-    assert row["cause"].startswith("exit code 1: ValueError: Exception encountered when calling MaxPooling2D.call(). "
-                                   "Computed output size would be zero or negative."), row["cause"]
+    assert row["cause"].startswith(
+        "exit code 1: ValueError: Exception encountered when calling MaxPooling2D.call(). "
+        "Computed output size would be zero or negative."
+    ), row["cause"]
     assert "kwargs=" not in row["cause"] and "\x1b" not in row["cause"]
 
 
@@ -98,7 +109,8 @@ Arguments received by Conv2D.call():
 
 
 def test_the_cause_is_the_last_exceptions_type_and_message_on_one_line():
-    assert exception_message(KERAS_STDERR) == ("ValueError: Exception encountered when calling Conv2D.call(). "
-                                               "Negative dimension size.")
+    assert exception_message(KERAS_STDERR) == (
+        "ValueError: Exception encountered when calling Conv2D.call(). Negative dimension size."
+    )
     assert exception_message("Segmentation fault\n") is None
     assert sweep_mod._exit_cause(1, "no traceback\nlast words\n") == "exit code 1: last words"

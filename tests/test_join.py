@@ -42,6 +42,7 @@ def test_sine_energy_error_below_half_percent():
     starts = np.arange(100.01, 109.9, 0.137)
     ends = starts + 0.1
     energy, complete = window_energy(t, power, starts, ends, 0.02)
+
     def F(x):  # the integral of the power
         return 5.0 * x - 3.0 * np.cos(2 * np.pi * 3.0 * x) / (2 * np.pi * 3.0)
 

@@ -67,8 +67,10 @@ class SeesGuards(keras.callbacks.Callback):
     """Records, during fit, whether the model's attributes are guarded (so the checks after fit mean something)."""
 
     def on_epoch_end(self, epoch, logs=None):
-        self.guarded = (isinstance(vars(self.model).get("train_function"), Guard),
-                        isinstance(vars(self.model).get("evaluate"), Guard))
+        self.guarded = (
+            isinstance(vars(self.model).get("train_function"), Guard),
+            isinstance(vars(self.model).get("evaluate"), Guard),
+        )
 
 
 def test_two_callbacks_leave_keras_objects_as_they_were_and_nothing_alive(tmp_path):
@@ -137,8 +139,9 @@ def test_an_error_in_validation_ends_the_measurement(tmp_path):
     model, train_function = model_with_train_function()
     cb = perf(tmp_path)
     with pytest.raises(Exception):  # noqa: B017 - whichever error the backend raises for the shape
-        model.fit(*data(40), batch_size=8, validation_data=(np.zeros((8, 3)), np.zeros((8, 1))), callbacks=[cb],
-                  verbose=0)
+        model.fit(
+            *data(40), batch_size=8, validation_data=(np.zeros((8, 3)), np.zeros((8, 1))), callbacks=[cb], verbose=0
+        )
     assert report_of(tmp_path)["success"] is False and not cb.monitor.sampler.running
     assert_keras_own(model, train_function)
 
@@ -244,8 +247,12 @@ def test_a_callback_dropped_after_an_unseen_error_takes_its_guards_with_it(tmp_p
 
 def test_no_frame_inspection_in_the_package():
     pattern = re.compile(r"_getframe|currentframe|f_locals|f_back|inspect\.stack")
-    hits = [f"{p.relative_to(PACKAGE)}:{i}" for p in PACKAGE.rglob("*.py")
-            for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    hits = [
+        f"{p.relative_to(PACKAGE)}:{i}"
+        for p in PACKAGE.rglob("*.py")
+        for i, line in enumerate(p.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
     assert hits == []
 
 
@@ -266,11 +273,32 @@ def test_this_file_passes_under_other_backends(name, tmp_path):
     if importlib.util.find_spec(name) is None:
         pytest.skip(f"{name} is not installed (pip install {name} runs this test)")
     tests = Path(__file__).parent
-    env = dict(os.environ, KERAS_BACKEND=name, TF_CPP_MIN_LOG_LEVEL="2",
-               PYTHONPATH=os.pathsep.join([str(tests), str(tests.parent), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,
-                           "-k", "not other_backends", "--basetemp", str(tmp_path)],
-                          env=env, capture_output=True, text=True, timeout=600, cwd=tests.parent)
+    env = dict(
+        os.environ,
+        KERAS_BACKEND=name,
+        TF_CPP_MIN_LOG_LEVEL="2",
+        PYTHONPATH=os.pathsep.join([str(tests), str(tests.parent), os.environ.get("PYTHONPATH", "")]),
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            __file__,
+            "-k",
+            "not other_backends",
+            "--basetemp",
+            str(tmp_path),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tests.parent,
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     summary = proc.stdout.strip().splitlines()[-1]
     assert re.search(r"\b\d+ passed", summary) and not re.search(r"\d+ (failed|error)", summary), summary

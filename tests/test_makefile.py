@@ -23,8 +23,7 @@ APT_CALL = re.compile(r"apt-get((?:\s+-o\s*\S+)*)\s+(\w[\w-]*)")
 def dry_run() -> str:
     """Every recipe line of the Makefile's phony targets (and what they depend on), variables expanded."""
     targets = re.search(r"^\.PHONY:(.*)$", (ROOT / "Makefile").read_text(), re.M).group(1).split()
-    proc = subprocess.run(["make", "-n", "-B", "-C", str(ROOT), *targets], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(["make", "-n", "-B", "-C", str(ROOT), *targets], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 

@@ -59,9 +59,11 @@ def read_timed(sensors) -> dict:
     for sensor in sensors:
         before = time.monotonic()
         values = sensor.read()
-        out[sensor.name] = {"before": before, "after": time.monotonic(),
-                            "values": {k: (v if isinstance(v, float) else f"{type(v).__name__}: {v}")
-                                       for k, v in values.items()}}
+        out[sensor.name] = {
+            "before": before,
+            "after": time.monotonic(),
+            "values": {k: (v if isinstance(v, float) else f"{type(v).__name__}: {v}") for k, v in values.items()},
+        }
     return out
 
 
@@ -70,15 +72,16 @@ def assert_fake_values(readings: dict) -> None:
     for gpu in range(fake.GPUS):
         values = readings["nvml"]
         power = values["values"][f"gpu{gpu}_power"]
-        assert power in {int(fake.power_w(gpu, fake.last_update(t, fake.POWER_UPDATE_S)) * 1000) / 1000.0
-                         for t in (values["before"], values["after"])}
+        assert power in {
+            int(fake.power_w(gpu, fake.last_update(t, fake.POWER_UPDATE_S)) * 1000) / 1000.0
+            for t in (values["before"], values["after"])
+        }
         assert values["values"][f"gpu{gpu}_mem_used"] == (10 + gpu) * 2**30
         assert values["values"][f"gpu{gpu}_clock"] == fake.GRAPHICS_CLOCK_MHZ * 1e6
         assert 10 <= values["values"][f"gpu{gpu}_util"] <= 90
         energy = readings["nvml energy"]
         counter = energy["values"][f"gpu{gpu}_energy"]
-        assert counter in {fake.counter_mj(gpu, t) / 1000.0
-                           for t in (energy["before"], energy["after"])}
+        assert counter in {fake.counter_mj(gpu, t) / 1000.0 for t in (energy["before"], energy["after"])}
 
 
 def test_forked_child_opens_nvml_itself_and_reads_real_values(sensors):
@@ -104,14 +107,17 @@ def test_forked_child_opens_nvml_itself_and_reads_real_values(sensors):
 def test_unpickled_in_a_fresh_python_it_opens_nvml_there_and_reads_real_values(sensors, tmp_path):
     state = tmp_path / "sensors.pickle"
     state.write_bytes(pickle.dumps(sensors))
-    script = ("import json, pickle, sys\n"
-              f"sensors = pickle.loads(open({str(state)!r}, 'rb').read())\n"
-              "assert 'helpers.fake_nvml_h200' not in sys.modules  # the library is imported by name on first read\n"
-              "from test_nvml import read_timed\n"
-              "print(json.dumps(read_timed(sensors)))\n")
+    script = (
+        "import json, pickle, sys\n"
+        f"sensors = pickle.loads(open({str(state)!r}, 'rb').read())\n"
+        "assert 'helpers.fake_nvml_h200' not in sys.modules  # the library is imported by name on first read\n"
+        "from test_nvml import read_timed\n"
+        "print(json.dumps(read_timed(sensors)))\n"
+    )
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(TESTS), str(TESTS.parent)])}
-    done = subprocess.run([sys.executable, "-c", script], cwd=TESTS.parent, env=env, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=TESTS.parent, env=env, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert_fake_values(json.loads(done.stdout))
 
@@ -137,7 +143,8 @@ def test_probe_measures_the_counters_100ms_period_and_4ms_cost_and_reads_it_ever
         # 0.3 T (0.3 of 0.1 s), at least 10 ms, and 0.2% of a core at most: the fake's call spends
         # 10-50 us of CPU in Python around its sleep, so on a busy machine the CPU term can set it.
         assert gpu.periods["energy"].period_s == pytest.approx(
-            max(energy.change_period_s * 0.3, 0.01, energy.cpu_s / 0.002))
+            max(energy.change_period_s * 0.3, 0.01, energy.cpu_s / 0.002)
+        )
         assert 0.025 <= gpu.periods["energy"].period_s < 0.05
         assert gpu.periods["power_instant"].period_s == pytest.approx(0.1, abs=0.012)  # the rate it changes at
         assert gpu.periods["util"].period_s == pytest.approx(0.2, abs=0.024)
@@ -158,9 +165,13 @@ def test_probe_measures_the_counters_100ms_period_and_4ms_cost_and_reads_it_ever
     assert {"wall_s", "cpu_s", "change_period_s", "read_period_s", "why"} <= set(reads["energy"])
     assert values.metadata()["nvml_reads"] == counters.metadata()["nvml_reads"]  # one probe: the same figures
     assert values.metadata()["gpus"][0] == {
-        "name": "NVIDIA H200", "uuid": "GPU-fa4e0000-0000-0000-0000-000000000000",
-        "memory_total_bytes": fake.MEMORY_TOTAL, "energy_counter": True,
-        "power_source": "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)", "unsupported": {}}
+        "name": "NVIDIA H200",
+        "uuid": "GPU-fa4e0000-0000-0000-0000-000000000000",
+        "memory_total_bytes": fake.MEMORY_TOTAL,
+        "energy_counter": True,
+        "power_source": "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)",
+        "unsupported": {},
+    }
     assert counters.metadata()["nvml_energy_read"]["period_s"] == counters.min_period_s
 
 
@@ -180,8 +191,9 @@ def test_read_period_rules():
 
 def test_watch_measures_a_value_that_changes_every_50ms():
     start = time.monotonic()
-    rates = watch({"stepped": lambda: int((time.monotonic() - start) / 0.05)}, until_changes=["stepped"],
-                  changes=4, window_s=1.0)
+    rates = watch(
+        {"stepped": lambda: int((time.monotonic() - start) / 0.05)}, until_changes=["stepped"], changes=4, window_s=1.0
+    )
     assert rates["stepped"].changes == 4 and rates["stepped"].change_period_s == pytest.approx(0.05, abs=0.006)
 
 
@@ -189,8 +201,10 @@ def test_each_value_is_read_only_when_due(probed, monkeypatch):
     clock = [1000.0]
     monkeypatch.setattr(nvml, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
     periods = {"power_instant": 0.05, "util": 0.1, "clock": 0.1, "memory": 0.1, "energy": 0.01}  # as on the H200
-    gpus = [dataclasses.replace(g, periods={key: ReadPeriod(periods[key], "test") for key in g.periods})
-            for g in probed.gpus]
+    gpus = [
+        dataclasses.replace(g, periods={key: ReadPeriod(periods[key], "test") for key in g.periods})
+        for g in probed.gpus
+    ]
     values = NvmlSensor(library=LIBRARY, probed=NvmlProbe(LIBRARY, gpus))
     assert values.min_period_s == 0.05
     names = lambda reading, *suffixes: {k for k in reading if k.rsplit("_", 1)[-1] in suffixes}  # noqa: E731
@@ -213,8 +227,9 @@ def test_a_failed_call_is_a_failed_read_in_nvmls_words(sensors, monkeypatch):
     assert str(reading["gpu0_util"]) == "NVML: nvmlDeviceGetUtilizationRates: GPU is lost"
     assert isinstance(reading["gpu0_power"], float) and isinstance(reading["gpu1_mem_used"], float)
     counters = sensors[1].read()
-    assert all(isinstance(v, SensorReadError) and "NVML" in str(v) and "GPU is lost" in str(v)
-               for v in counters.values())
+    assert all(
+        isinstance(v, SensorReadError) and "NVML" in str(v) and "GPU is lost" in str(v) for v in counters.values()
+    )
     with Sampler(sensors, period_s=0.005, mode="thread") as sampler:  # the sampler counts them
         sampler.wait_for_first_row()
         time.sleep(0.2)

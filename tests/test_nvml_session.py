@@ -27,8 +27,9 @@ WARMUP = 2
 
 
 def measure(logdir: Path, steps: int, step_s: float) -> dict:
-    with PerfMonitor(logdir, sensors=nvml_sensors(library=LIBRARY), warmup_steps=WARMUP, idle_s=1.0,
-                     batch_size=8) as perf:
+    with PerfMonitor(
+        logdir, sensors=nvml_sensors(library=LIBRARY), warmup_steps=WARMUP, idle_s=1.0, batch_size=8
+    ) as perf:
         for _ in range(steps):
             with perf.step():
                 end = time.monotonic() + step_s

@@ -21,8 +21,9 @@ from tf_mobileperf.steps.op_energy import ClockPair, Ops, layer_of, op_energy, r
 def test_split_shares_overlapping_ops_and_keeps_the_rest_as_no_op():
     t = np.linspace(-0.5, 1.5, 401)
     power = np.full_like(t, 10.0)
-    per_op, idle, total = split_energy(t, power, np.array([[0.0, 1.0]]), np.array([0.1, 0.2, 1.2]),
-                                       np.array([0.3, 0.4, 1.4]))
+    per_op, idle, total = split_energy(
+        t, power, np.array([[0.0, 1.0]]), np.array([0.1, 0.2, 1.2]), np.array([0.3, 0.4, 1.4])
+    )
     # A alone 0.1-0.2, A and B 0.2-0.3 (5 W each), B alone 0.3-0.4; the third op is outside the step.
     np.testing.assert_allclose(per_op, [1.5, 1.5, 0.0], atol=1e-9)
     np.testing.assert_allclose(idle, [7.0], atol=1e-9)
@@ -64,10 +65,17 @@ def test_ops_of_steps_run_on_different_threads_come_in_time_order(tmp_path):
     # As on a loaded machine: step 2 ran on the thread the XSpace lists first.
     # A written XSpace (no sensor).
     start_ns = 1_796_000_000_000_000_000
-    _xspace(tmp_path / "host.xplane.pb", start_ns, {
-        "tf_Compute/222": [("m/MatMul:MatMul", 300_000_000, 100_000_000)],
-        "tf_Compute/111": [("m/Rest:EagerPyFunc", 10_000_000, 30_000_000), ("m/MatMul:MatMul", 50_000_000, 100_000_000)],
-    })
+    _xspace(
+        tmp_path / "host.xplane.pb",
+        start_ns,
+        {
+            "tf_Compute/222": [("m/MatMul:MatMul", 300_000_000, 100_000_000)],
+            "tf_Compute/111": [
+                ("m/Rest:EagerPyFunc", 10_000_000, 30_000_000),
+                ("m/MatMul:MatMul", 50_000_000, 100_000_000),
+            ],
+        },
+    )
     clocks = ClockPair(monotonic_s=500.0, wall_s=start_ns / 1e9, uncertainty_s=0.0)
     ops = read_ops(tmp_path / "host.xplane.pb", clocks)
     assert list(ops.thread) == ["tf_Compute/111", "tf_Compute/111", "tf_Compute/222"]
@@ -88,17 +96,28 @@ def test_layer_scope_without_uniquifying_suffixes():
 def _ops(rows: list[tuple[str, float, float]]) -> Ops:
     """Ops from (scope/name:OpType, start, end) on the host, as read_ops makes them."""
     names = [name for name, _, _ in rows]
-    return Ops(np.array(names, dtype=object), np.array([n.split(":")[1] for n in names], dtype=object),
-               np.array([layer_of(n.split(":")[0]) for n in names], dtype=object),
-               np.array(["cpu"] * len(rows), dtype=object), np.array(["tf_Compute"] * len(rows), dtype=object),
-               np.array([s for _, s, _ in rows]), np.array([e for _, _, e in rows]))
+    return Ops(
+        np.array(names, dtype=object),
+        np.array([n.split(":")[1] for n in names], dtype=object),
+        np.array([layer_of(n.split(":")[0]) for n in names], dtype=object),
+        np.array(["cpu"] * len(rows), dtype=object),
+        np.array(["tf_Compute"] * len(rows), dtype=object),
+        np.array([s for _, s, _ in rows]),
+        np.array([e for _, _, e in rows]),
+    )
 
 
 def test_without_power_the_tables_rank_by_time_keep_every_row_and_one_no_layer_group():
     # Written ops, no power rail (a CPU utilization channel only): 20 op types, the
     # alphabetically first the shortest; optimizer ops in many uniquified scopes.
-    rows = [(f"StatefulPartitionedCall/m_1/layer{chr(97 + k)}_1/Op{chr(65 + k)}:Op{chr(65 + k)}", k * 0.01, k * 0.01 + 0.0001 * (k + 1))
-            for k in range(20)]
+    rows = [
+        (
+            f"StatefulPartitionedCall/m_1/layer{chr(97 + k)}_1/Op{chr(65 + k)}:Op{chr(65 + k)}",
+            k * 0.01,
+            k * 0.01 + 0.0001 * (k + 1),
+        )
+        for k in range(20)
+    ]
     rows += [(f"StatefulPartitionedCall/Add_{k}:AddV2", 0.2 + k * 0.001, 0.2 + k * 0.001 + 0.0005) for k in range(12)]
     channels = [Channel("cpu_util", "util", "test", group="cpu", device="cpu")]
     t = np.linspace(-0.1, 0.4, 101)

@@ -22,9 +22,20 @@ def fake_clock() -> float:
 
 def every_option_changed() -> dict:
     """A value for every option that differs from its default."""
-    return {"warmup_steps": 2, "sample_period_ms": 10.0, "sensors": (constant_sensor(),), "profile_steps": (4, 5),
-            "batch_size": 16, "run": "fit", "flush_s": 0.25, "keep_steps": 7, "clock": fake_clock,
-            "combine_wait_s": 3.0, "idle_s": 0.5, "sampler_priority": "normal"}
+    return {
+        "warmup_steps": 2,
+        "sample_period_ms": 10.0,
+        "sensors": (constant_sensor(),),
+        "profile_steps": (4, 5),
+        "batch_size": 16,
+        "run": "fit",
+        "flush_s": 0.25,
+        "keep_steps": 7,
+        "clock": fake_clock,
+        "combine_wait_s": 3.0,
+        "idle_s": 0.5,
+        "sampler_priority": "normal",
+    }
 
 
 def test_every_monitor_option_is_reachable_from_the_callback(tmp_path):
@@ -45,28 +56,50 @@ def test_monitor_keywords_and_an_options_object_give_the_same_options(tmp_path):
         PerfMonitor(tmp_path, options=MonitorOptions(), warmup_steps=1)
 
 
-@pytest.mark.parametrize("make", [MonitorOptions, lambda **kw: PerfMonitor("unused", **kw),
-                                  lambda **kw: MobilePerfCallback("unused", **kw)],
-                         ids=["options", "monitor", "callback"])
+@pytest.mark.parametrize(
+    "make",
+    [MonitorOptions, lambda **kw: PerfMonitor("unused", **kw), lambda **kw: MobilePerfCallback("unused", **kw)],
+    ids=["options", "monitor", "callback"],
+)
 def test_an_unknown_option_is_refused_by_name(make):
     with pytest.raises(TypeError, match="keep_stpes"):
         make(keep_stpes=7)
 
 
-@pytest.mark.parametrize("bad,names", [
-    ({"sampler_priority": "high"}, "sampler_priority"), ({"warmup_steps": -1}, "warmup_steps"), ({"warmup_steps": "3"}, "warmup_steps"),
-    ({"warmup_steps": True}, "warmup_steps"), ({"sample_period_ms": 0.01}, "period"),
-    ({"sample_period_ms": "5"}, "period"), ({"sensors": "bogus"}, "unknown sensors"),
-    ({"sensors": [object()]}, "Sensor"), ({"sensors": "replay:x.log@fast"}, "replay speed"),
-    ({"profile_steps": (1, 4)}, "profile_steps"), ({"profile_steps": 5}, "profile_steps"),
-    ({"batch_size": 0}, "batch_size"), ({"keep_steps": 0}, "keep_steps"), ({"flush_s": 0}, "flush_s"),
-    ({"flush_s": "0.5"}, "flush_s"), ({"combine_wait_s": -1.0}, "combine_wait_s"),
-    ({"combine_wait_s": float("nan")}, "combine_wait_s"), ({"run": ""}, "run"), ({"clock": 5}, "clock"),
-    ({"idle_s": -1.0}, "idle_s"), ({"idle_s": "2"}, "idle_s"), ({"idle_s": float("inf")}, "idle_s"),
-])
+@pytest.mark.parametrize(
+    "bad,names",
+    [
+        ({"sampler_priority": "high"}, "sampler_priority"),
+        ({"warmup_steps": -1}, "warmup_steps"),
+        ({"warmup_steps": "3"}, "warmup_steps"),
+        ({"warmup_steps": True}, "warmup_steps"),
+        ({"sample_period_ms": 0.01}, "period"),
+        ({"sample_period_ms": "5"}, "period"),
+        ({"sensors": "bogus"}, "unknown sensors"),
+        ({"sensors": [object()]}, "Sensor"),
+        ({"sensors": "replay:x.log@fast"}, "replay speed"),
+        ({"profile_steps": (1, 4)}, "profile_steps"),
+        ({"profile_steps": 5}, "profile_steps"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"keep_steps": 0}, "keep_steps"),
+        ({"flush_s": 0}, "flush_s"),
+        ({"flush_s": "0.5"}, "flush_s"),
+        ({"combine_wait_s": -1.0}, "combine_wait_s"),
+        ({"combine_wait_s": float("nan")}, "combine_wait_s"),
+        ({"run": ""}, "run"),
+        ({"clock": 5}, "clock"),
+        ({"idle_s": -1.0}, "idle_s"),
+        ({"idle_s": "2"}, "idle_s"),
+        ({"idle_s": float("inf")}, "idle_s"),
+    ],
+)
 def test_option_errors_are_the_same_from_options_monitor_and_callback(tmp_path, bad, names):
     errors = []
-    for make in (MonitorOptions, lambda **kw: PerfMonitor(tmp_path, **kw), lambda **kw: MobilePerfCallback(tmp_path, **kw)):
+    for make in (
+        MonitorOptions,
+        lambda **kw: PerfMonitor(tmp_path, **kw),
+        lambda **kw: MobilePerfCallback(tmp_path, **kw),
+    ):
         with pytest.raises((TypeError, ValueError), match=re.escape(names)) as caught:
             make(**({"sensors": "none"} | bad))
         errors.append((type(caught.value), str(caught.value)))
@@ -74,8 +107,14 @@ def test_option_errors_are_the_same_from_options_monitor_and_callback(tmp_path, 
 
 
 def test_options_are_stored_checked_and_cannot_change():
-    options = MonitorOptions(warmup_steps=np.int64(2), sample_period_ms=5, sensors=[constant_sensor()],
-                             profile_steps=[2, 3], keep_steps=np.int32(9), flush_s=1)
+    options = MonitorOptions(
+        warmup_steps=np.int64(2),
+        sample_period_ms=5,
+        sensors=[constant_sensor()],
+        profile_steps=[2, 3],
+        keep_steps=np.int32(9),
+        flush_s=1,
+    )
     assert (options.warmup_steps, options.keep_steps) == (2, 9) and type(options.warmup_steps) is int
     assert options.sample_period_ms == 5.0 and type(options.sample_period_ms) is float
     assert options.period_s == pytest.approx(0.005)

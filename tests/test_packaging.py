@@ -39,7 +39,9 @@ IN_WHEEL = "tf_mobileperf_tensorboard/static/index.js"
 TICK_ABI = "tf_mobileperf/sampling/_tick_abi.h"  # the C loop's contract: in the wheel whether the loop was built or not
 OUTSIDE = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # subprocesses see no source tree
 needs_git = pytest.mark.skipif(not ((ROOT / ".git").exists() and shutil.which("git")), reason="not a git checkout")
-needs_browser = pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)")
+needs_browser = pytest.mark.skipif(
+    not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
+)
 
 
 def run(*cmd: str | Path, cwd: Path = ROOT) -> str:
@@ -60,8 +62,19 @@ def clone(tmp_path_factory) -> Path:
 
 
 def build_wheel(source: Path, dest: Path) -> Path:
-    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index",
-        "-w", dest, source)
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--quiet",
+        "--no-deps",
+        "--no-build-isolation",
+        "--no-index",
+        "-w",
+        dest,
+        source,
+    )
     return next(dest.glob("tf_mobileperf-*.whl"))
 
 
@@ -75,12 +88,16 @@ def install(wheel: Path, home: Path) -> Path:
     run(sys.executable, "-m", "venv", "--without-pip", home)
     python = home / "bin" / "python"
     run(sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", "--no-index", wheel)
-    (site_packages(python) / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # a path only: not our editable install
+    (site_packages(python) / "dependencies.pth").write_text(
+        sysconfig.get_paths()["purelib"] + "\n"
+    )  # a path only: not our editable install
     return python
 
 
 def site_packages(python: Path) -> Path:
-    return Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=python.parent).strip())
+    return Path(
+        run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", cwd=python.parent).strip()
+    )
 
 
 @pytest.fixture(scope="module")
@@ -94,9 +111,25 @@ def logdir(tmp_path_factory) -> Path:
 def tensorboard(python: Path, logdir: Path):
     """`tensorboard` run by ``python`` from outside the source tree, once the MobilePerf tab is enabled."""
     port, log = free_port(), tempfile.TemporaryFile()
-    proc = subprocess.Popen([str(python), "-m", "tensorboard.main", "--logdir", str(logdir), "--host", "127.0.0.1",
-                             "--port", str(port), "--load_fast", "false"], cwd=logdir, env=OUTSIDE,
-                            stdout=subprocess.DEVNULL, stderr=log)
+    proc = subprocess.Popen(
+        [
+            str(python),
+            "-m",
+            "tensorboard.main",
+            "--logdir",
+            str(logdir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--load_fast",
+            "false",
+        ],
+        cwd=logdir,
+        env=OUTSIDE,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     try:
@@ -166,30 +199,53 @@ def test_wheel_from_a_clean_clone_carries_every_module_and_the_bundle(clone, whe
 def test_wheel_built_without_a_c_compiler_installs_and_runs_the_python_loop(clone, tmp_path):
     """CC=false: every compile fails, as on an image without gcc (or where the C loop has a warning, -Werror)."""
     source = shutil.copytree(clone, tmp_path / "source", ignore=shutil.ignore_patterns("build", "*.egg-info"))
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index",
-                           "-w", str(tmp_path / "dist"), str(source)], env={**OUTSIDE, "CC": "false"},
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            str(tmp_path / "dist"),
+            str(source),
+        ],
+        env={**OUTSIDE, "CC": "false"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     wheel = next((tmp_path / "dist").glob("tf_mobileperf-*.whl"))
     with zipfile.ZipFile(wheel) as archive:
         assert TICK_ABI in archive.namelist() and not any(n.endswith(".so") for n in archive.namelist())
     python = install(wheel, tmp_path / "venv")
-    said = run(python, "-c", "from tf_mobileperf.sampling.sampler import Sampler\n"
-               "from tf_mobileperf.sensors.procfs import MemorySensor\n"
-               "sampler = Sampler([MemorySensor()], 0.005, mode='process')\n"
-               "print(sampler.tick_loop)\n"
-               "import time; sampler.start(); rows, deadline = 0, time.monotonic() + 30\n"
-               "while rows < 10 and time.monotonic() < deadline: time.sleep(0.05); rows += len(sampler.drain())\n"
-               "sampler.stop(); print(rows)", cwd=tmp_path).splitlines()
-    assert said[0] == ("Python (the C tick loop was not built when the package was installed (no C compiler, or it "
-                       "failed: pip install -v says why))")
+    said = run(
+        python,
+        "-c",
+        "from tf_mobileperf.sampling.sampler import Sampler\n"
+        "from tf_mobileperf.sensors.procfs import MemorySensor\n"
+        "sampler = Sampler([MemorySensor()], 0.005, mode='process')\n"
+        "print(sampler.tick_loop)\n"
+        "import time; sampler.start(); rows, deadline = 0, time.monotonic() + 30\n"
+        "while rows < 10 and time.monotonic() < deadline: time.sleep(0.05); rows += len(sampler.drain())\n"
+        "sampler.stop(); print(rows)",
+        cwd=tmp_path,
+    ).splitlines()
+    assert said[0] == (
+        "Python (the C tick loop was not built when the package was installed (no C compiler, or it "
+        "failed: pip install -v says why))"
+    )
     assert int(said[1]) >= 10
 
 
 @needs_git
 @needs_browser
 def test_wheel_from_a_clean_clone_installed_outside_the_tree_renders_its_tab_and_says_when_its_bundle_is_gone(
-        clone, wheel, logdir, tmp_path, browser):
+    clone, wheel, logdir, tmp_path, browser
+):
     python = install(wheel, tmp_path / "venv")
     site = site_packages(python)
     where = run(python, "-c", "import tf_mobileperf_tensorboard as p; print(p.__file__)", cwd=tmp_path)
@@ -206,14 +262,29 @@ def test_wheel_from_a_clean_clone_installed_outside_the_tree_renders_its_tab_and
 
 @needs_git
 def test_sdist_from_a_clean_clone_carries_the_bundle_and_its_sources_and_builds_a_wheel_with_it(clone, tmp_path):
-    name = run(sys.executable, "-c", f"from setuptools import build_meta; print(build_meta.build_sdist({str(tmp_path)!r}))",
-               cwd=clone).strip().splitlines()[-1]
+    name = (
+        run(
+            sys.executable,
+            "-c",
+            f"from setuptools import build_meta; print(build_meta.build_sdist({str(tmp_path)!r}))",
+            cwd=clone,
+        )
+        .strip()
+        .splitlines()[-1]
+    )
     with tarfile.open(tmp_path / name) as sdist:
         members = {m.name.split("/", 1)[1] for m in sdist.getmembers() if "/" in m.name}
         sdist.extractall(tmp_path, filter="data")
-    assert {IN_TREE, "tensorboard_plugin/frontend/src/index.js",
-            "tensorboard_plugin/frontend/package-lock.json", "MANIFEST.in", "setup.py", "setup.cfg",
-            "tf_mobileperf/sampling/_tick.c", TICK_ABI} <= members
+    assert {
+        IN_TREE,
+        "tensorboard_plugin/frontend/src/index.js",
+        "tensorboard_plugin/frontend/package-lock.json",
+        "MANIFEST.in",
+        "setup.py",
+        "setup.cfg",
+        "tf_mobileperf/sampling/_tick.c",
+        TICK_ABI,
+    } <= members
     assert not any("node_modules" in m for m in members)
     wheel = build_wheel(tmp_path / name.removesuffix(".tar.gz"), tmp_path / "dist")  # what `pip install <sdist>` does
     with zipfile.ZipFile(wheel) as archive:

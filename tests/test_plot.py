@@ -44,8 +44,9 @@ def run_cli(argv: list[str]) -> tuple[int, str, str]:
 def cpu_sweep(tmp_path_factory):
     """cnn and lstm at batch 1 and 4 with this machine's sensors ("auto": /proc CPU and memory here)."""
     out = tmp_path_factory.mktemp("cpu") / "sweep"
-    code, stdout, stderr = run_cli(["sweep", "--models", "cnn,lstm", "--batch-sizes", "1,4", "--steps", "5",
-                                    "--out", str(out)])
+    code, stdout, stderr = run_cli(
+        ["sweep", "--models", "cnn,lstm", "--batch-sizes", "1,4", "--steps", "5", "--out", str(out)]
+    )
     assert code == 0, stderr[-3000:]
     return out, stdout, stderr
 
@@ -58,8 +59,21 @@ def replay_sweep(tmp_path_factory):
     log = tmp / "tx2_long.log"
     log.write_text(TX2_LOG.read_text() * 150)
     out = tmp / "sweep"
-    code, _, stderr = run_cli(["sweep", "--models", "cnn", "--batch-sizes", "1,2", "--steps", "5",
-                               "--sensors", f"replay:{log}@20", "--out", str(out)])
+    code, _, stderr = run_cli(
+        [
+            "sweep",
+            "--models",
+            "cnn",
+            "--batch-sizes",
+            "1,2",
+            "--steps",
+            "5",
+            "--sensors",
+            f"replay:{log}@20",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0, stderr[-3000:]
     return out
 
@@ -90,8 +104,9 @@ def test_sweep_console_shows_step_time_and_samples_per_s_and_one_progress_bar(cp
         assert float(cells[7]) == pytest.approx(row["proc_peak_gb"], rel=1e-3)
     bars = [line for line in stderr.split("\n") if "sweep:" in line]
     assert len(bars) == 1 and "4/4 [" in bars[0]  # one bar, redrawn in place, ended full
-    code, _, again = run_cli(["sweep", "--models", "cnn,lstm", "--batch-sizes", "1,4", "--steps", "5",
-                              "--out", str(out)])
+    code, _, again = run_cli(
+        ["sweep", "--models", "cnn,lstm", "--batch-sizes", "1,4", "--steps", "5", "--out", str(out)]
+    )
     assert code == 0 and "sweep:" not in again  # nothing left to run: no bar
 
 
@@ -130,9 +145,13 @@ def test_plot_of_a_replay_sweep_draws_power_per_rail_group_gpu_and_energy(replay
     assert all(r["success"] for r in rows)
     power = spec(rows, "power")
     titles = [p.title for p in power.panels]
-    assert titles[:5] == ["mean power, total rails (VDD_IN)", "mean power, cpu rails (VDD_SYS_CPU)",
-                          "mean power, gpu rails (VDD_SYS_GPU)", "mean power, mem rails (VDD_SYS_DDR)",
-                          "mean power, soc rails (VDD_SYS_SOC)"]
+    assert titles[:5] == [
+        "mean power, total rails (VDD_IN)",
+        "mean power, cpu rails (VDD_SYS_CPU)",
+        "mean power, gpu rails (VDD_SYS_GPU)",
+        "mean power, mem rails (VDD_SYS_DDR)",
+        "mean power, soc rails (VDD_SYS_SOC)",
+    ]
     total = power.panels[0].series[0].points
     assert [b for b, _ in total] == [1, 2]
     assert all(2.3 <= w <= 11.9 for _, w in total)  # between the log's lowest and highest VDD_IN
@@ -155,8 +174,9 @@ def test_plot_of_a_replay_sweep_draws_power_per_rail_group_gpu_and_energy(replay
 def test_replay_sweep_rows_carry_active_energy_and_the_energy_figure_draws_it_dashed(replay_sweep):
     rows = rows_of(replay_sweep)
     assert all(r["idle_power_w"]["VDD_IN"] > 0 for r in rows)  # the replayed TX2's idle baseline, per rail
-    assert [r["energy_active_per_step_j"] for r in rows] == [r["energy_active_total"] / r["steps_measured"]
-                                                              for r in rows]
+    assert [r["energy_active_per_step_j"] for r in rows] == [
+        r["energy_active_total"] / r["steps_measured"] for r in rows
+    ]
     per_step, per_sample = spec(rows, "energy").panels
     total, active = per_step.series
     assert active.dashed and active.beside == total.label == "cnn"
@@ -184,8 +204,9 @@ def test_a_value_below_zero_is_inside_the_axis():
     fig, ax = plt.subplots()
     draw_panel(ax, Panel("energy", "energy (J)", [Series("active", [(1, -0.02), (4, 0.01)], dashed=True)]), [1, 4])
     assert ax.get_ylim()[0] <= -0.02
-    draw_panel(ax2 := fig.add_subplot(2, 1, 2), Panel("energy", "energy (J)", [Series("total", [(1, 0.3), (4, 0.4)])]),
-               [1, 4])
+    draw_panel(
+        ax2 := fig.add_subplot(2, 1, 2), Panel("energy", "energy (J)", [Series("total", [(1, 0.3), (4, 0.4)])]), [1, 4]
+    )
     assert ax2.get_ylim()[0] == 0
     plt.close(fig)
 
@@ -197,7 +218,8 @@ def test_report_html_opens_in_chromium_with_every_figure(replay_sweep, browser):
     browser.get_log("browser")  # what earlier pages left
     browser.get(page.as_uri())
     images = browser.execute_script(
-        "return [...document.images].map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight])")
+        "return [...document.images].map(i => [i.alt, i.complete, i.naturalWidth, i.naturalHeight])"
+    )
     assert [alt for alt, *_ in images] == [s.title for s in figures(rows_of(replay_sweep))]
     assert all(complete and width > 300 and height > 200 for _, complete, width, height in images), images
     cells = browser.execute_script("return [...document.querySelectorAll('tbody tr')].map(r => r.cells[1].innerText)")
@@ -209,20 +231,35 @@ def test_report_html_opens_in_chromium_with_every_figure(replay_sweep, browser):
 def test_energy_figure_shows_active_energy_beside_total_a_line_per_model_and_power_mode(tmp_path):
     """Rows as a sweep over two power modes writes them, with an idle baseline (synthetic values: 2 W idle,
     0.1 s steps, so active = total - 0.2 J a step)."""
-    rows = [{"model": "cnn", "batch_size": b, "success": True, "config": {"steps": 5, "power_mode": mode},
-             "power_mode": mode, "power_mode_name": name, "jetson_clocks": "off", "steps_measured": 4,
-             "energy_per_step_j": total, "energy_per_sample_j": total / b, "energy_active_per_step_j": total - 0.2,
-             "energy_active_per_sample_j": (total - 0.2) / b}
-            for mode, name, watts in ((0, "MAXN", 9.0), (2, "MODE_15W", 5.0)) for b in (1, 4)
-            for total in [watts * 0.1 * (1 + b / 4)]]
+    rows = [
+        {
+            "model": "cnn",
+            "batch_size": b,
+            "success": True,
+            "config": {"steps": 5, "power_mode": mode},
+            "power_mode": mode,
+            "power_mode_name": name,
+            "jetson_clocks": "off",
+            "steps_measured": 4,
+            "energy_per_step_j": total,
+            "energy_per_sample_j": total / b,
+            "energy_active_per_step_j": total - 0.2,
+            "energy_active_per_sample_j": (total - 0.2) / b,
+        }
+        for mode, name, watts in ((0, "MAXN", 9.0), (2, "MODE_15W", 5.0))
+        for b in (1, 4)
+        for total in [watts * 0.1 * (1 + b / 4)]
+    ]
     (tmp_path / "results.json").write_text(json.dumps(rows))
     per_step, per_sample = spec(rows, "energy").panels
     assert [(s.label, s.dashed) for s in per_step.series] == [
-        ("cnn (mode 0)", False), ("cnn (mode 2)", False),
-        ("cnn (mode 0): active (idle power taken out)", True), ("cnn (mode 2): active (idle power taken out)", True)]
+        ("cnn (mode 0)", False),
+        ("cnn (mode 2)", False),
+        ("cnn (mode 0): active (idle power taken out)", True),
+        ("cnn (mode 2): active (idle power taken out)", True),
+    ]
     assert per_step.series[2].points == [(r["batch_size"], r["energy_active_per_step_j"]) for r in rows[:2]]
-    assert per_sample.series[3].points == [(b, (r["energy_per_step_j"] - 0.2) / b)
-                                           for r, b in zip(rows[2:], (1, 4))]
+    assert per_sample.series[3].points == [(b, (r["energy_per_step_j"] - 0.2) / b) for r, b in zip(rows[2:], (1, 4))]
     assert "dashed: active" in per_step.title
     page = plot(tmp_path)[-1].read_text()
     assert "active energy/step (J)" in page and "2 (MODE_15W), jetson_clocks off" in page
@@ -231,8 +268,10 @@ def test_energy_figure_shows_active_energy_beside_total_a_line_per_model_and_pow
 
 
 def test_energy_figure_without_an_idle_baseline_has_no_active_line():
-    rows = [{"model": "cnn", "batch_size": b, "success": True, "energy_per_step_j": 1.0 * b,
-             "energy_per_sample_j": 1.0} for b in (1, 2)]
+    rows = [
+        {"model": "cnn", "batch_size": b, "success": True, "energy_per_step_j": 1.0 * b, "energy_per_sample_j": 1.0}
+        for b in (1, 2)
+    ]
     per_step, _ = spec(rows, "energy").panels
     assert [s.label for s in per_step.series] == ["cnn"] and per_step.title == "energy per step"
 
@@ -297,10 +336,20 @@ def test_every_figure_of_a_recorded_sweep_has_its_models_colours_its_legend_belo
 
 
 def test_an_empty_panel_says_one_short_clause_and_the_report_keeps_the_whole_reason(tmp_path):
-    reason = ("no power sensor: no such sensor among those given: tegrastats (not on PATH), nvml (no NVIDIA "
-              "driver), ina3221 (no /sys/bus/i2c/drivers/ina3221), rapl (no /sys/class/powercap)")
-    rows = [{"model": "cnn", "batch_size": b, "success": True, "step_time_s_mean": 0.01 * b,
-             "unavailable": {"power": reason}} for b in (1, 2)]
+    reason = (
+        "no power sensor: no such sensor among those given: tegrastats (not on PATH), nvml (no NVIDIA "
+        "driver), ina3221 (no /sys/bus/i2c/drivers/ina3221), rapl (no /sys/class/powercap)"
+    )
+    rows = [
+        {
+            "model": "cnn",
+            "batch_size": b,
+            "success": True,
+            "step_time_s_mean": 0.01 * b,
+            "unavailable": {"power": reason},
+        }
+        for b in (1, 2)
+    ]
     (tmp_path / "results.json").write_text(json.dumps(rows))
     (power,) = spec(rows, "power").panels
     assert power.why_empty == "no power sensor on this device" and power.why_detail == reason

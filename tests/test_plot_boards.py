@@ -44,8 +44,10 @@ BOARDS = {
 def replay_log(tmp: Path, name: str) -> Path:
     """The recorded log repeated to 1200 lines, a minute at 20x (a line a second: its timestamps are dropped, or
     the repeats of a two-line log would be read as one second)."""
-    text = "".join(re.sub(r"^\d\d-\d\d-\d{4} \d\d:\d\d:\d\d ", "", line)
-                   for line in (DATA / f"{name}_tegrastats.log").read_text().splitlines(keepends=True))
+    text = "".join(
+        re.sub(r"^\d\d-\d\d-\d{4} \d\d:\d\d:\d\d ", "", line)
+        for line in (DATA / f"{name}_tegrastats.log").read_text().splitlines(keepends=True)
+    )
     path = tmp / f"{name}_long.log"
     path.write_text(text * (1200 // text.count("\n")))
     return path
@@ -95,12 +97,38 @@ def make_fleet(base: Path) -> Path:
     tmp = base / "fleet"
     tmp.mkdir()
     sweeps = {
-        "agx-orin": ["--models", "cnn,lstm", "--batch-sizes", "1,4", "--steps", "5",
-                     "--sensors", f"replay:{replay_log(tmp, 'orin')}@20"],
-        "tx2": ["--models", "cnn", "--batch-sizes", "1,4", "--steps", "5",
-                "--sensors", f"replay:{replay_log(tmp, 'tx2')}@20"],
-        "nano": ["--models", "cnn", "--batch-sizes", "64", "--input-size", "224", "--memory-limit", "1GiB",
-                 "--steps", "4"],
+        "agx-orin": [
+            "--models",
+            "cnn,lstm",
+            "--batch-sizes",
+            "1,4",
+            "--steps",
+            "5",
+            "--sensors",
+            f"replay:{replay_log(tmp, 'orin')}@20",
+        ],
+        "tx2": [
+            "--models",
+            "cnn",
+            "--batch-sizes",
+            "1,4",
+            "--steps",
+            "5",
+            "--sensors",
+            f"replay:{replay_log(tmp, 'tx2')}@20",
+        ],
+        "nano": [
+            "--models",
+            "cnn",
+            "--batch-sizes",
+            "64",
+            "--input-size",
+            "224",
+            "--memory-limit",
+            "1GiB",
+            "--steps",
+            "4",
+        ],
     }
     out = tmp / "fleet"
     rows = []
@@ -113,8 +141,17 @@ def make_fleet(base: Path) -> Path:
             run.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(row["logdir"], run)
             relabel(run, {"board": board, "hostname": host, "jetpack": jetpack})
-            rows.append(row | {"board_type": board_type, "board": board, "host": host, "jetpack": jetpack,
-                               "logdir": str(run), "config": row["config"] | {"board_type": board_type}})
+            rows.append(
+                row
+                | {
+                    "board_type": board_type,
+                    "board": board,
+                    "host": host,
+                    "jetpack": jetpack,
+                    "logdir": str(run),
+                    "config": row["config"] | {"board_type": board_type},
+                }
+            )
     (out / "results.json").write_text(json.dumps(rows))
     return out
 
@@ -178,10 +215,14 @@ def test_best_batch_per_board_is_the_most_samples_per_s_and_the_fewest_joules_pe
             continue
         fastest = max(ok, key=lambda r: r["samples_per_s"])
         thriftiest = min(ok, key=lambda r: r["energy_per_sample_j"])
-        assert (best.samples_per_s.batch_size, best.samples_per_s.value) == (fastest["batch_size"],
-                                                                             fastest["samples_per_s"])
-        assert (best.j_per_sample.batch_size, best.j_per_sample.value) == (thriftiest["batch_size"],
-                                                                           thriftiest["energy_per_sample_j"])
+        assert (best.samples_per_s.batch_size, best.samples_per_s.value) == (
+            fastest["batch_size"],
+            fastest["samples_per_s"],
+        )
+        assert (best.j_per_sample.batch_size, best.j_per_sample.value) == (
+            thriftiest["batch_size"],
+            thriftiest["energy_per_sample_j"],
+        )
         assert best.samples_per_s.text() == f"batch {fastest['batch_size']}: {fastest['samples_per_s']:.4g} samples/s"
         assert best.j_per_sample.text().endswith(" J/sample")
 
@@ -201,7 +242,8 @@ def test_report_html_shows_the_best_batch_size_per_board(fleet, browser):  # noq
     page = plot(fleet)[-1]
     browser.get(page.as_uri())
     cells = browser.execute_script(
-        "return [...document.querySelectorAll('#best-batch tbody tr')].map((r) => [...r.cells].map((c) => c.innerText))")
+        "return [...document.querySelectorAll('#best-batch tbody tr')].map((r) => [...r.cells].map((c) => c.innerText))"
+    )
     expected = [[b.board, b.line, b.samples_per_s.text(), b.j_per_sample.text()] for b in best_batch(rows_of(fleet))]
     assert cells == expected
     assert cells[2] == ["nano", "cnn", NO_SUCCESS, NO_SUCCESS]
@@ -217,13 +259,21 @@ def test_rows_that_record_no_board_beside_a_board_are_a_line_of_their_own_and_re
     # Rows of one sweep rerun with another sensor: a TX2 and an AGX Orin replay on this machine (the sensors
     # differ in their configurations); and a row from before boards were recorded beside one of a board.
     row = {"model": "cnn", "batch_size": 4, "success": True, "host": "vm"}
-    replays = [row | {"energy_per_step_j": j, "config": {"steps": 5, "sensors": f"replay:{log}@20"}}
-               for j, log in ((0.182, "tx2.log"), (0.074, "orin.log"))]
+    replays = [
+        row | {"energy_per_step_j": j, "config": {"steps": 5, "sensors": f"replay:{log}@20"}}
+        for j, log in ((0.182, "tx2.log"), (0.074, "orin.log"))
+    ]
     per_step = spec(replays, "energy").panels[0]
     assert [(s.label, s.points) for s in per_step.series] == [
-        ("cnn (sensors replay:tx2.log@20)", [(4, 0.182)]), ("cnn (sensors replay:orin.log@20)", [(4, 0.074)])]
-    mixed = [row | {"energy_per_step_j": 0.182, "config": {}},
-             {k: v for k, v in row.items() if k != "host"} | {"energy_per_step_j": 0.074, "config": {}}]
+        ("cnn (sensors replay:tx2.log@20)", [(4, 0.182)]),
+        ("cnn (sensors replay:orin.log@20)", [(4, 0.074)]),
+    ]
+    mixed = [
+        row | {"energy_per_step_j": 0.182, "config": {}},
+        {k: v for k, v in row.items() if k != "host"} | {"energy_per_step_j": 0.074, "config": {}},
+    ]
     per_step = spec(mixed, "energy").panels[0]
     assert [(s.label, s.points) for s in per_step.series] == [
-        ("cnn on (board not recorded)", [(4, 0.074)]), ("cnn on vm", [(4, 0.182)])]
+        ("cnn on (board not recorded)", [(4, 0.074)]),
+        ("cnn on vm", [(4, 0.182)]),
+    ]

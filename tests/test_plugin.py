@@ -25,9 +25,12 @@ BASE = "/data/plugin/mobileperf"
 
 
 def train(logdir, batch_size=32, profile_steps=None):
-    sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0 + math.sin(t * 20), "VDD_SYS_GPU": lambda t: 2.0},
-                             memory_b={"ram_used": lambda t: 2e9}, groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"},
-                             roles={"ram_used": {"device": "board"}, "VDD_SYS_GPU": {"device": "gpu"}})
+    sensor = SyntheticSensor(
+        power_w={"VDD_IN": lambda t: 5.0 + math.sin(t * 20), "VDD_SYS_GPU": lambda t: 2.0},
+        memory_b={"ram_used": lambda t: 2e9},
+        groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"},
+        roles={"ram_used": {"device": "board"}, "VDD_SYS_GPU": {"device": "gpu"}},
+    )
     cb = MobilePerfCallback(logdir, idle_s=0, sensors=[sensor], batch_size=batch_size, profile_steps=profile_steps)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32), keras.layers.Dense(1)], name="mlp")
     model.compile("sgd", "mse")
@@ -135,7 +138,9 @@ def test_min_max_draws_failed_reads_over_and_breaks_only_in_a_long_gap():
 def test_series_of_a_slow_channel_is_its_own_readings_at_its_own_rate(tmp_path):
     """Synthetic power read every row (5 ms), synthetic memory every 50 ms: NaN in the rows between."""
     fast = SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0}, groups={"VDD_IN": "total"})
-    slow = SyntheticSensor(memory_b={"ram_used": lambda t: 2e9}, roles={"ram_used": {"device": "board"}}, min_period_s=0.05)
+    slow = SyntheticSensor(
+        memory_b={"ram_used": lambda t: 2e9}, roles={"ram_used": {"device": "board"}}, min_period_s=0.05
+    )
     cb = MobilePerfCallback(tmp_path / "slow", idle_s=0, sensors=[fast, slow], batch_size=8)
     model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32), keras.layers.Dense(1)], name="mlp")
     model.compile("sgd", "mse")
@@ -147,23 +152,28 @@ def test_series_of_a_slow_channel_is_its_own_readings_at_its_own_rate(tmp_path):
     readings = int(np.isfinite(rows[:, 2]).sum())
     assert status == 200 and memory["samples"] == len(rows) and readings < len(rows) / 3
     assert set(memory["max"]) == {2e9} and len(memory["t"]) == readings  # one line, no break between readings
-    assert 15 < memory["rate_hz"] < 25 and memory["max_gap_s"] == pytest.approx(3 * memory["period_s"])  # join.allowed_gap_s
+    assert 15 < memory["rate_hz"] < 25 and memory["max_gap_s"] == pytest.approx(
+        3 * memory["period_s"]
+    )  # join.allowed_gap_s
     _, power = get(client, "series", run="slow/train", channel="VDD_IN", max_points=20000)
     assert 150 < power["rate_hz"] < 250 and len(power["t"]) == len(rows)
 
 
-@pytest.mark.parametrize("route,params,status", [
-    ("steps", {}, 400),
-    ("steps", {"run": "nope"}, 404),
-    ("steps", {"run": "../../etc"}, 404),
-    ("series", {"run": "bs8/train"}, 400),
-    ("series", {"run": "bs8/train", "channel": "nope"}, 404),
-    ("series", {"run": "bs8/train", "channel": "VDD_IN", "start": "abc"}, 400),
-    ("series", {"run": "bs8/train", "channel": "VDD_IN", "max_points": "1e12"}, 400),
-    ("series", {"run": "bs8/train", "channel": "VDD_IN", "start": "5", "end": "1"}, 400),
-    ("series", {"run": "bs8/train", "channel": "VDD_IN", "start": "nan"}, 400),
-    ("channels", {"run": "<script>alert(1)</script>"}, 404),
-])
+@pytest.mark.parametrize(
+    "route,params,status",
+    [
+        ("steps", {}, 400),
+        ("steps", {"run": "nope"}, 404),
+        ("steps", {"run": "../../etc"}, 404),
+        ("series", {"run": "bs8/train"}, 400),
+        ("series", {"run": "bs8/train", "channel": "nope"}, 404),
+        ("series", {"run": "bs8/train", "channel": "VDD_IN", "start": "abc"}, 400),
+        ("series", {"run": "bs8/train", "channel": "VDD_IN", "max_points": "1e12"}, 400),
+        ("series", {"run": "bs8/train", "channel": "VDD_IN", "start": "5", "end": "1"}, 400),
+        ("series", {"run": "bs8/train", "channel": "VDD_IN", "start": "nan"}, 400),
+        ("channels", {"run": "<script>alert(1)</script>"}, 404),
+    ],
+)
 def test_bad_input_is_4xx_with_message(logdir, route, params, status):
     client, _ = client_for(logdir)
     got, body = get(client, route, **params)
@@ -176,7 +186,7 @@ def test_corrupt_and_truncated_files_are_4xx_or_empty(logdir, tmp_path):
     series_dir = broken / "bs8/train/plugins/mobileperf"
     (series_dir / "channels.json").write_text("{not json")
     samples = broken / "bs32/train/plugins/mobileperf/samples.bin"
-    samples.write_bytes(samples.read_bytes()[:8 * 4 * 3 + 5])  # three rows and a torn fourth
+    samples.write_bytes(samples.read_bytes()[: 8 * 4 * 3 + 5])  # three rows and a torn fourth
     (broken / "bs32/train/plugins/mobileperf/report.json").write_text("[1, 2")
     client, _ = client_for(broken)
     assert get(client, "channels", run="bs8/train")[0] == 422

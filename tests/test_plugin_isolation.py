@@ -31,8 +31,9 @@ def logdir(two_runs, tmp_path):
 
 def write_summary(run_dir, tensor) -> None:
     """A run whose summary tensor (what the runs list shows) is ``tensor`` (a numpy value or text)."""
-    value = summary_pb2.Summary.Value(tag=names.RUN_TAG, metadata=create_summary_metadata(),
-                                      tensor=tensor_util.make_tensor_proto(tensor))
+    value = summary_pb2.Summary.Value(
+        tag=names.RUN_TAG, metadata=create_summary_metadata(), tensor=tensor_util.make_tensor_proto(tensor)
+    )
     writer = EventFileWriter(str(run_dir))
     writer.add_event(event_pb2.Event(wall_time=time.time(), step=0, summary=summary_pb2.Summary(value=[value])))
     writer.close()
@@ -70,7 +71,9 @@ def test_a_summary_with_a_field_of_the_wrong_type_is_listed_as_that_field(logdir
     by_run = {r["run"]: r["summary"] for r in get(client, "runs")[1]}
     assert by_run["lies/train"] == {
         "error": "unreadable run summary: field 'success' must be true or false, got 'no'",
-        "status": "unreadable", "status_text": "unreadable run summary: field 'success' must be true or false, got 'no'"}
+        "status": "unreadable",
+        "status_text": "unreadable run summary: field 'success' must be true or false, got 'no'",
+    }
     every_route_of_a_answers(client)
 
 
@@ -89,14 +92,18 @@ def test_a_report_with_a_field_of_the_wrong_type_is_422_naming_it_and_the_others
     client, _ = client_for(logdir)
     status, body = get(client, "steps", run="a/train")
     assert status == 422
-    assert body["error"] == "unreadable data: a/train/plugins/mobileperf/report.json: field 'success' must be true " \
-                            "or false, got 'no'"
+    assert (
+        body["error"] == "unreadable data: a/train/plugins/mobileperf/report.json: field 'success' must be true "
+        "or false, got 'no'"
+    )
     assert get(client, "steps", run="b/train")[0] == 200
     status, runs = get(client, "runs")  # the runs list marks it too
     by_run = {r["run"]: r["summary"] for r in runs}
     assert status == 200 and by_run["a/train"]["status"] == "unreadable"
-    assert by_run["a/train"]["status_text"] == "unreadable report: a/train/plugins/mobileperf/report.json: field " \
-                                               "'success' must be true or false, got 'no'"
+    assert (
+        by_run["a/train"]["status_text"] == "unreadable report: a/train/plugins/mobileperf/report.json: field "
+        "'success' must be true or false, got 'no'"
+    )
     assert (by_run["b/train"]["status"], by_run["b/train"]["status_text"]) == ("finished", "trained")
     path.write_text(json.dumps(json.loads(path.read_text()) | {"success": True}))  # mended: read again
     assert {r["run"]: r["summary"] for r in get(client, "runs")[1]}["a/train"]["status"] == "finished"

@@ -86,22 +86,48 @@ def fake_runs(board, monkeypatch) -> list[tuple]:
         ran.append((model, batch_size, config.power_mode, int(board.mode()), board.clocks()))
         if model == "lstm" and config.power_mode == 2:
             raise RuntimeError("the harness broke in mode 2")
-        return {"model": model, "batch_size": batch_size, "success": True, "config": config.key(),
-                "energy_per_step_j": 1.0 + config.power_mode, "steps_measured": 3}
+        return {
+            "model": model,
+            "batch_size": batch_size,
+            "success": True,
+            "config": config.key(),
+            "energy_per_step_j": 1.0 + config.power_mode,
+            "steps_measured": 3,
+        }
 
     monkeypatch.setattr(sweep_mod, "run_one", run_one)
     return ran
 
 
 def sweep_args(out: Path, models: str = "cnn", modes: str = "0,2", *extra: str) -> list[str]:
-    return ["sweep", "--models", models, "--batch-sizes", "1,2", "--steps", "4", "--warmup-steps", "1",
-            "--sensors", "none", "--power-modes", modes, "--settle-s", "0", "--out", str(out), *extra]
+    return [
+        "sweep",
+        "--models",
+        models,
+        "--batch-sizes",
+        "1,2",
+        "--steps",
+        "4",
+        "--warmup-steps",
+        "1",
+        "--sensors",
+        "none",
+        "--power-modes",
+        modes,
+        "--settle-s",
+        "0",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def restored(board: FakeBoard, calls: list[str]) -> bool:
     """The original mode back, then the stored clocks (in that order: a mode change resets the clocks)."""
     return (board.mode(), board.clocks()) == ("1", "on") and calls[-2:] == [
-        "nvpmodel -m 1", f"jetson_clocks --restore {calls[1].split()[-1]}"]
+        "nvpmodel -m 1",
+        f"jetson_clocks --restore {calls[1].split()[-1]}",
+    ]
 
 
 def test_sweep_over_two_modes_runs_each_configuration_in_each_mode_and_restores_the_board(board, fake_runs, tmp_path):
@@ -116,11 +142,19 @@ def test_sweep_over_two_modes_runs_each_configuration_in_each_mode_and_restores_
 
     rows = json.loads((out / "results.json").read_text())
     assert [(r["batch_size"], r["power_mode"], r["power_mode_name"], r["jetson_clocks"]) for r in rows] == [
-        (1, 0, "MAXN", "off"), (2, 0, "MAXN", "off"), (1, 2, "MODE_2", "off"), (2, 2, "MODE_2", "off")]
+        (1, 0, "MAXN", "off"),
+        (2, 0, "MAXN", "off"),
+        (1, 2, "MODE_2", "off"),
+        (2, 2, "MODE_2", "off"),
+    ]
     assert [r["config"]["power_mode"] for r in rows] == [0, 0, 2, 2]
     with open(out / "results.csv") as f:
         assert [(c["power_mode"], c["power_mode_name"]) for c in csv.DictReader(f)] == [
-            ("0", "MAXN"), ("0", "MAXN"), ("2", "MODE_2"), ("2", "MODE_2")]
+            ("0", "MAXN"),
+            ("0", "MAXN"),
+            ("2", "MODE_2"),
+            ("2", "MODE_2"),
+        ]
     assert list(lines(rows)) == ["cnn (mode 0)", "cnn (mode 2)"]  # a series per model and mode
 
     fake_runs.clear()
@@ -136,12 +170,14 @@ def test_jetson_clocks_on_is_set_in_each_mode_and_the_mode_is_in_the_run_name(bo
     assert restored(board, board.calls())
     config = sweep_mod.SweepConfig(out=tmp_path, sensors="none", power_mode=2)
     assert sweep_mod.run_name("cnn", 8, config).startswith("cnn-bs8-mode2-")
-    assert sweep_mod.run_name("cnn", 8, config) != sweep_mod.run_name("cnn", 8, dataclasses.replace(config, power_mode=0))
+    assert sweep_mod.run_name("cnn", 8, config) != sweep_mod.run_name(
+        "cnn", 8, dataclasses.replace(config, power_mode=0)
+    )
 
 
 def test_jetson_clocks_alone_runs_in_the_boards_own_mode(board, fake_runs, tmp_path):
     args = sweep_args(tmp_path / "sweep", "cnn", "0", "--jetson-clocks", "on")
-    del args[args.index("--power-modes"):args.index("--power-modes") + 2]
+    del args[args.index("--power-modes") : args.index("--power-modes") + 2]
     assert main(args) == 0
     assert fake_runs == [("cnn", 1, 1, 1, "on"), ("cnn", 2, 1, 1, "on")]  # mode 1, as found, re-applied
     assert restored(board, board.calls())
@@ -155,26 +191,36 @@ def test_board_is_restored_after_an_error_in_a_configuration(board, fake_runs, t
     assert restored(board, board.calls())
     rows = json.loads((out / "results.json").read_text())  # what ran before the error is kept
     assert [(r["model"], r["batch_size"], r["power_mode"]) for r in rows] == [
-        ("cnn", 1, 0), ("cnn", 2, 0), ("lstm", 1, 0), ("lstm", 2, 0), ("cnn", 1, 2), ("cnn", 2, 2)]
+        ("cnn", 1, 0),
+        ("cnn", 2, 0),
+        ("lstm", 1, 0),
+        ("lstm", 2, 0),
+        ("cnn", 1, 2),
+        ("cnn", 2, 2),
+    ]
 
 
-def test_a_mode_the_board_does_not_take_is_one_error_line_and_the_board_is_restored(board, fake_runs, tmp_path,
-                                                                                     capsys):
+def test_a_mode_the_board_does_not_take_is_one_error_line_and_the_board_is_restored(board, fake_runs, tmp_path, capsys):
     assert main(sweep_args(tmp_path / "sweep", "cnn", "0,5")) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mobileperf")]
-    assert err == ["mobileperf: error: nvpmodel -m 5 left the board in mode 0 (MAXN); "
-                   "a mode that needs a reboot cannot be swept"]
+    assert err == [
+        "mobileperf: error: nvpmodel -m 5 left the board in mode 0 (MAXN); a mode that needs a reboot cannot be swept"
+    ]
     assert [m for _, _, m, _, _ in fake_runs] == [0, 0]  # nothing ran in a mode it was not in
     assert restored(board, board.calls())
 
 
-@pytest.mark.parametrize("why,expected", [
-    ("not root", "which needs root (run the sweep with sudo)"),
-    ("no nvpmodel", "need nvpmodel, which is not on PATH (not a Jetson?)"),
-    ("no jetson_clocks", "--jetson-clocks needs jetson_clocks, which is not on PATH"),
-])
+@pytest.mark.parametrize(
+    "why,expected",
+    [
+        ("not root", "which needs root (run the sweep with sudo)"),
+        ("no nvpmodel", "need nvpmodel, which is not on PATH (not a Jetson?)"),
+        ("no jetson_clocks", "--jetson-clocks needs jetson_clocks, which is not on PATH"),
+    ],
+)
 def test_sweep_refuses_power_modes_without_root_or_off_a_jetson_before_anything_runs(
-        board, fake_runs, tmp_path, monkeypatch, capsys, why, expected):
+    board, fake_runs, tmp_path, monkeypatch, capsys, why, expected
+):
     if why == "not root":
         monkeypatch.setattr(power_modes, "is_root", lambda: False)
     else:
@@ -216,8 +262,13 @@ def test_board_is_restored_when_the_sweep_is_interrupted(board, tmp_path, signum
     out = tmp_path / "sweep"
     args = sweep_args(out, "cnn", "0,2")
     args[args.index("--steps") + 1] = "400"  # long enough to be running when the signal comes
-    sweep = subprocess.Popen([sys.executable, "-m", "tf_mobileperf.tools.cli", *args],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "tf_mobileperf.tools.cli", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         wait_for(lambda: board.calls()[2:4] == ["nvpmodel -m 0", "nvpmodel -q"], "mode 0 to be set")
         wait_for(lambda: any((out / "runs").glob("*")), "the first configuration's child to start")
@@ -245,7 +296,8 @@ def fail_in_fake(board: FakeBoard, tool: str, args: str) -> None:
 
 
 def test_a_failed_restore_of_the_mode_is_an_error_that_says_where_the_board_is_and_how_to_restore_it(
-        board, fake_runs, tmp_path, capsys):
+    board, fake_runs, tmp_path, capsys
+):
     fail_in_fake(board, "nvpmodel", "-m 1")
     assert main(sweep_args(tmp_path / "sweep", "cnn", "0,2")) == 2
     assert board.mode() == "2"
@@ -257,12 +309,15 @@ def test_a_failed_restore_of_the_mode_is_an_error_that_says_where_the_board_is_a
     assert len(json.loads((tmp_path / "sweep" / "results.json").read_text())) == 4  # the results are kept
 
 
-def test_a_failed_restore_after_an_error_in_a_configuration_still_says_where_the_board_is(board, fake_runs, tmp_path,
-                                                                                        capsys):
+def test_a_failed_restore_after_an_error_in_a_configuration_still_says_where_the_board_is(
+    board, fake_runs, tmp_path, capsys
+):
     fail_in_fake(board, "nvpmodel", "-m 1")
     fail_in_fake(board, "jetson_clocks", "--restore " + str(tmp_path / "sweep" / power_modes.CLOCKS_STATE_FILE))
     assert main(sweep_args(tmp_path / "sweep", "cnn,lstm", "0,2")) == 2  # lstm breaks in mode 2
     last = capsys.readouterr().err.strip().splitlines()[-1]
     stored = tmp_path / "sweep" / power_modes.CLOCKS_STATE_FILE
-    assert last.endswith("; the board is left in power mode 2 (MODE_2); the board's clocks are left as the sweep set "
-                         f"them; restore the board with: sudo nvpmodel -m 1 && sudo jetson_clocks --restore {stored}")
+    assert last.endswith(
+        "; the board is left in power mode 2 (MODE_2); the board's clocks are left as the sweep set "
+        f"them; restore the board with: sudo nvpmodel -m 1 && sudo jetson_clocks --restore {stored}"
+    )

@@ -24,8 +24,12 @@ from tf_mobileperf.steps.report import Report
 
 IIO = "sys/bus/i2c/drivers/ina3221x"
 #: TX2 rail -> its power file in ``tx2_tree``, and its power (W).
-FILES = {"VDD_4V0_WIFI": f"{IIO}/0-0040/iio:device0/in_power2_input", "VDD_SYS_GPU": f"{IIO}/0-0040/iio:device0/in_power0_input",
-         "VDD_SYS_CPU": f"{IIO}/0-0041/iio:device1/in_power1_input", "VDD_SYS_DDR": f"{IIO}/0-0041/iio:device1/in_power2_input"}
+FILES = {
+    "VDD_4V0_WIFI": f"{IIO}/0-0040/iio:device0/in_power2_input",
+    "VDD_SYS_GPU": f"{IIO}/0-0040/iio:device0/in_power0_input",
+    "VDD_SYS_CPU": f"{IIO}/0-0041/iio:device1/in_power1_input",
+    "VDD_SYS_DDR": f"{IIO}/0-0041/iio:device1/in_power2_input",
+}
 WATTS = {"VDD_IN": 11.82, "VDD_SYS_GPU": 6.12, "VDD_SYS_CPU": 1.838, "VDD_SYS_DDR": 1.99}
 STEPS = 120
 
@@ -70,7 +74,8 @@ def test_a_sub_rail_that_never_reads_costs_that_rail_only(tx2_tree, tmp_path):
     assert per_rail["VDD_IN"]["complete"] == per_rail["total"]["complete"] == STEPS
     assert report["incomplete_rails"] == {
         "VDD_4V0_WIFI": f"energy unknown in {STEPS} of {STEPS} measured steps, the first at step 0: "
-                        + report["unavailable"]["VDD_4V0_WIFI"]}
+        + report["unavailable"]["VDD_4V0_WIFI"]
+    }
     assert "energy" not in report["unavailable"]
 
 
@@ -87,15 +92,18 @@ def test_three_sub_rails_breaking_at_step_40_keep_the_total_over_every_step(tx2_
         assert report["energy_steps_complete_per_rail"][rail] == {"complete": 40, "time_s": pytest.approx(first_40)}
         assert report["energy_j"][rail] == pytest.approx(WATTS[rail] * first_40, rel=1e-6)
         assert report["power_avg_w"][rail] == pytest.approx(WATTS[rail], rel=1e-6)
-        assert report["incomplete_rails"][rail].startswith(f"energy unknown in 80 of {STEPS} measured steps, the first "
-                                                           "at step 40: no valid readings cover those steps")
+        assert report["incomplete_rails"][rail].startswith(
+            f"energy unknown in 80 of {STEPS} measured steps, the first at step 40: no valid readings cover those steps"
+        )
     assert set(report["incomplete_rails"]) == set(broken)
 
 
 #: Built like AGX Orin's rails: no input rail, the total sums all three.
-ORIN = [Channel("VDD_GPU_SOC", "power", "synthetic", group="gpu+soc"),
-        Channel("VDD_CPU_CV", "power", "synthetic", group="cpu+cv"),
-        Channel("VIN_SYS_5V0", "power", "synthetic", group="sys")]
+ORIN = [
+    Channel("VDD_GPU_SOC", "power", "synthetic", group="gpu+soc"),
+    Channel("VDD_CPU_CV", "power", "synthetic", group="cpu+cv"),
+    Channel("VIN_SYS_5V0", "power", "synthetic", group="sys"),
+]
 
 
 def test_a_summed_total_covers_the_steps_in_which_every_part_is_known():
@@ -109,16 +117,30 @@ def test_a_summed_total_covers_the_steps_in_which_every_part_is_known():
     totals = StepTotals()
     for s in steps:
         totals.add(s)
-    summary = Report(success=True, failed_step=None, error=None, warmup_steps=0, steps=steps, totals=totals,
-                     channels=ORIN, sampling={}, sensors=[], device={}, unavailable={}).summary()
+    summary = Report(
+        success=True,
+        failed_step=None,
+        error=None,
+        warmup_steps=0,
+        steps=steps,
+        totals=totals,
+        channels=ORIN,
+        sampling={},
+        sensors=[],
+        device={},
+        unavailable={},
+    ).summary()
     # Steps 0-4 end by 3.0 s: VDD_CPU_CV, and so the total, is known in those only.
     assert summary["energy_steps_complete"]["complete"] == 5
     assert summary["energy_total"] == pytest.approx(9.0 * 2.5)
     assert summary["energy_j"]["VDD_GPU_SOC"] == pytest.approx(3.0 * 5.0)  # every step
     assert summary["energy_j"]["VDD_CPU_CV"] == pytest.approx(2.0 * 2.5)
-    assert summary["power_avg_w"] == pytest.approx({"VDD_GPU_SOC": 3.0, "VDD_CPU_CV": 2.0, "VIN_SYS_5V0": 4.0, "total": 9.0})
+    assert summary["power_avg_w"] == pytest.approx(
+        {"VDD_GPU_SOC": 3.0, "VDD_CPU_CV": 2.0, "VIN_SYS_5V0": 4.0, "total": 9.0}
+    )
     assert summary["energy_steps_complete_per_rail"]["VIN_SYS_5V0"] == {"complete": 10, "time_s": pytest.approx(5.0)}
     assert set(summary["incomplete_rails"]) == {"VDD_CPU_CV", "total"}
     assert summary["incomplete_rails"]["total"] == (
         "energy unknown in 5 of 10 measured steps, the first at step 5: the total sums VDD_GPU_SOC, VDD_CPU_CV, "
-        "VIN_SYS_5V0, and is unknown where one of them is")
+        "VIN_SYS_5V0, and is unknown where one of them is"
+    )

@@ -62,9 +62,16 @@ def blocks(page: Path) -> list[Block]:
         if fence.group(1) in ("sh", "python"):
             above = lines[i - 1] if i else ""
             directive = DIRECTIVE.search(above)
-            found.append(Block(page.name, i + 1, fence.group(1), "\n".join(lines[i + 1:end]) + "\n",
-                               int(directive["seconds"]) if directive and directive["seconds"] else None,
-                               directive["reason"] if directive else None))
+            found.append(
+                Block(
+                    page.name,
+                    i + 1,
+                    fence.group(1),
+                    "\n".join(lines[i + 1 : end]) + "\n",
+                    int(directive["seconds"]) if directive and directive["seconds"] else None,
+                    directive["reason"] if directive else None,
+                )
+            )
         i = end + 1
     return found
 
@@ -82,9 +89,16 @@ def mirror(tmp: Path) -> Path:
 def fresh_shell(script: str, cwd: Path, home: Path, **kwargs) -> subprocess.Popen:
     """bash -e with an empty environment: the system's PATH, a fresh HOME, nothing of this test's."""
     env = {"PATH": FRESH_PATH, "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb"}
-    return subprocess.Popen(["bash", "-e", "-o", "pipefail", "-c", script], cwd=cwd, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True, **kwargs)
+    return subprocess.Popen(
+        ["bash", "-e", "-o", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+        **kwargs,
+    )
 
 
 def script_of(block: Block, work: Path) -> str:
@@ -104,8 +118,7 @@ def commands_found(block: Block) -> str:
             if words[:1] in (["source"], ["."]):
                 checks.append(line)
             continue
-        checks.append(f"command -v {shlex.quote(words[0])} >/dev/null || "
-                      f"{{ echo 'not found: {words[0]}'; exit 1; }}")
+        checks.append(f"command -v {shlex.quote(words[0])} >/dev/null || {{ echo 'not found: {words[0]}'; exit 1; }}")
     return "\n".join(checks) + "\n"
 
 
@@ -144,7 +157,9 @@ def test_every_command_block_works_in_a_fresh_shell(page, tmp_path):
         print(f"{block}: {took:.1f} s, exit status {status}")
         if block.runs_for_s and status is None:
             continue
-        assert status == 0, f"{block} ({block.language}, {took:.0f} s) failed with exit status {status}:\n{output[-3000:]}"
+        assert status == 0, (
+            f"{block} ({block.language}, {took:.0f} s) failed with exit status {status}:\n{output[-3000:]}"
+        )
 
 
 def test_the_readme_shows_the_two_set_up_commands_first_and_how_to_enter_the_environment():

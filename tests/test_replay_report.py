@@ -88,8 +88,10 @@ def test_replay_cores_off_in_the_log_are_off_not_stopped_sensors(tx2_run):
     warnings = captured.messages(logging.WARNING)
     # Neither the off cores nor the temperatures the log stops giving after 2 s are a sensor that stopped.
     assert not [w for w in warnings if "stopped answering" in w or "cpu1_util" in w or "_temp" in w], warnings
-    assert any("cpu1_util (off in the log)" in m and "gpu_temp (not in every line of the log)" in m
-               for m in captured.messages(logging.INFO))
+    assert any(
+        "cpu1_util (off in the log)" in m and "gpu_temp (not in every line of the log)" in m
+        for m in captured.messages(logging.INFO)
+    )
 
 
 def test_replay_channels_have_the_logs_own_rate_in_the_report_and_the_legend(tx2_run):
@@ -118,16 +120,24 @@ def _host_ops(spans: list[tuple[float, float]]) -> Ops:
     """CPU ops "m/dense/MatMul:MatMul" running over ``spans`` (start, end)."""
     n = len(spans)
     obj = lambda value: np.array([value] * n, dtype=object)  # noqa: E731
-    return Ops(obj("m/dense/MatMul:MatMul"), obj("MatMul"), obj("dense"), obj("cpu"), obj("tf_Compute"),
-               np.array([s for s, _ in spans]), np.array([e for _, e in spans]))
+    return Ops(
+        obj("m/dense/MatMul:MatMul"),
+        obj("MatMul"),
+        obj("dense"),
+        obj("cpu"),
+        obj("tf_Compute"),
+        np.array([s for s, _ in spans]),
+        np.array([e for _, e in spans]),
+    )
 
 
 def test_op_energy_with_unknown_power_writes_null_not_nan(tmp_path):
     channels = [Channel("VDD_IN", "power", "test", group="total"), Channel("VDD_SYS_CPU", "power", "test", group="cpu")]
     t = np.linspace(-0.1, 0.4, 51)
     values = np.column_stack([np.full(len(t), np.nan), np.full(len(t), 2.0)])  # VDD_IN never read
-    result = op_energy(_host_ops([(0.05, 0.1), (0.15, 0.2)]), t, values, channels, [(3, 0.0, 0.3)],
-                       ClockPair(0.0, 0.0, 0.0))
+    result = op_energy(
+        _host_ops([(0.05, 0.1), (0.15, 0.2)]), t, values, channels, [(3, 0.0, 0.3)], ClockPair(0.0, 0.0, 0.0)
+    )
     write_json(tmp_path / "op_energy.json", result)  # allow_nan=False: raised on NaN before
     stored = json.loads((tmp_path / "op_energy.json").read_text())
     assert stored["by_op_type"][0]["energy_j"]["VDD_IN"] is None

@@ -8,12 +8,27 @@ from tf_mobileperf.tools.report_html import write_report
 
 
 def row(batch: int, memory_limit: str | None, host: str) -> dict:
-    return {"model": "cnn", "batch_size": batch, "success": True,
-            "config": {"steps": 13, "warmup_steps": 3, "input_size": 64, "memory_limit": memory_limit,
-                       "sensors": "replay:tx2.log@1"},
-            "device": {"hostname": host, "cpu_count": 6, "clusters": {"Denver2": [1, 2], "A57": [0, 3, 4, 5]},
-                       "ram_total_bytes": 8 * 2**30, "board": "NVIDIA Jetson TX2", "jetpack": "4.6.4",
-                       "power_mode": {"mode_name": "MAXN"}}}
+    return {
+        "model": "cnn",
+        "batch_size": batch,
+        "success": True,
+        "config": {
+            "steps": 13,
+            "warmup_steps": 3,
+            "input_size": 64,
+            "memory_limit": memory_limit,
+            "sensors": "replay:tx2.log@1",
+        },
+        "device": {
+            "hostname": host,
+            "cpu_count": 6,
+            "clusters": {"Denver2": [1, 2], "A57": [0, 3, 4, 5]},
+            "ram_total_bytes": 8 * 2**30,
+            "board": "NVIDIA Jetson TX2",
+            "jetpack": "4.6.4",
+            "power_mode": {"mode_name": "MAXN"},
+        },
+    }
 
 
 def setup_items(page: str) -> list[str]:

@@ -22,19 +22,32 @@ from tf_mobileperf.output.writers import RunWriters
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.tools.cli import main
 
-GOOD = {"success": True, "failed_step": None, "energy_total": 3.0, "mem_peak_gb": 1.5,
-        "device": {"hostname": "b", "started_wall_s": 1.0}, "steps": []}
+GOOD = {
+    "success": True,
+    "failed_step": None,
+    "energy_total": 3.0,
+    "mem_peak_gb": 1.5,
+    "device": {"hostname": "b", "started_wall_s": 1.0},
+    "steps": [],
+}
 
 #: The malformed reports of the issue, and what the one line each gives says after the file's name.
 MALFORMED = {
     "empty": ("{}", ": field 'success' is missing"),
     "steps_only": ('{"steps": []}', ": field 'success' is missing"),
-    "device_a_list": ('{"success": true, "steps": [], "device": []}', ": field 'device' must be an object or null, got []"),
+    "device_a_list": (
+        '{"success": true, "steps": [], "device": []}',
+        ": field 'device' must be an object or null, got []",
+    ),
     "success_no": ('{"success": "no", "steps": []}', ": field 'success' must be true or false, got 'no'"),
-    "energy_text": ('{"success": true, "steps": [], "energy_total": "12.5"}',
-                    ": field 'energy_total' must be a number or null, got '12.5'"),
-    "step_text": ('{"success": true, "steps": [{"step": 0, "duration_s": "1"}]}',
-                  ": field 'steps[0].duration_s' must be a number or null, got '1'"),
+    "energy_text": (
+        '{"success": true, "steps": [], "energy_total": "12.5"}',
+        ": field 'energy_total' must be a number or null, got '12.5'",
+    ),
+    "step_text": (
+        '{"success": true, "steps": [{"step": 0, "duration_s": "1"}]}',
+        ": field 'steps[0].duration_s' must be a number or null, got '1'",
+    ),
     "a_list": ("[1, 2]", " is a JSON list, not an object"),
 }
 
@@ -64,18 +77,26 @@ def test_combine_refuses_a_malformed_report_in_one_line_naming_the_file_and_the_
 
 def test_combine_refuses_a_malformed_report_as_a_real_process(tmp_path):
     logdir = fleet(tmp_path, MALFORMED["success_no"][0])
-    proc = subprocess.run([sys.executable, "-m", "tf_mobileperf.tools.cli", "combine", str(logdir)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tf_mobileperf.tools.cli", "combine", str(logdir)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("mobileperf")]
-    assert lines == [f"mobileperf: error: {logdir}/worker-0/report.json: field 'success' must be true or false, got 'no'"]
+    assert lines == [
+        f"mobileperf: error: {logdir}/worker-0/report.json: field 'success' must be true or false, got 'no'"
+    ]
 
 
 def test_combine_reads_a_nan_as_null_and_writes_json_a_browser_reads(tmp_path, capsys):
     logdir = fleet(tmp_path, json.dumps(GOOD | {"energy_total": math.nan, "mem_peak_gb": math.inf}))
     assert main(["combine", str(logdir)]) == 0
     combined = strict((logdir / "combined.json").read_text())
-    assert combined["hosts"]["worker-0"]["energy_total"] is None and combined["hosts"]["worker-0"]["mem_peak_gb"] is None
+    assert (
+        combined["hosts"]["worker-0"]["energy_total"] is None and combined["hosts"]["worker-0"]["mem_peak_gb"] is None
+    )
     assert combined["hosts"]["worker-1"]["energy_total"] == 3.0 and combined["success"] is True
     assert "worker-0   ok" in capsys.readouterr().out
 
@@ -85,8 +106,11 @@ def test_the_report_is_written_with_nan_as_null(tmp_path):
     layout = RunLayout(tmp_path)
     channels = [Channel("VDD_IN", "power", "synthetic", group="total")]
     writers = RunWriters.open(layout, channels, {"hostname": "test"}, ["step"])
-    report = GOOD | {"energy_total": math.nan, "power_avg_w": {"VDD_IN": math.inf},
-                     "steps": [{"step": 0, "duration_s": 0.1, "energy_j": {"total": math.nan}}]}
+    report = GOOD | {
+        "energy_total": math.nan,
+        "power_avg_w": {"VDD_IN": math.inf},
+        "steps": [{"step": 0, "duration_s": 0.1, "energy_j": {"total": math.nan}}],
+    }
     writers.finish(report, 1, lambda what, fn, *args: fn(*args))
     for path in (layout.report, layout.dashboard_report):
         written = strict(path.read_text())
@@ -96,13 +120,18 @@ def test_the_report_is_written_with_nan_as_null(tmp_path):
 
 
 def test_check_report_reads_non_finite_numbers_as_null_and_keeps_fields_it_does_not_know():
-    data = finite_json.loads('{"success": true, "steps": [], "energy_total": NaN, "samples_per_s": 1e999, '
-                             '"step_time_s": {"mean": -Infinity}, "new_field": {"anything": [1]}}')
+    data = finite_json.loads(
+        '{"success": true, "steps": [], "energy_total": NaN, "samples_per_s": 1e999, '
+        '"step_time_s": {"mean": -Infinity}, "new_field": {"anything": [1]}}'
+    )
     checked = schema.check_report(data, "r.json")
     assert checked["energy_total"] is None and checked["samples_per_s"] is None
     assert checked["step_time_s"] == {"mean": None} and checked["new_field"] == {"anything": [1]}
-    with pytest.raises(schema.ReportError, match=r"^r.json: field 'batch_size' must be a whole number >= 1 or null, "
-                                                 r"got true$"):
+    with pytest.raises(
+        schema.ReportError,
+        match=r"^r.json: field 'batch_size' must be a whole number >= 1 or null, "
+        r"got true$",
+    ):
         schema.check_report({"success": True, "steps": [], "batch_size": True}, "r.json")
 
 
@@ -123,7 +152,8 @@ def test_plot_skips_rows_with_a_null_or_text_batch_size_with_a_warning_naming_ea
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [
         f"skipped {results} row 2 (model 'cnn'): field 'batch_size' must be a whole number >= 1, got null",
-        f"skipped {results} row 3 (model 'cnn'): field 'batch_size' must be a whole number >= 1, got '8'"]
+        f"skipped {results} row 3 (model 'cnn'): field 'batch_size' must be a whole number >= 1, got '8'",
+    ]
     assert (tmp_path / "step_time.png").exists()
     page = (tmp_path / "report.html").read_text()
     assert "3 configurations of cnn" in page and "out of memory" in page
@@ -138,5 +168,7 @@ def test_plot_of_rows_none_of_which_can_be_read_is_one_line_and_status_2(tmp_pat
     (tmp_path / "results.json").write_text(json.dumps([ROWS[1], ROWS[2]]))
     assert main(["plot", str(tmp_path)]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mobileperf")]
-    assert err == [f"mobileperf: error: {tmp_path / 'results.json'} has no row to read (each is skipped, with a "
-                   "warning saying why)"]
+    assert err == [
+        f"mobileperf: error: {tmp_path / 'results.json'} has no row to read (each is skipped, with a "
+        "warning saying why)"
+    ]

@@ -42,8 +42,9 @@ def test_an_old_report_and_an_old_combined_report_are_read_upgraded():
 def test_a_combine_writes_a_combined_report_that_the_report_reader_does_not_take_for_a_run(tmp_path):
     for task, watts in (("worker-0", 5.0), ("worker-1", 3.0)):
         (tmp_path / task).mkdir()
-        (tmp_path / task / "steps.csv").write_text("step,duration_s,warmup,failed,energy_j/total,mem_peak_gb\n"
-                                                   f"0,1,0,0,{watts},1.5\n")
+        (tmp_path / task / "steps.csv").write_text(
+            f"step,duration_s,warmup,failed,energy_j/total,mem_peak_gb\n0,1,0,0,{watts},1.5\n"
+        )
     written = combine(tmp_path, ("worker-0", "worker-1"))
     assert written["format_version"] == 2 and written["kind"] == "combined"
     assert read_combined(tmp_path) == written and written["steps"][0]["energy_j"] == 8.0
@@ -53,10 +54,14 @@ def test_a_combine_writes_a_combined_report_that_the_report_reader_does_not_take
 
 
 def test_a_newer_version_is_refused_by_name(tmp_path):
-    (tmp_path / "report.json").write_text(json.dumps({"format_version": 3, "kind": "report", "success": True,
-                                                       "steps": []}))
-    with pytest.raises(schema.ReportError, match=r"report.json: field 'format_version' is 3, newer than this "
-                                                 r"tf-mobileperf reads \(1, 2\); upgrade tf-mobileperf"):
+    (tmp_path / "report.json").write_text(
+        json.dumps({"format_version": 3, "kind": "report", "success": True, "steps": []})
+    )
+    with pytest.raises(
+        schema.ReportError,
+        match=r"report.json: field 'format_version' is 3, newer than this "
+        r"tf-mobileperf reads \(1, 2\); upgrade tf-mobileperf",
+    ):
         read_report(tmp_path)
     with pytest.raises(schema.ReportError, match="'format_version' is 'two', not a version"):
         schema.check_summary({"format_version": "two", "success": True}, "run summary")
@@ -66,8 +71,11 @@ def test_a_newer_version_is_refused_by_name(tmp_path):
 
 def test_the_sweep_summary_is_written_atomically_as_its_kind_and_read_back_as_a_row(tmp_path):
     layout = RunLayout(tmp_path)
-    write_report(layout.sweep_summary, {"success": True, "steps_measured": 3, "batch_size": 2,
-                                        "limited_cap_gb": float("nan")}, schema.SWEEP_SUMMARY)
+    write_report(
+        layout.sweep_summary,
+        {"success": True, "steps_measured": 3, "batch_size": 2, "limited_cap_gb": float("nan")},
+        schema.SWEEP_SUMMARY,
+    )
     assert [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temporary file left
     summary = read_sweep_summary(tmp_path)
     assert summary["kind"] == "sweep_summary" and summary["limited_cap_gb"] is None
@@ -94,4 +102,6 @@ def test_the_dashboard_lists_a_run_of_a_newer_format_as_unreadable_naming_its_ve
     by_run = {r["run"]: r["summary"] for r in runs}
     assert status == 200 and by_run["worker-0/train"]["status"] == "finished"
     assert by_run["future/train"]["status"] == "unreadable"
-    assert "'format_version' is 3, newer than this tf-mobileperf reads (1, 2); upgrade" in by_run["future/train"]["error"]
+    assert (
+        "'format_version' is 3, newer than this tf-mobileperf reads (1, 2); upgrade" in by_run["future/train"]["error"]
+    )

@@ -33,8 +33,13 @@ def start_run(logdir: Path, batch_size: int, how: str) -> subprocess.Popen:
     """The helper ``dying_run.py``: a real measured run that dies in step DIE_AT (``how``: abort or wait)."""
     path = os.pathsep.join([str(HELPERS.parent), os.environ.get("PYTHONPATH", "")])
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=path)
-    return subprocess.Popen([sys.executable, str(HELPERS / "dying_run.py"), str(logdir), str(batch_size), how,
-                             str(DIE_AT)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, str(HELPERS / "dying_run.py"), str(logdir), str(batch_size), how, str(DIE_AT)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def aborted_sweep_run(out: Path, batch_size: int = 32) -> dict:
@@ -141,7 +146,10 @@ def test_a_finished_run_is_not_given_an_end_record(tmp_path):
     assert sweep_child.record_end(logdir, done, {"cause": "killed by SIGKILL"}, oom=True) is None
     with contextlib.suppress(FileNotFoundError):
         (logdir / names.REPORT_FILE).unlink()
-    assert sweep_child.record_end(logdir, sweep_child.Exit(43, -9, ""), {"cause": "x"}, oom=False) is None  # not its claim
-    path = sweep_child.record_end(logdir, done, {"cause": "killed by SIGKILL (the kernel's OOM killer, most likely)"},
-                                  oom=True)
+    assert (
+        sweep_child.record_end(logdir, sweep_child.Exit(43, -9, ""), {"cause": "x"}, oom=False) is None
+    )  # not its claim
+    path = sweep_child.record_end(
+        logdir, done, {"cause": "killed by SIGKILL (the kernel's OOM killer, most likely)"}, oom=True
+    )
     assert json.loads(path.read_text())["error"] == "out of memory (SIGKILL)"

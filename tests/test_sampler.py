@@ -53,7 +53,9 @@ def test_failing_sensor_leaves_nan_gap_and_sampling_goes_on():
                 raise OSError("vanished")
             return super().read()
 
-    sampler = Sampler([SyntheticSensor(power_w={"a": flaky}), Raising(power_w={"b": lambda t: 3.0})], 0.005, mode="process")
+    sampler = Sampler(
+        [SyntheticSensor(power_w={"a": flaky}), Raising(power_w={"b": lambda t: 3.0})], 0.005, mode="process"
+    )
     with sampler:
         time.sleep(0.35)
     rows = sampler.drain()
@@ -92,8 +94,17 @@ def test_drain_is_incremental_and_overflow_counts_drops():
     assert written >= 200 and second.t[0] > first.t[-1]
 
 
-@pytest.mark.parametrize("bad,error", [(0, ValueError), (-0.005, ValueError), (0.0001, ValueError), ("0.005", TypeError),
-                                       (math.nan, TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "bad,error",
+    [
+        (0, ValueError),
+        (-0.005, ValueError),
+        (0.0001, ValueError),
+        ("0.005", TypeError),
+        (math.nan, TypeError),
+        (True, TypeError),
+    ],
+)
 def test_bad_period(bad, error):
     with pytest.raises(error):
         Sampler([SyntheticSensor(power_w={"p": lambda t: 1.0})], bad)
@@ -125,9 +136,11 @@ def test_outage_recorded_then_closed_appears_once_in_the_summary():
     assert stats.summary(None)["sampler_outages"] == []
     stats.add_outage(10.0, None, "sampler process exited (killed by SIGKILL)")
     assert stats.summary(None)["sampler_outages"] == [
-        {"start_s": 10.0, "end_s": None, "reason": "sampler process exited (killed by SIGKILL)"}]
+        {"start_s": 10.0, "end_s": None, "reason": "sampler process exited (killed by SIGKILL)"}
+    ]
     stats.add_outage(10.0, 11.5, "sampler process exited (killed by SIGKILL)")
     stats.add_outage(20.0, 20.75, "sampler wrote no row for 1.2 s")
     assert stats.summary(None)["sampler_outages"] == [
         {"start_s": 10.0, "end_s": 11.5, "reason": "sampler process exited (killed by SIGKILL)"},
-        {"start_s": 20.0, "end_s": 20.75, "reason": "sampler wrote no row for 1.2 s"}]
+        {"start_s": 20.0, "end_s": 20.75, "reason": "sampler wrote no row for 1.2 s"},
+    ]

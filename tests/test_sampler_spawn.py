@@ -103,8 +103,9 @@ def test_a_sensor_class_of_the_scripts_main_is_forked(tmp_path):
     assert "REASON fork: sensor 'mine' refers to the script's __main__" in out.stdout
 
 
-def hold_locks(held: threading.Event, logging_free: threading.Event, device_free: threading.Event,
-               handler: logging.Handler) -> None:
+def hold_locks(
+    held: threading.Event, logging_free: threading.Event, device_free: threading.Event, handler: logging.Handler
+) -> None:
     """Holds the device's lock, logging's and ``handler``'s; lets logging's go at ``logging_free``, the
     device's at ``device_free`` (each after 30 s at most)."""
     picklable.DEVICE_LOCK.acquire()
@@ -190,8 +191,13 @@ def test_no_fork_warning_of_jax_when_the_sampler_starts_while_jax_computes(start
         ram = rows.values[:, [c.name for c in rows.channels].index("ram_used")]
         print("RESULT", sampler.start_method, first, len(rows), bool(np.all(ram > 0)))
     """)
-    out = subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-W", "error::DeprecationWarning",
-                          "-c", script, start], capture_output=True, text=True, timeout=300, cwd=REPO)
+    out = subprocess.run(
+        [sys.executable, "-W", "error::RuntimeWarning", "-W", "error::DeprecationWarning", "-c", script, start],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
     result = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("RESULT")]
     assert out.returncode == 0 and result, out.stderr[-3000:]
     method, first, rows, ram_read = result[0]
@@ -204,8 +210,12 @@ def test_failed_reads_count_with_their_words(mode, start):
     """A sensor whose read raises fails both its channels; one that gives an exception as one channel's
     value fails that channel only; NaN is no reading, not a failure."""
     long = NVMLError("Uninitialized " + "é" * 100)  # 2 bytes a character: cut inside one
-    sampler = Sampler([Raises(NVMLError("Uninitialized")), OneChannelFails(), Raises(long, ("long",), "long"), rail()],
-                      0.005, mode=mode, start=start)
+    sampler = Sampler(
+        [Raises(NVMLError("Uninitialized")), OneChannelFails(), Raises(long, ("long",), "long"), rail()],
+        0.005,
+        mode=mode,
+        start=start,
+    )
     assert sampler.start_method == (start if mode == "process" else None)
     with sampler:
         assert sampler.wait_for_first_row()
@@ -236,8 +246,8 @@ def test_a_started_process_that_cannot_load_the_sensors_is_replaced_by_a_fork(ca
         assert sampler.wait_for_first_row() and sampler.health() is None
         time.sleep(0.2)
     assert sampler.start_method == "fork" and sampler.start_reason == (
-        "fork: the sampler process could not load the sensors "
-        "(RuntimeError: this device opens in its own process only)")
+        "fork: the sampler process could not load the sensors (RuntimeError: this device opens in its own process only)"
+    )
     rows = sampler.drain()
     assert len(rows) > 20 and np.all(rows.values == [6.0, 3.0])
     assert "could not load its sensors: RuntimeError: this device opens" in capfd.readouterr().err
@@ -248,9 +258,15 @@ def test_a_started_process_that_cannot_load_the_sensors_is_replaced_by_a_fork(ca
         assert asked.health() == "sampler process exited (exit status 3)" and asked.start_method == "spawn"
 
 
-@pytest.mark.parametrize("mode,start,tick_loop,own_thread", [
-    ("process", "spawn", "C", True), ("process", "spawn", "Python", True), ("thread", "auto", "Python", True),
-    ("process", "spawn", "C", False)])
+@pytest.mark.parametrize(
+    "mode,start,tick_loop,own_thread",
+    [
+        ("process", "spawn", "C", True),
+        ("process", "spawn", "Python", True),
+        ("thread", "auto", "Python", True),
+        ("process", "spawn", "C", False),
+    ],
+)
 def test_a_slow_sensor_in_its_own_thread_never_holds_up_the_tick(mode, start, tick_loop, own_thread, monkeypatch):
     """A 4 ms device call at 5 ms. In its own thread, the fast channel (its value: its read time) is read at
     its row's time, and the slow sensor's readings are rows of their own, each at the middle of its call;
@@ -259,9 +275,17 @@ def test_a_slow_sensor_in_its_own_thread_never_holds_up_the_tick(mode, start, ti
         monkeypatch.setenv("MOBILEPERF_NATIVE", "0")  # the started process inherits it
     elif native.load() is None:
         pytest.skip(f"C tick loop not built: {native.why_not()}")
-    sampler = Sampler([Slow(0.004, own_thread), SyntheticSensor(memory_b={"fast_t": picklable.clock})], 0.005,  # a time: as power, over 2 kW fails
-                      mode=mode, start=start)
-    assert sampler.tick_loop == ("C" if tick_loop == "C" else f"Python ({'thread mode' if mode == 'thread' else 'MOBILEPERF_NATIVE=0 asks for the Python loop'})")
+    sampler = Sampler(
+        [Slow(0.004, own_thread), SyntheticSensor(memory_b={"fast_t": picklable.clock})],
+        0.005,  # a time: as power, over 2 kW fails
+        mode=mode,
+        start=start,
+    )
+    assert sampler.tick_loop == (
+        "C"
+        if tick_loop == "C"
+        else f"Python ({'thread mode' if mode == 'thread' else 'MOBILEPERF_NATIVE=0 asks for the Python loop'})"
+    )
     with sampler:
         assert sampler.wait_for_first_row()
         time.sleep(1.0)
@@ -348,7 +372,10 @@ def test_the_sampler_process_ends_when_the_trainer_is_killed(start):
     trainer.kill()
     trainer.wait()
     killed = time.monotonic()
-    while time.monotonic() - killed < 5.0 and Path(f"/proc/{pid}").exists() and \
-            Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z":
+    while (
+        time.monotonic() - killed < 5.0
+        and Path(f"/proc/{pid}").exists()
+        and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    ):
         time.sleep(0.01)
     assert time.monotonic() - killed < 1.5  # EOF at once; getppid() is looked at once a second

@@ -29,8 +29,26 @@ def test_tiny_sweep_with_a_real_oom(tmp_path, capsys):
     # 224x224 inputs at batch 64 need far more than 1 GiB: a real allocation failure in the child, raised as
     # ResourceExhaustedError or, where the allocation that fails is TensorFlow's own C++, a SIGSEGV.
     limited = tmp_path / "limited"
-    assert main(["sweep", "--models", "cnn", "--batch-sizes", "1,64", "--input-size", "224",
-                 "--memory-limit", "1GiB", "--steps", "4", "--out", str(limited)]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--models",
+                "cnn",
+                "--batch-sizes",
+                "1,64",
+                "--input-size",
+                "224",
+                "--memory-limit",
+                "1GiB",
+                "--steps",
+                "4",
+                "--out",
+                str(limited),
+            ]
+        )
+        == 0
+    )
     small, big = json.loads((limited / "results.json").read_text())
     assert small["success"] is True and "RLIMIT_AS" in small["memory_limit_emulated_by"]
     assert big["success"] is False and sweep_mod.is_oom(big), big["cause"]
@@ -38,8 +56,26 @@ def test_tiny_sweep_with_a_real_oom(tmp_path, capsys):
 
     # Resume: nothing left to run, the rows stay.
     before = (limited / "results.json").read_text()
-    assert main(["sweep", "--models", "cnn", "--batch-sizes", "1,64", "--input-size", "224",
-                 "--memory-limit", "1GiB", "--steps", "4", "--out", str(limited)]) == 0
+    assert (
+        main(
+            [
+                "sweep",
+                "--models",
+                "cnn",
+                "--batch-sizes",
+                "1,64",
+                "--input-size",
+                "224",
+                "--memory-limit",
+                "1GiB",
+                "--steps",
+                "4",
+                "--out",
+                str(limited),
+            ]
+        )
+        == 0
+    )
     assert (limited / "results.json").read_text() == before
 
     assert main(["plot", str(limited)]) == 0
@@ -75,7 +111,9 @@ def test_child_killed_by_sigkill_is_a_failed_config():
     assert sweep_mod._exit_cause(-9, "").startswith("killed by SIGKILL")
 
 
-@pytest.mark.parametrize("text,value", [("8GiB", 8 * 2**30), ("512MiB", 512 * 2**20), ("2GB", 2 * 10**9), ("1e9", 10**9)])
+@pytest.mark.parametrize(
+    "text,value", [("8GiB", 8 * 2**30), ("512MiB", 512 * 2**20), ("2GB", 2 * 10**9), ("1e9", 10**9)]
+)
 def test_parse_size(text, value):
     assert parse_size(text) == value
 

@@ -7,8 +7,10 @@ import json
 import subprocess
 import sys
 
-PROBE = ("import json, resource; from tf_mobileperf.tools.sweep_child import _peak_rss_gb; "
-         "print(json.dumps([_peak_rss_gb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30]))")
+PROBE = (
+    "import json, resource; from tf_mobileperf.tools.sweep_child import _peak_rss_gb; "
+    "print(json.dumps([_peak_rss_gb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30]))"
+)
 
 
 def test_a_child_started_by_a_large_process_reports_its_own_peak():

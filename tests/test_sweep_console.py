@@ -41,23 +41,53 @@ def test_fewer_measured_steps_are_one_warning_line(tmp_path, caplog):
 
 def test_a_bad_argument_is_its_one_line_without_the_warning(tmp_path):
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    proc = subprocess.run([sys.executable, "-m", "tf_mobileperf.tools.cli", "sweep", "--models", "cnn", "--steps", "4",
-                           "--input-size", "8", "--out", str(tmp_path / "sweep")], capture_output=True, text=True,
-                          timeout=120, env=dict(os.environ, PYTHONPATH=path))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tf_mobileperf.tools.cli",
+            "sweep",
+            "--models",
+            "cnn",
+            "--steps",
+            "4",
+            "--input-size",
+            "8",
+            "--out",
+            str(tmp_path / "sweep"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, PYTHONPATH=path),
+    )
     (line,) = proc.stderr.strip().splitlines()  # no warning about --steps 4 before it
     assert proc.returncode == 2 and line.startswith("mobileperf: error: input size 8 for cnn is too small")
 
 
 def _row(batch_size: int, **values) -> dict:
-    return {"model": "lstm", "batch_size": batch_size, "success": True, "cause": None, "step_time_s_mean": 0.2,
-            "samples_per_s": 40.0, "energy_per_step_j": None, "energy_per_sample_j": None, "proc_peak_gb": 1.0,
-            "mem_peak_gb": 2.0, "gpu_mem_peak_gb": None,
-            "unavailable": {"energy": NO_POWER, "power": NO_POWER, "gpu_mem_peak_gb": NO_GPU}} | values
+    return {
+        "model": "lstm",
+        "batch_size": batch_size,
+        "success": True,
+        "cause": None,
+        "step_time_s_mean": 0.2,
+        "samples_per_s": 40.0,
+        "energy_per_step_j": None,
+        "energy_per_sample_j": None,
+        "proc_peak_gb": 1.0,
+        "mem_peak_gb": 2.0,
+        "gpu_mem_peak_gb": None,
+        "unavailable": {"energy": NO_POWER, "power": NO_POWER, "gpu_mem_peak_gb": NO_GPU},
+    } | values
 
 
 def test_the_table_prints_n_a_and_says_each_cause_once_never_null(tmp_path, capsys):
-    rows = [_row(8), _row(32),
-            {"model": "lstm", "batch_size": 64, "success": False, "cause": "out of memory", "proc_peak_gb": None}]
+    rows = [
+        _row(8),
+        _row(32),
+        {"model": "lstm", "batch_size": 64, "success": False, "cause": "out of memory", "proc_peak_gb": None},
+    ]
     assert _print_rows(argparse.Namespace(out=tmp_path), rows, PowerPlan()) == 0
     out = capsys.readouterr().out
     assert "null" not in out

@@ -21,8 +21,13 @@ from tf_mobileperf.sensors import base, files
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 
 #: The ctypes type each C type of the header must have (independent of abi.py's own table).
-EXPECTED = {"int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64, "double": ctypes.c_double,
-            "const char *": ctypes.c_char_p, "char *": ctypes.c_void_p}
+EXPECTED = {
+    "int32_t": ctypes.c_int32,
+    "int64_t": ctypes.c_int64,
+    "double": ctypes.c_double,
+    "const char *": ctypes.c_char_p,
+    "char *": ctypes.c_void_p,
+}
 
 
 def expected_ctype(c_type: str) -> type:
@@ -39,20 +44,29 @@ def probe_source() -> str:
     abi.py read."""
     types = sorted({t for fields in abi.LAYOUTS.values() for _, t in fields} | {f"{s} *" for s in abi.LAYOUTS})
     generic = ", ".join(f'{t}: "{t}"' for t in types)
-    lines = ["#include <stddef.h>", "#include <stdio.h>", '#include "_tick_abi.h"',
-             f'#define TYPE(x) _Generic((x), {generic}, default: "?")', "int main(void) {"]
+    lines = [
+        "#include <stddef.h>",
+        "#include <stdio.h>",
+        '#include "_tick_abi.h"',
+        f'#define TYPE(x) _Generic((x), {generic}, default: "?")',
+        "int main(void) {",
+    ]
     for struct, fields in abi.LAYOUTS.items():
         lines.append(f'    printf("struct {struct} %zu\\n", sizeof({struct}));')
         for field, _ in fields:
             member = f"((({struct} *)0)->{field})"
-            lines.append(f'    printf("field {struct} {field} %zu %zu %s\\n", offsetof({struct}, {field}), '
-                         f"sizeof {member}, TYPE({member}));")
+            lines.append(
+                f'    printf("field {struct} {field} %zu %zu %s\\n", offsetof({struct}, {field}), '
+                f"sizeof {member}, TYPE({member}));"
+            )
     for name in abi.CONSTANTS:
         lines.append(f'    printf("define {name} %lld\\n", (long long)({name}));')
     for name, (result, arguments) in abi.FUNCTIONS.items():
         signature = f"{result} ({', '.join(arguments) or 'void'})"
-        lines.append(f'    _Static_assert(__builtin_types_compatible_p(__typeof__({name}), {signature}), '
-                     f'"{name} is not {signature}");')
+        lines.append(
+            f"    _Static_assert(__builtin_types_compatible_p(__typeof__({name}), {signature}), "
+            f'"{name} is not {signature}");'
+        )
     lines += ["    return 0;", "}"]
     return "\n".join(lines) + "\n"
 
@@ -61,9 +75,22 @@ def probe_source() -> str:
 def test_c_sees_every_structure_field_constant_and_function_as_python_reads_them_from_the_header(tmp_path):
     source = tmp_path / "probe.c"
     source.write_text(probe_source())
-    compiled = subprocess.run(["cc", "-std=gnu99", "-Wall", "-Wextra", "-Werror", "-Wpadded",
-                               f"-I{abi.HEADER.parent}", "-o", str(tmp_path / "probe"), str(source)],
-                              capture_output=True, text=True)
+    compiled = subprocess.run(
+        [
+            "cc",
+            "-std=gnu99",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-Wpadded",
+            f"-I{abi.HEADER.parent}",
+            "-o",
+            str(tmp_path / "probe"),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert compiled.returncode == 0, compiled.stderr
     printed = subprocess.run([str(tmp_path / "probe")], capture_output=True, text=True, check=True).stdout
     sizes, fields, defines = {}, {}, {}
@@ -99,12 +126,14 @@ def test_the_header_declares_what_the_python_side_uses():
     assert len(abi.LAYOUTS) == len(re.findall(r"^typedef struct", header, re.MULTILINE)) == 5
     assert set(abi.FUNCTIONS) == {"mp_run", "mp_take_over", "mp_read", "mp_free", "mp_abi"}
     assert (ring.COUNT, ring.EPOCH, ring.REALTIME, ring.ERRORS, ring.TEXT_BYTES) == tuple(
-        abi.CONSTANTS[f"MP_{name}"] for name in ("HEADER_COUNT", "HEADER_EPOCH", "HEADER_REALTIME",
-                                                 "HEADER_ERRORS", "TEXT_BYTES"))
+        abi.CONSTANTS[f"MP_{name}"]
+        for name in ("HEADER_COUNT", "HEADER_EPOCH", "HEADER_REALTIME", "HEADER_ERRORS", "TEXT_BYTES")
+    )
     assert base.MAX_FILE_BYTES == abi.CONSTANTS["MP_MAX_FILE_BYTES"]
     assert base.TOO_LARGE == f"larger than {base.MAX_FILE_BYTES >> 20} MiB"
     assert (native.STOPPED, native.PYTHON, native.REPLACED, native.ABI) == tuple(
-        abi.CONSTANTS[f"MP_{name}"] for name in ("STOPPED", "PYTHON", "REPLACED", "ABI"))
+        abi.CONSTANTS[f"MP_{name}"] for name in ("STOPPED", "PYTHON", "REPLACED", "ABI")
+    )
     ops = {v for k, v in abi.CONSTANTS.items() if k.startswith("MP_OP_")}
     assert set(native._OPS) == set(files.OPS) and set(native._OPS.values()) == ops and len(ops) == len(files.OPS)
 
@@ -114,8 +143,9 @@ def test_every_function_the_library_exports_is_declared_in_the_header():
     if native.load() is None:
         pytest.skip(f"C tick loop not built: {native.why_not()}")
     library = Path(native.load()._name)
-    symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True,
-                             check=True).stdout
+    symbols = subprocess.run(
+        ["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True, check=True
+    ).stdout
     exported = {line.split()[-1] for line in symbols.splitlines() if line.split()[1:2] == ["T"]}
     assert {s for s in exported if s.startswith("mp_")} == set(abi.FUNCTIONS)
 
@@ -143,12 +173,22 @@ def test_the_reader_parses_declarator_lists_and_refuses_what_it_cannot_mirror():
     assert functions == {"mp_f": ("int64_t", ["mp_x *", "double", "int64_t *"])}
     built = abi.structures(layouts)
     assert built["mp_y"]._fields_[0][1] == ctypes.POINTER(built["mp_x"])
-    for bad in ("#define MP_A 0x10", "#define MP_A 1u", "#define MP_A SOMETHING", "#define MP_A (1 << -1)",
-                "typedef struct { int32_t a[4]; } mp_x;", "typedef struct { int32_t a : 3; } mp_x;",
-                "typedef struct { } mp_x;", "int mp_f(double);"):
+    for bad in (
+        "#define MP_A 0x10",
+        "#define MP_A 1u",
+        "#define MP_A SOMETHING",
+        "#define MP_A (1 << -1)",
+        "typedef struct { int32_t a[4]; } mp_x;",
+        "typedef struct { int32_t a : 3; } mp_x;",
+        "typedef struct { } mp_x;",
+        "int mp_f(double);",
+    ):
         with pytest.raises(ValueError):
             abi.parse(bad)
-    for bad in ("typedef struct { float f; } mp_x;", "typedef struct { mp_y *y; } mp_x;",
-                "typedef struct { int32_t **p; } mp_x;"):
+    for bad in (
+        "typedef struct { float f; } mp_x;",
+        "typedef struct { mp_y *y; } mp_x;",
+        "typedef struct { int32_t **p; } mp_x;",
+    ):
         with pytest.raises(ValueError):
             abi.structures(abi.parse(bad)[1])

@@ -180,8 +180,11 @@ def test_the_sampler_process_ends_when_the_trainer_is_killed(tick_loop, tmp_path
     trainer.send_signal(signal.SIGKILL)
     trainer.wait()
     deadline = time.monotonic() + 5.0
-    while time.monotonic() < deadline and Path(f"/proc/{child}").exists() and \
-            Path(f"/proc/{child}/stat").read_text().split()[2] != "Z":
+    while (
+        time.monotonic() < deadline
+        and Path(f"/proc/{child}").exists()
+        and Path(f"/proc/{child}/stat").read_text().split()[2] != "Z"
+    ):
         time.sleep(0.01)
     gone_after = 5.0 - (deadline - time.monotonic())
     assert gone_after < 1.5  # the death pipe reads EOF at once; getppid() is looked at once a second
@@ -207,8 +210,9 @@ def test_gpu_load_thermal_zones_and_emc_are_read_by_the_c_loop_as_by_python(tick
         write(tmp_path, f"sys/devices/virtual/thermal/thermal_zone{n}/type", kind + "\n")
         write(tmp_path, f"sys/devices/virtual/thermal/thermal_zone{n}/temp", temp + "\n")
         (tmp_path / "sys/class/thermal").mkdir(parents=True, exist_ok=True)
-        os.symlink(tmp_path / f"sys/devices/virtual/thermal/thermal_zone{n}",
-                   tmp_path / f"sys/class/thermal/thermal_zone{n}")
+        os.symlink(
+            tmp_path / f"sys/devices/virtual/thermal/thermal_zone{n}", tmp_path / f"sys/class/thermal/thermal_zone{n}"
+        )
     write(tmp_path, "sys/kernel/debug/bpmp/debug/clk/emc/rate", "2133000000\n")
     write(tmp_path, "sys/kernel/actmon_avg_activity/mc_all", "1066500\n")
     sensors = [JetsonGpuSensor(tmp_path), ThermalSensor(tmp_path, period_s=0.02), EmcSensor(tmp_path, period_s=0.02)]

@@ -68,15 +68,24 @@ def build_tree(root: Path) -> None:
 
 
 def make_sensors(root: Path) -> list:
-    return [Ina3221IioSensor(root), Ina3221HwmonSensor(root), CpuSensor(root), MemorySensor(root, pid=PID),
-            JetsonGpuSensor(root), ThermalSensor(root, period_s=0.0), EmcSensor(root, period_s=0.0)]
+    return [
+        Ina3221IioSensor(root),
+        Ina3221HwmonSensor(root),
+        CpuSensor(root),
+        MemorySensor(root, pid=PID),
+        JetsonGpuSensor(root),
+        ThermalSensor(root, period_s=0.0),
+        EmcSensor(root, period_s=0.0),
+    ]
 
 
 @pytest.fixture(scope="module")
 def tree():
     """The tree and the bytes of each file the sensors declare, to put back before each example. On tmpfs where
     there is one, as sysfs is in memory: a file written on a busy disk's file system took a millisecond."""
-    root = Path(tempfile.mkdtemp(prefix="mobileperf-parity-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None))
+    root = Path(
+        tempfile.mkdtemp(prefix="mobileperf-parity-", dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
+    )
     build_tree(root)
     declared = {file.path for sensor in make_sensors(root) for file in sensor.file_reads.files}
     yield root, {path: path.read_bytes() for path in declared}
@@ -84,18 +93,58 @@ def tree():
 
 
 # --- what a file may hold ---------------------------------------------------------------------------------------
-ODD = ["0x7C6", "0X10", "inf", "-inf", "nan", "NaN", "Infinity", "1_000", "1e", "1e+", ".", "+", "-", ".5", "5.",
-       "+.5e-3", "1e400", "-1e400", "1.5e-400", "0e0", "00012", "1E5", "-0", "+0.0", "12abc", "1,5", "--1", "+-1",
-       "1e5.5", "0b101", "\u0661\u0662", "5\x00", "\x00", "0x", "1e-", "1.2.3", "e5", "123456789012345678901234567890",
-       "9" * 400, "500999999", "11820"]
+ODD = [
+    "0x7C6",
+    "0X10",
+    "inf",
+    "-inf",
+    "nan",
+    "NaN",
+    "Infinity",
+    "1_000",
+    "1e",
+    "1e+",
+    ".",
+    "+",
+    "-",
+    ".5",
+    "5.",
+    "+.5e-3",
+    "1e400",
+    "-1e400",
+    "1.5e-400",
+    "0e0",
+    "00012",
+    "1E5",
+    "-0",
+    "+0.0",
+    "12abc",
+    "1,5",
+    "--1",
+    "+-1",
+    "1e5.5",
+    "0b101",
+    "\u0661\u0662",
+    "5\x00",
+    "\x00",
+    "0x",
+    "1e-",
+    "1.2.3",
+    "e5",
+    "123456789012345678901234567890",
+    "9" * 400,
+    "500999999",
+    "11820",
+]
 SPACE = st.sampled_from([b" ", b"\t", b"  ", b"\r", b"\x0b", b"\x0c", b" \t "])
 END = st.sampled_from([b"\n", b"", b"\r\n", b"\n\n", b" \n", b"\x00"])
 WORD = st.one_of(
-    st.integers(-10**25, 10**25).map(str),
+    st.integers(-(10**25), 10**25).map(str),
     st.integers(-1, 2_000_000).map(str),  # rails, loads, temperatures in their units
     st.floats(allow_nan=False).map(repr),
-    st.tuples(st.sampled_from(["%g", "%.3f", "%e", "%.17g", "%+.1f"]), st.floats(allow_nan=False, width=32))
-    .map(lambda t: t[0] % t[1]),
+    st.tuples(st.sampled_from(["%g", "%.3f", "%e", "%.17g", "%+.1f"]), st.floats(allow_nan=False, width=32)).map(
+        lambda t: t[0] % t[1]
+    ),
     st.sampled_from(ODD),
 ).map(str.encode) | st.binary(min_size=1, max_size=6).map(lambda b: b.translate(None, b" \t\n\r\x0b\x0c") or b"?")
 
@@ -103,7 +152,8 @@ WORD = st.one_of(
 def words(most: int) -> st.SearchStrategy:
     """1 to ``most`` words with whitespace between."""
     return st.tuples(WORD, st.lists(st.tuples(SPACE, WORD), max_size=most - 1)).map(
-        lambda t: t[0] + b"".join(space + word for space, word in t[1]))
+        lambda t: t[0] + b"".join(space + word for space, word in t[1])
+    )
 
 
 @st.composite
@@ -211,7 +261,9 @@ def assert_same(both: Both, c_row: np.ndarray, py_row: np.ndarray, written) -> N
         c, p = c_row[k], py_row[k]
         same = (np.isnan(c) and np.isnan(p)) or np.float64(c).tobytes() == np.float64(p).tobytes()
         assert same, f"{names[k]}: C {c!r}, Python {p!r}; files {written}"
-    assert list(both.c_shared.header[3:3 + len(both.sensors)]) == list(both.py_shared.header[3:3 + len(both.sensors)])
+    assert list(both.c_shared.header[3 : 3 + len(both.sensors)]) == list(
+        both.py_shared.header[3 : 3 + len(both.sensors)]
+    )
     for k in range(1, both.width):
         assert both.c_shared.text(k) == both.py_shared.text(k), names[k]
 
@@ -234,9 +286,11 @@ def test_the_generators_cover_every_kind_of_declared_file(tree):
     assert max(fields for _, _, fields in files) == 8  # /proc/stat's cpu lines sum fields
 
 
-@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                        HealthCheck.too_slow,
-                                                                        HealthCheck.data_too_large])
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(data=st.data())
 def test_the_c_loop_reads_every_file_form_as_the_python_loop(tree, data):
     root, baseline = tree

@@ -12,8 +12,12 @@ import importlib
 
 #: The public names and the module each lives in. They are imported on first use, so the
 #: command-line tools and the dashboard do not pay for TensorFlow and Keras unless they train.
-_PUBLIC = {"MobilePerfCallback": "tf_mobileperf.callback", "PerfMonitor": "tf_mobileperf.session.monitor",
-           "Report": "tf_mobileperf.steps.report", "StepRecord": "tf_mobileperf.steps.records"}
+_PUBLIC = {
+    "MobilePerfCallback": "tf_mobileperf.callback",
+    "PerfMonitor": "tf_mobileperf.session.monitor",
+    "Report": "tf_mobileperf.steps.report",
+    "StepRecord": "tf_mobileperf.steps.records",
+}
 
 __all__ = list(_PUBLIC)
 

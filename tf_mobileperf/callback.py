@@ -44,6 +44,7 @@ from tf_mobileperf.steps.report import Report
 
 log = logging.getLogger(__name__)
 
+
 class MobilePerfCallback(keras.callbacks.Callback):
     """Measures power, energy, utilization and peak memory of every training step.
 
@@ -144,8 +145,9 @@ class MobilePerfCallback(keras.callbacks.Callback):
         all the same); returns what the train function returns instead, or PROPAGATE."""
         if where == "train_function" and self._running:
             # Keras's iterator ran out of data: no batch ran, so there is no step to record.
-            end_of_data = (StopIteration,) + ((sys.modules["tensorflow"].errors.OutOfRangeError,)
-                                              if "tensorflow" in sys.modules else ())
+            end_of_data = (StopIteration,) + (
+                (sys.modules["tensorflow"].errors.OutOfRangeError,) if "tensorflow" in sys.modules else ()
+            )
             if isinstance(exc, end_of_data):
                 self.monitor.discard_step()
                 return PROPAGATE

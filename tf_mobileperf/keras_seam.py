@@ -39,8 +39,18 @@ import keras
 log = logging.getLogger(__name__)
 
 #: Hooks of Keras's CallbackList that run inside ``fit``; an error in any of them ends the measurement.
-LIST_HOOKS = ("on_epoch_begin", "on_epoch_end", "on_train_batch_begin", "on_train_batch_end", "on_batch_end",
-              "on_test_begin", "on_test_end", "on_test_batch_begin", "on_test_batch_end", "on_train_end")
+LIST_HOOKS = (
+    "on_epoch_begin",
+    "on_epoch_end",
+    "on_train_batch_begin",
+    "on_train_batch_end",
+    "on_batch_end",
+    "on_test_begin",
+    "on_test_end",
+    "on_test_batch_begin",
+    "on_test_batch_end",
+    "on_train_end",
+)
 
 #: What an error handler returns to let the error go on.
 PROPAGATE = object()
@@ -148,8 +158,12 @@ def _leave(guards: list[weakref.ref], subscriber: weakref.WeakMethod) -> list[st
         elif current is not guard.original:
             where = f"{type(owner).__name__}.{name}"
             left_in_place.append(where)
-            log.warning("%s was replaced during fit by %r; it is left as it is (the measurement's guard "
-                        "inside it, if any, now only passes calls through)", where, current)
+            log.warning(
+                "%s was replaced during fit by %r; it is left as it is (the measurement's guard "
+                "inside it, if any, now only passes calls through)",
+                where,
+                current,
+            )
     return left_in_place
 
 

@@ -65,13 +65,17 @@ def min_max(t: np.ndarray, v: np.ndarray, max_points: int, max_gap_s: float = ma
     if len(t) <= max_points:
         edges = np.arange(len(t))
     else:
-        edges = np.unique(np.concatenate([np.linspace(0, len(t), max(1, max_points // 2) + 1).astype(np.intp)[:-1],
-                                          after_gap]))
+        edges = np.unique(
+            np.concatenate([np.linspace(0, len(t), max(1, max_points // 2) + 1).astype(np.intp)[:-1], after_gap])
+        )
     lo, hi, bt = np.fmin.reduceat(v, edges), np.fmax.reduceat(v, edges), t[edges]
     at = np.searchsorted(edges, after_gap)
     marks = (t[after_gap - 1] + t[after_gap]) / 2
-    return {"t": np.insert(bt, at, marks).tolist(), "min": _list(np.insert(lo, at, np.nan)),
-            "max": _list(np.insert(hi, at, np.nan))}
+    return {
+        "t": np.insert(bt, at, marks).tolist(),
+        "min": _list(np.insert(lo, at, np.nan)),
+        "max": _list(np.insert(hi, at, np.nan)),
+    }
 
 
 def _list(v: np.ndarray) -> list:

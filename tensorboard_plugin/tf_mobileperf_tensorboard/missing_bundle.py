@@ -40,5 +40,6 @@ def frontend_module(bundle: Path) -> bytes:
         return notice_module(MISSING)
     except OSError as exc:
         log.warning("%s cannot be read: %s", bundle, exc)
-        return notice_module(f"the dashboard's frontend bundle cannot be read ({type(exc).__name__}: {exc}): "
-                             "reinstall tf-mobileperf")
+        return notice_module(
+            f"the dashboard's frontend bundle cannot be read ({type(exc).__name__}: {exc}): reinstall tf-mobileperf"
+        )

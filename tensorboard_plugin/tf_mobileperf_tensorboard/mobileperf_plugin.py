@@ -155,7 +155,8 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
             return {}
         filter_ = provider.RunTagFilter(runs=list(mapping), tags=[names.RUN_TAG])
         data = self._data_provider.read_tensors(
-            ctx, experiment_id=experiment, plugin_name=names.PLUGIN_NAME, run_tag_filter=filter_, downsample=1)
+            ctx, experiment_id=experiment, plugin_name=names.PLUGIN_NAME, run_tag_filter=filter_, downsample=1
+        )
         return {run: _summary(run, tags[names.RUN_TAG]) for run, tags in data.items() if tags.get(names.RUN_TAG)}
 
     def _status(self, run: str, summary: dict) -> run_status.RunStatus:
@@ -200,11 +201,19 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
             if summary.get("status") == run_status.UNREADABLE:
                 raise ValueError(f"{run}: {summary['error']}; it has no {names.REPORT_FILE}")
             status = self._status(run, summary)
-            message = ("no report yet: the run is " + status.text if status.status == schema.RUNNING
-                       else f"no report: {status.text}")
+            message = (
+                "no report yet: the run is " + status.text
+                if status.status == schema.RUNNING
+                else f"no report: {status.text}"
+            )
             return {"run": run, "steps": [], "message": message, "status": status.status}
-        out = {"run": run, "steps": data.get("steps", []), "warmup_steps": data.get("warmup_steps"),
-               "failed_step": data.get("failed_step"), "profile": self._profile_links(run, path)}
+        out = {
+            "run": run,
+            "steps": data.get("steps", []),
+            "warmup_steps": data.get("warmup_steps"),
+            "failed_step": data.get("failed_step"),
+            "profile": self._profile_links(run, path),
+        }
         op_energy = reader.read_json(layout.op_energy, reader.MAX_JSON_BYTES, self._logdir)
         if op_energy is not None:
             out["op_energy"] = op_energy
@@ -223,7 +232,9 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     @staticmethod
     def _profile_links(run: str, path: Path) -> list[dict]:
         sessions = sorted(p.name for p in RunLayout.of_run(path).profile_dir.glob("*") if p.is_dir())
-        return [{"session": s, "url": f"/?run={quote(run + '/' + s, safe='')}&tool=trace_viewer#profile"} for s in sessions]
+        return [
+            {"session": s, "url": f"/?run={quote(run + '/' + s, safe='')}&tool=trace_viewer#profile"} for s in sessions
+        ]
 
     @_route
     def _serve_channels(self, request):
@@ -256,5 +267,10 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
         # Over the whole run, so a zoomed window keeps the run's rate.
         rate = ChannelRate.of(t, column, declared_period_s(header, channel))
         lo, hi = np.searchsorted(t, start, "left"), np.searchsorted(t, end, "right")
-        return {"run": run, "channel": channel, "samples": int(hi - lo), **rate.to_dict(),
-                **min_max(t[lo:hi], column[lo:hi], max_points, rate.max_gap_s)}
+        return {
+            "run": run,
+            "channel": channel,
+            "samples": int(hi - lo),
+            **rate.to_dict(),
+            **min_max(t[lo:hi], column[lo:hi], max_points, rate.max_gap_s),
+        }

@@ -76,7 +76,7 @@ def unreadable(error: str) -> dict:
 
 
 def finished_text(summary: dict) -> str:
-    """"trained", or "failed at step N" (a combined run: which hosts are missing)."""
+    """ "trained", or "failed at step N" (a combined run: which hosts are missing)."""
     if summary.get("success"):
         return "trained"
     missing = summary.get("missing_hosts") or []
@@ -184,8 +184,9 @@ def _proc_stat(pid: int) -> tuple[str, float | None] | None:
     """(state, start time in wall seconds) of ``pid`` from /proc; None without /proc."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
-                    if line.startswith("btime "))
+        boot = next(
+            float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime ")
+        )
         return fields[0], boot + int(fields[19]) / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError, StopIteration):
         return None
@@ -193,8 +194,12 @@ def _proc_stat(pid: int) -> tuple[str, float | None] | None:
 
 def _last_write(logdir: Path, run_dir: Path) -> float:
     """The newest modification time of the files a live run keeps writing (0 if there is none)."""
-    paths = [RunLayout(logdir).steps_csv, RunLayout(logdir).progress, RunLayout(logdir).claim,
-             RunLayout.of_run(run_dir).samples]
+    paths = [
+        RunLayout(logdir).steps_csv,
+        RunLayout(logdir).progress,
+        RunLayout(logdir).claim,
+        RunLayout.of_run(run_dir).samples,
+    ]
     times = []
     for path in paths:
         try:

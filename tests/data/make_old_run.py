@@ -22,10 +22,15 @@ TASKS = {"cluster": {"worker": ["localhost:1", "localhost:2"]}}
 
 def worker(logdir: Path, index: int, watts: float) -> None:
     os.environ["TF_CONFIG"] = json.dumps(TASKS | {"task": {"type": "worker", "index": index}})
-    sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: watts}, memory_b={"ram_used": lambda t: 2e9},
-                             groups={"VDD_IN": "total"}, roles={"ram_used": {"device": "board"}})
-    with PerfMonitor(logdir, idle_s=0, sensors=[sensor], warmup_steps=1, batch_size=4, sample_period_ms=20,
-                     combine_wait_s=5) as perf:
+    sensor = SyntheticSensor(
+        power_w={"VDD_IN": lambda t: watts},
+        memory_b={"ram_used": lambda t: 2e9},
+        groups={"VDD_IN": "total"},
+        roles={"ram_used": {"device": "board"}},
+    )
+    with PerfMonitor(
+        logdir, idle_s=0, sensors=[sensor], warmup_steps=1, batch_size=4, sample_period_ms=20, combine_wait_s=5
+    ) as perf:
         for _ in range(4):
             with perf.step():
                 time.sleep(0.03)

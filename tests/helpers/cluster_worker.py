@@ -13,10 +13,17 @@ import os
 import sys
 import time
 
-logdir, index, ports, watts, steps, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), \
-    int(sys.argv[5]), sys.argv[6]
-os.environ["TF_CONFIG"] = json.dumps({"cluster": {"worker": [f"localhost:{p}" for p in ports.split(",")]},
-                                      "task": {"type": "worker", "index": index}})
+logdir, index, ports, watts, steps, mode = (
+    sys.argv[1],
+    int(sys.argv[2]),
+    sys.argv[3],
+    float(sys.argv[4]),
+    int(sys.argv[5]),
+    sys.argv[6],
+)
+os.environ["TF_CONFIG"] = json.dumps(
+    {"cluster": {"worker": [f"localhost:{p}" for p in ports.split(",")]}, "task": {"type": "worker", "index": index}}
+)
 
 from tf_mobileperf import PerfMonitor  # noqa: E402
 from tf_mobileperf.sensors import SyntheticSensor  # noqa: E402
@@ -30,12 +37,19 @@ if mode == "mwms":
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
     with strategy.scope():
-        model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)])
+        model = keras.Sequential(
+            [keras.Input((16,)), keras.layers.Dense(256, activation="relu"), keras.layers.Dense(1)]
+        )
         optimizer = keras.optimizers.Adam()
         optimizer.build(model.trainable_variables)
     rng = np.random.default_rng(index)
-    data = tf.data.Dataset.from_tensor_slices((rng.random((1024, 16), dtype=np.float32),
-                                               rng.random((1024, 1), dtype=np.float32))).batch(64).repeat()
+    data = (
+        tf.data.Dataset.from_tensor_slices(
+            (rng.random((1024, 16), dtype=np.float32), rng.random((1024, 1), dtype=np.float32))
+        )
+        .batch(64)
+        .repeat()
+    )
     batches = iter(strategy.experimental_distribute_dataset(data))
 
     @tf.function
@@ -47,15 +61,20 @@ if mode == "mwms":
             grads = tape.gradient(loss, model.trainable_variables)
             optimizer.apply_gradients(zip(grads, model.trainable_variables))
             return loss
+
         return strategy.reduce("SUM", strategy.run(step, args=(next(iterator),)), axis=None)
 
     def one_step():
         train_step(batches)
 else:
+
     def one_step():
         time.sleep(0.02)
 
-with PerfMonitor(logdir, idle_s=0, sensors=[sensor], batch_size=64, combine_wait_s=3.0 if mode == "plain" else 60.0) as perf:
+
+with PerfMonitor(
+    logdir, idle_s=0, sensors=[sensor], batch_size=64, combine_wait_s=3.0 if mode == "plain" else 60.0
+) as perf:
     i = 0
     while steps == 0 or i < steps:
         with perf.step():

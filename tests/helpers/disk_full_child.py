@@ -21,5 +21,13 @@ signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT, LIMIT))
 model.fit(*data(16_000), batch_size=8, epochs=1, callbacks=[cb], verbose=0)
 summary = cb.report.summary()
-print(json.dumps({"steps": len(cb.report.steps), "steps_measured": summary["steps_measured"],
-                  "power_avg": summary["power_avg"], "success": summary["success"]}))
+print(
+    json.dumps(
+        {
+            "steps": len(cb.report.steps),
+            "steps_measured": summary["steps_measured"],
+            "power_avg": summary["power_avg"],
+            "success": summary["success"],
+        }
+    )
+)

@@ -36,6 +36,12 @@ model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(32), keras.laye
 model.compile("sgd", "mse")
 x, y = data(batch_size * (die_at + 4))
 cb = MobilePerfCallback(logdir, idle_s=0, sensors=[constant_sensor()], batch_size=batch_size)
-model.fit(x, y, batch_size=batch_size, epochs=1, verbose=0,
-          callbacks=[cb, keras.callbacks.LambdaCallback(on_train_batch_begin=die)])
+model.fit(
+    x,
+    y,
+    batch_size=batch_size,
+    epochs=1,
+    verbose=0,
+    callbacks=[cb, keras.callbacks.LambdaCallback(on_train_batch_begin=die)],
+)
 print("FIT_RETURNED")

@@ -57,8 +57,11 @@ NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_GPU_IS_LOST = 15
 NVML_CLOCK_GRAPHICS = 0
 NVML_FI_DEV_POWER_INSTANT = 186
-_WORDS = {NVML_ERROR_UNINITIALIZED: "Uninitialized", NVML_ERROR_NOT_SUPPORTED: "Not Supported",
-          NVML_ERROR_GPU_IS_LOST: "GPU is lost"}
+_WORDS = {
+    NVML_ERROR_UNINITIALIZED: "Uninitialized",
+    NVML_ERROR_NOT_SUPPORTED: "Not Supported",
+    NVML_ERROR_GPU_IS_LOST: "GPU is lost",
+}
 
 FAIL: dict[str, int] = {}
 _state = {"pid": None, "count": 0}

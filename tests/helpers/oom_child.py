@@ -36,7 +36,8 @@ def batches():
 
 
 data = tf.data.Dataset.from_generator(
-    batches, output_signature=(tf.TensorSpec((None, 4), tf.float32), tf.TensorSpec((None, 1), tf.float32)))
+    batches, output_signature=(tf.TensorSpec((None, 4), tf.float32), tf.TensorSpec((None, 1), tf.float32))
+)
 sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 4.0}, groups={"VDD_IN": "total"})
 cb = MobilePerfCallback(logdir, idle_s=0, sensors=[sensor], on_oom=on_oom, warmup_steps=2)
 

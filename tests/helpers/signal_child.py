@@ -21,7 +21,8 @@ logdir, signame = sys.argv[1], sys.argv[2]
 cb = MobilePerfCallback(logdir, idle_s=0, sensors=[constant_sensor()], batch_size=8)
 timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), getattr(signal, signame)))
 start_timer = keras.callbacks.LambdaCallback(
-    on_train_batch_end=lambda batch, logs: timer.start() if batch == 30 else None)
+    on_train_batch_end=lambda batch, logs: timer.start() if batch == 30 else None
+)
 x, y = data(400_000)
 try:
     small_model().fit(x, y, batch_size=8, epochs=1, callbacks=[start_timer, cb], verbose=0)

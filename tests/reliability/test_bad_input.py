@@ -18,23 +18,37 @@ from tf_mobileperf.sensors.tegrastats import ReplaySensor, parse_line, read_log
 from conftest import DATA
 from test_plugin import client_for, get, train
 
-LINES = [line for name in ("tx2_tegrastats.log", "orin_tegrastats.log")
-         for line in (DATA / name).read_text().splitlines() if "RAM" in line]
+LINES = [
+    line
+    for name in ("tx2_tegrastats.log", "orin_tegrastats.log")
+    for line in (DATA / name).read_text().splitlines()
+    if "RAM" in line
+]
 
 
-@pytest.mark.parametrize("kwargs,error,names", [
-    ({"warmup_steps": -1}, ValueError, "warmup_steps"), ({"warmup_steps": "3"}, TypeError, "warmup_steps"),
-    ({"warmup_steps": 2.5}, TypeError, "warmup_steps"), ({"warmup_steps": True}, TypeError, "warmup_steps"),
-    ({"sample_period_ms": 0}, ValueError, "period"), ({"sample_period_ms": -5}, ValueError, "period"),
-    ({"sample_period_ms": 0.01}, ValueError, "period"), ({"sample_period_ms": float("nan")}, TypeError, "period"),
-    ({"sample_period_ms": "5"}, TypeError, "period"),
-    ({"sensors": "bogus"}, ValueError, "unknown sensors"), ({"sensors": [object()]}, TypeError, "Sensor"),
-    ({"sensors": "replay:/nonexistent.log"}, FileNotFoundError, "nonexistent.log"),
-    ({"on_oom": "ignore"}, ValueError, "on_oom"),
-    ({"profile_steps": (1, 4)}, ValueError, "profile_steps"), ({"profile_steps": (5, 4)}, ValueError, "profile_steps"),
-    ({"profile_steps": 5}, TypeError, "profile_steps"), ({"profile_steps": (3, -1)}, ValueError, "profile_steps"),
-    ({"batch_size": 0}, ValueError, "batch_size"),
-])
+@pytest.mark.parametrize(
+    "kwargs,error,names",
+    [
+        ({"warmup_steps": -1}, ValueError, "warmup_steps"),
+        ({"warmup_steps": "3"}, TypeError, "warmup_steps"),
+        ({"warmup_steps": 2.5}, TypeError, "warmup_steps"),
+        ({"warmup_steps": True}, TypeError, "warmup_steps"),
+        ({"sample_period_ms": 0}, ValueError, "period"),
+        ({"sample_period_ms": -5}, ValueError, "period"),
+        ({"sample_period_ms": 0.01}, ValueError, "period"),
+        ({"sample_period_ms": float("nan")}, TypeError, "period"),
+        ({"sample_period_ms": "5"}, TypeError, "period"),
+        ({"sensors": "bogus"}, ValueError, "unknown sensors"),
+        ({"sensors": [object()]}, TypeError, "Sensor"),
+        ({"sensors": "replay:/nonexistent.log"}, FileNotFoundError, "nonexistent.log"),
+        ({"on_oom": "ignore"}, ValueError, "on_oom"),
+        ({"profile_steps": (1, 4)}, ValueError, "profile_steps"),
+        ({"profile_steps": (5, 4)}, ValueError, "profile_steps"),
+        ({"profile_steps": 5}, TypeError, "profile_steps"),
+        ({"profile_steps": (3, -1)}, ValueError, "profile_steps"),
+        ({"batch_size": 0}, ValueError, "batch_size"),
+    ],
+)
 def test_bad_arguments_raise_in_constructor_naming_the_problem(tmp_path, kwargs, error, names):
     with pytest.raises(error, match=re.escape(names)):
         MobilePerfCallback(tmp_path, **({"sensors": "none"} | kwargs))
@@ -71,7 +85,7 @@ def test_mutated_tegrastats_lines_parse_to_what_they_say_or_raise():
             if op == "cut":
                 line = line[:i]
             elif op == "del":
-                del line[i:i + rng.randint(1, 8)]
+                del line[i : i + rng.randint(1, 8)]
             elif op == "ins":
                 line[i:i] = rng.choices(alphabet, k=rng.randint(1, 6))
             else:
@@ -94,8 +108,9 @@ def test_mutated_tegrastats_lines_parse_to_what_they_say_or_raise():
     assert parsed > 1000
 
 
-@pytest.mark.parametrize("line", [
-    "RAM " * 200_000, "CPU [" + "1%@2," * 100_000, "VDD_IN 1/" * 100_000, "\x00" * 1_000_000, "[" * 500_000])
+@pytest.mark.parametrize(
+    "line", ["RAM " * 200_000, "CPU [" + "1%@2," * 100_000, "VDD_IN 1/" * 100_000, "\x00" * 1_000_000, "[" * 500_000]
+)
 def test_huge_hostile_lines_end_quickly(line):
     try:
         record = parse_line(line)

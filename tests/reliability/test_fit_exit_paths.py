@@ -35,8 +35,14 @@ HELPERS = Path(__file__).parent.parent / "helpers"
 def child(script: str, *args, env: dict | None = None, **popen) -> subprocess.Popen:
     path = os.pathsep.join([str(HELPERS.parent), str(HELPERS.parent.parent)])  # tests/ and the tree under test
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=path) | (env or {})
-    return subprocess.Popen([sys.executable, str(HELPERS / script), *map(str, args)], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen)
+    return subprocess.Popen(
+        [sys.executable, str(HELPERS / script), *map(str, args)],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **popen,
+    )
 
 
 def finish(proc: subprocess.Popen, expect_rc: int = 0) -> str:
@@ -95,8 +101,7 @@ def test_validation_data_of_the_wrong_shape_writes_the_report(tmp_path):
     cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], batch_size=8)
     bad_validation = (np.zeros((16, 3), np.float32), np.zeros((16, 1), np.float32))
     with pytest.raises(Exception):  # noqa: B017 - whichever error the backend raises for the shape
-        small_model().fit(*data(80), batch_size=8, epochs=1, validation_data=bad_validation, callbacks=[cb],
-                          verbose=0)
+        small_model().fit(*data(80), batch_size=8, epochs=1, validation_data=bad_validation, callbacks=[cb], verbose=0)
     report = report_of(tmp_path)
     assert report["success"] is False and report["error"]
     assert report["steps_measured"] == 7 and not cb.monitor.sampler.running
@@ -141,8 +146,9 @@ def test_jax_backend_trains_measured_and_its_oom_counts(tmp_path):
         assert step["energy_j"]["total"] == pytest.approx(5.0 * step["duration_s"], rel=1e-6)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                    reason="torch is not installed (pip install torch runs this test)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="torch is not installed (pip install torch runs this test)"
+)
 def test_torch_backend_trains_measured_and_its_oom_counts(tmp_path):
     """Synthetic sensor, KERAS_BACKEND=torch."""
     out = finish(child("backend_child.py", tmp_path, env={"KERAS_BACKEND": "torch"}))
@@ -185,8 +191,9 @@ def test_terminate_on_nan_is_a_failure_with_the_reason(tmp_path):
     x, y = data(160)
     y[48:56] = np.nan
     cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], batch_size=8)
-    small_model().fit(x, y, batch_size=8, epochs=1, shuffle=False, callbacks=[keras.callbacks.TerminateOnNaN(), cb],
-                      verbose=0)
+    small_model().fit(
+        x, y, batch_size=8, epochs=1, shuffle=False, callbacks=[keras.callbacks.TerminateOnNaN(), cb], verbose=0
+    )
     report = report_of(tmp_path)
     assert report["success"] is False and report["failed_step"] == 6
     assert "loss is nan" in report["error"]

@@ -35,8 +35,13 @@ def test_unwritable_logdir_is_a_clear_error_before_the_first_step(tmp_path):
 
 def test_disk_full_mid_run_warns_once_and_keeps_the_report_in_memory(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(HELPERS.parent))
-    proc = subprocess.run([sys.executable, str(HELPERS / "disk_full_child.py"), str(tmp_path)],
-                          capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        [sys.executable, str(HELPERS / "disk_full_child.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result == {"steps": 2000, "steps_measured": 1997, "power_avg": pytest.approx(5.0), "success": True}
@@ -75,8 +80,12 @@ print(perf.logdir)
 
 def test_two_processes_into_one_logdir_at_once_get_separate_directories(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(HELPERS.parent))
-    procs = [subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path), str(w)], stdout=subprocess.PIPE, text=True,
-                              env=env) for w in (5.0, 7.0)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(tmp_path), str(w)], stdout=subprocess.PIPE, text=True, env=env
+        )
+        for w in (5.0, 7.0)
+    ]
     dirs = {Path(p.communicate(timeout=120)[0].strip()): w for p, w in zip(procs, (5.0, 7.0))}
     assert set(dirs) == {tmp_path, tmp_path / "run-2"}
     for logdir, watts in dirs.items():

@@ -13,7 +13,9 @@ from helpers.training import constant_sensor
 
 def listening() -> set:
     processes = [psutil.Process()] + psutil.Process().children(recursive=True)
-    return {(p.pid, c.laddr) for p in processes for c in p.net_connections(kind="all") if c.status == psutil.CONN_LISTEN}
+    return {
+        (p.pid, c.laddr) for p in processes for c in p.net_connections(kind="all") if c.status == psutil.CONN_LISTEN
+    }
 
 
 def test_measuring_opens_no_listening_socket(tmp_path):

@@ -41,15 +41,18 @@ def series_file(root, run, name):
     return root / run / "train/plugins/mobileperf" / name
 
 
-@pytest.mark.parametrize("name,route,text", [
-    ("channels.json", "channels", "[1, 2, 3]"),
-    ("channels.json", "series", '["t", "VDD_IN"]'),
-    ("report.json", "steps", '[{"steps": []}]'),
-    ("report.json", "steps", '{"steps": {"0": 1}}'),
-    ("channels.json", "channels", DEEP),
-    ("report.json", "steps", DEEP),
-    ("op_energy.json", "steps", '"MatMul"'),
-])
+@pytest.mark.parametrize(
+    "name,route,text",
+    [
+        ("channels.json", "channels", "[1, 2, 3]"),
+        ("channels.json", "series", '["t", "VDD_IN"]'),
+        ("report.json", "steps", '[{"steps": []}]'),
+        ("report.json", "steps", '{"steps": {"0": 1}}'),
+        ("channels.json", "channels", DEEP),
+        ("report.json", "steps", DEEP),
+        ("op_energy.json", "steps", '"MatMul"'),
+    ],
+)
 def test_json_of_the_wrong_shape_or_nested_too_deep_is_422_naming_the_file(logdir, name, route, text):
     series_file(logdir, "a", name).write_text(text)
     client, _ = client_for(logdir)
@@ -58,16 +61,19 @@ def test_json_of_the_wrong_shape_or_nested_too_deep_is_422_naming_the_file(logdi
     assert get(client, route, run="b/train", channel="VDD_IN")[0] == 200  # the other run is untouched
 
 
-@pytest.mark.parametrize("name,route", [("report.json", "steps"), ("channels.json", "channels"),
-                                        ("channels.json", "series"), ("samples.bin", "series")])
+@pytest.mark.parametrize(
+    "name,route",
+    [("report.json", "steps"), ("channels.json", "channels"), ("channels.json", "series"), ("samples.bin", "series")],
+)
 def test_a_fifo_in_a_run_is_refused_promptly_and_other_runs_still_load(logdir, name, route):
     fifo = series_file(logdir, "a", name)
     fifo.unlink()
     os.mkfifo(fifo)
     client, _ = client_for(logdir)
     answer = {}
-    reader = threading.Thread(target=lambda: answer.update(got=get(client, route, run="a/train", channel="VDD_IN")),
-                              daemon=True)
+    reader = threading.Thread(
+        target=lambda: answer.update(got=get(client, route, run="a/train", channel="VDD_IN")), daemon=True
+    )
     reader.start()
     reader.join(60)
     if reader.is_alive():  # blocked in open(): give it a writer and an end of file, then fail
@@ -92,8 +98,9 @@ def test_an_oversize_file_is_422_naming_the_file_and_the_limit(logdir, name, rou
 
 def write_run_summary(run_dir, text: str) -> None:
     """A run whose summary tensor (what the runs list shows) holds ``text``."""
-    value = summary_pb2.Summary.Value(tag=names.RUN_TAG, metadata=create_summary_metadata(),
-                                      tensor=tensor_util.make_tensor_proto(text.encode()))
+    value = summary_pb2.Summary.Value(
+        tag=names.RUN_TAG, metadata=create_summary_metadata(), tensor=tensor_util.make_tensor_proto(text.encode())
+    )
     writer = EventFileWriter(str(run_dir))
     writer.add_event(event_pb2.Event(wall_time=time.time(), step=0, summary=summary_pb2.Summary(value=[value])))
     writer.close()
@@ -115,31 +122,68 @@ def test_runs_list_shows_a_run_with_a_bad_summary_as_an_error_and_every_other_ru
 
 # -- steps.csv and JSON files on disk ----------------------------------------------
 
-FIELDS = ["step", "start_s", "end_s", "duration_s", "batches", "warmup", "traced", "failed",
-          "cpu_util", "gpu_util", "mem_peak_gb", "gap_before_s", "energy_j/total"]
+FIELDS = [
+    "step",
+    "start_s",
+    "end_s",
+    "duration_s",
+    "batches",
+    "warmup",
+    "traced",
+    "failed",
+    "cpu_util",
+    "gpu_util",
+    "mem_peak_gb",
+    "gap_before_s",
+    "energy_j/total",
+]
 
 
 def steps_csv(path, n=4):
     """A real steps.csv of ``n`` steps (the callback's writer); returns its bytes."""
     csv = StepsCsv(path / "steps.csv", FIELDS)
-    csv.write([{"step": i, "start_s": 10.0 + i, "end_s": 10.25 + i, "duration_s": 0.25, "batches": 1,
-                "warmup": int(i == 0), "traced": 0, "failed": 0, "cpu_util": 50.0, "gpu_util": "",
-                "mem_peak_gb": 1.5, "gap_before_s": 0.001, "energy_j/total": 1.0 + i} for i in range(n)])
+    csv.write(
+        [
+            {
+                "step": i,
+                "start_s": 10.0 + i,
+                "end_s": 10.25 + i,
+                "duration_s": 0.25,
+                "batches": 1,
+                "warmup": int(i == 0),
+                "traced": 0,
+                "failed": 0,
+                "cpu_util": 50.0,
+                "gpu_util": "",
+                "mem_peak_gb": 1.5,
+                "gap_before_s": 0.001,
+                "energy_j/total": 1.0 + i,
+            }
+            for i in range(n)
+        ]
+    )
     csv.close()
     return (path / "steps.csv").read_bytes()
 
 
-@pytest.mark.parametrize("cut", ["inside the first field", "after the first field", "inside later fields",
-                                 "before the newline"])
+@pytest.mark.parametrize(
+    "cut", ["inside the first field", "after the first field", "inside later fields", "before the newline"]
+)
 def test_a_torn_last_row_is_skipped_and_counted(tmp_path, cut):
     raw = steps_csv(tmp_path, n=13)
     last = raw.rstrip(b"\r\n").rfind(b"\n") + 1  # where the row of step 12 starts
     row = raw[last:]
-    keep = {"inside the first field": 1, "after the first field": 3, "inside later fields": row.index(b",0.25,") + 3,
-            "before the newline": len(row.rstrip(b"\r\n"))}[cut]
+    keep = {
+        "inside the first field": 1,
+        "after the first field": 3,
+        "inside later fields": row.index(b",0.25,") + 3,
+        "before the newline": len(row.rstrip(b"\r\n")),
+    }[cut]
     (tmp_path / "steps.csv").write_bytes(raw[:last] + row[:keep])
-    whole = [{"step": i, "duration_s": 0.25, "warmup": i == 0, "failed": False, "energy_total": 1.0 + i,
-              "mem_peak_gb": 1.5} for i in range(12)]
+    whole = [
+        {"step": i, "duration_s": 0.25, "warmup": i == 0, "failed": False, "energy_total": 1.0 + i, "mem_peak_gb": 1.5}
+        for i in range(12)
+    ]
     result = read_steps_counted(tmp_path)
     assert result.rows == whole and result.torn == 1
     assert read_steps(tmp_path) == whole

@@ -73,8 +73,11 @@ def child_stops_and_restarts(sampler: Sampler):
 def test_os_fork_child_leaves_the_parents_sampler_running(child, start):
     with Sampler([rail()], 0.005, mode="process", start=start) as sampler:
         assert sampler.wait_for_first_row()
-        action = {"os._exit": lambda: None, "multiprocessing exit hook": child_exit_hook,
-                  "inherited sampler stopped": lambda: child_stops_and_restarts(sampler)}[child]
+        action = {
+            "os._exit": lambda: None,
+            "multiprocessing exit hook": child_exit_hook,
+            "inherited sampler stopped": lambda: child_stops_and_restarts(sampler),
+        }[child]
         assert fork_and_wait(action) == 0
         assert advancing(sampler) and sampler.running and sampler.health() is None
     rows = sampler.drain()
@@ -98,8 +101,13 @@ def test_child_that_calls_sys_exit_leaves_the_parents_sampler_running(start):
         print("RESULT", sampler.running, sampler.rows_written - before, sampler.health())
         sampler.stop()
     """)
-    out = subprocess.run([sys.executable, "-c", script, start], capture_output=True, text=True, timeout=120,
-                         cwd=Path(__file__).resolve().parents[2])
+    out = subprocess.run(
+        [sys.executable, "-c", script, start],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     result = [line for line in out.stdout.splitlines() if line.startswith("RESULT")]
     assert out.returncode == 0 and result, out.stderr[-2000:]
     running, new_rows, health = result[0].split(maxsplit=3)[1:]
@@ -153,8 +161,9 @@ def test_killed_sampler_is_reported_restarted_and_the_hole_counted(start):
     assert summary["channel_gaps"] == {"rail": 1}
     assert summary["channels"]["rail"]["gap_s"] == pytest.approx(hole_s, abs=0.1)
     assert summary["gaps"] >= 1 and summary["max_interval_ms"] > 1000.0
-    assert summary["sampler_outages"] == [{"start_s": killed_at, "end_s": restarted_at,
-                                           "reason": "sampler process exited (killed by SIGKILL)"}]
+    assert summary["sampler_outages"] == [
+        {"start_s": killed_at, "end_s": restarted_at, "reason": "sampler process exited (killed by SIGKILL)"}
+    ]
 
 
 @pytest.mark.parametrize("start", STARTS)
@@ -187,10 +196,18 @@ class Returns(SyntheticSensor):
         return self.value
 
 
-@pytest.mark.parametrize("mode,start,value", [
-    ("process", "spawn", "x"), ("process", "spawn", None), ("process", "fork", [1]), ("process", "spawn", 1j),
-    ("process", "spawn", {"malformed_rail": "x"}), ("process", "fork", {"malformed_rail": "x"}),
-    ("thread", "auto", "x")])
+@pytest.mark.parametrize(
+    "mode,start,value",
+    [
+        ("process", "spawn", "x"),
+        ("process", "spawn", None),
+        ("process", "fork", [1]),
+        ("process", "spawn", 1j),
+        ("process", "spawn", {"malformed_rail": "x"}),
+        ("process", "fork", {"malformed_rail": "x"}),
+        ("thread", "auto", "x"),
+    ],
+)
 def test_non_number_is_a_failed_read_of_that_sensor_only(mode, start, value):
     sampler = Sampler([Returns(value), rail()], 0.005, mode=mode, start=start)
     with sampler:
@@ -202,8 +219,11 @@ def test_non_number_is_a_failed_read_of_that_sensor_only(mode, start, value):
     assert np.isnan(rows.values[:, 0]).all() and np.all(rows.values[:, 1] == 3.0)
     errors = sampler.errors()
     assert errors["synthetic"] == 0 and len(rows) <= errors["malformed"] <= len(rows) + 1
-    said = f"value {value['malformed_rail']!r} (str) is not a real number" if isinstance(value, dict) else \
-        f"read() returned {value!r} ({type(value).__name__}), not a mapping"
+    said = (
+        f"value {value['malformed_rail']!r} (str) is not a real number"
+        if isinstance(value, dict)
+        else f"read() returned {value!r} ({type(value).__name__}), not a mapping"
+    )
     assert sampler.error_texts() == {"malformed_rail": said}
 
 
@@ -254,8 +274,10 @@ def test_blocked_sensor_never_delays_the_fast_rail(mode, start, busy_cores):
     assert np.median(np.diff(rail_t)) == pytest.approx(0.005, abs=0.001)
     errors = sampler.errors()  # the blocked read, and maybe a hand-off that missed its deadline under load
     assert errors["synthetic"] == 0 and 1 <= errors["slow"] <= 5
-    assert sampler.error_texts()["slow"] in ("read held up sampling over 20 ms (read in its own thread from then on)",
-                                             "read took over its deadline of 20 ms")
+    assert sampler.error_texts()["slow"] in (
+        "read held up sampling over 20 ms (read in its own thread from then on)",
+        "read took over its deadline of 20 ms",
+    )
 
     # Where the hole is depends on when the loaded machine ran the blocking read: find it.
     read_t = rows.t[np.isfinite(slow)]

@@ -106,7 +106,9 @@ def test_no_power_sensor_reports_the_rest_and_null_power_with_one_log_line(tmp_p
     assert report["steps"][5]["energy_j"] == {} and report["steps"][5]["cpu_util"] is not None
     ours = [r for r in caplog.records if r.name.startswith("tf_mobileperf")]
     said = [r for r in ours if "no power sensor" in r.getMessage()]
-    assert len(said) == 1 and "rapl (powercap)" in said[0].getMessage() and "`mobileperf sensors`" in said[0].getMessage()
+    assert (
+        len(said) == 1 and "rapl (powercap)" in said[0].getMessage() and "`mobileperf sensors`" in said[0].getMessage()
+    )
     assert said[0].levelno == logging.INFO  # one info line, as the README says: nothing went wrong
     assert [r.getMessage() for r in ours if r.levelno >= logging.WARNING] == []  # nothing warns
 

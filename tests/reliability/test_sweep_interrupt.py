@@ -18,8 +18,18 @@ from conftest import DATA
 
 ROOT = Path(__file__).parent.parent.parent
 #: Two tiny configurations (cnn at batch 1 and 2, 3 steps of which 1 is warm-up), sensors replayed.
-TWO = ["--models", "cnn", "--batch-sizes", "1,2", "--steps", "3", "--warmup-steps", "1",
-       "--sensors", f"replay:{DATA / 'tx2_tegrastats.log'}"]
+TWO = [
+    "--models",
+    "cnn",
+    "--batch-sizes",
+    "1,2",
+    "--steps",
+    "3",
+    "--warmup-steps",
+    "1",
+    "--sensors",
+    f"replay:{DATA / 'tx2_tegrastats.log'}",
+]
 
 
 def _children(pid: int) -> list[int]:
@@ -61,9 +71,14 @@ def _gone(pid: int) -> bool:
 def test_ctrl_c_during_a_sweep_is_one_line_and_exit_130_and_a_rerun_runs_only_what_is_missing(tmp_path, monkeypatch):
     out = tmp_path / "sweep"
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    sweep = subprocess.Popen([sys.executable, "-m", "tf_mobileperf.tools.cli", "sweep", *TWO, "--out", str(out)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                             env=dict(os.environ, PYTHONPATH=path))
+    sweep = subprocess.Popen(
+        [sys.executable, "-m", "tf_mobileperf.tools.cli", "sweep", *TWO, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=dict(os.environ, PYTHONPATH=path),
+    )
     try:
         _wait_for("the first configuration's row", lambda: len(_rows(out)) == 1 or sweep.poll() is not None)
         assert sweep.poll() is None, "the sweep ended before it could be interrupted"

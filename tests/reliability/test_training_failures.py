@@ -27,8 +27,9 @@ HELPERS = Path(__file__).parent.parent / "helpers"
 
 def run_child(script: str, *args, expect_rc: int = 0) -> subprocess.CompletedProcess:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(HELPERS.parent))
-    proc = subprocess.run([sys.executable, str(HELPERS / script), *map(str, args)],
-                          capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        [sys.executable, str(HELPERS / script), *map(str, args)], capture_output=True, text=True, timeout=300, env=env
+    )
     assert proc.returncode == expect_rc, proc.stderr[-3000:]
     return proc
 
@@ -42,8 +43,11 @@ def assert_files_read_back(logdir: Path, report: dict) -> None:
     assert np.all(np.diff(series[:, 0]) > 0)
 
 
-@pytest.mark.parametrize("fail_at,after", [(1, 2), (2, 2), (5, 2), (4, 0)],
-                         ids=["warmup-step", "first-measured-step", "later-step", "last-step"])
+@pytest.mark.parametrize(
+    "fail_at,after",
+    [(1, 2), (2, 2), (5, 2), (4, 0)],
+    ids=["warmup-step", "first-measured-step", "later-step", "last-step"],
+)
 def test_real_oom_under_rlimit_stops_cleanly_and_keeps_steps(tmp_path, fail_at, after):
     out = run_child("oom_child.py", tmp_path, fail_at, "stop", after).stdout
     report = json.loads((tmp_path / "report.json").read_text())
@@ -104,7 +108,8 @@ def test_ctrl_c_in_process_restores_the_previous_handler(tmp_path):
     # tracing runs Python inside finalizers, where an exception is printed and dropped.
     timer = threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT))
     start_timer = keras.callbacks.LambdaCallback(
-        on_train_batch_end=lambda batch, logs: timer.start() if batch == 30 else None)
+        on_train_batch_end=lambda batch, logs: timer.start() if batch == 30 else None
+    )
     x, y = data(200_000)
     with pytest.raises(KeyboardInterrupt):
         small_model().fit(x, y, batch_size=8, epochs=1, callbacks=[start_timer, cb], verbose=0)
@@ -143,7 +148,9 @@ def test_sweep_child_killed_by_sigkill_keeps_its_steps(tmp_path):
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (steps_csv.exists() and len(steps_csv.read_text().splitlines()) > 6):
         time.sleep(0.1)
-    child = next(p for p in psutil.Process().children(recursive=True) if "tf_mobileperf.tools.sweep_child" in p.cmdline())
+    child = next(
+        p for p in psutil.Process().children(recursive=True) if "tf_mobileperf.tools.sweep_child" in p.cmdline()
+    )
     child.send_signal(signal.SIGKILL)  # as the kernel's OOM killer would
     runner.join(timeout=60)
     row = rows[0]

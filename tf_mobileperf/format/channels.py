@@ -52,7 +52,8 @@ def _check_shape(data: dict, name: str) -> None:
     if not isinstance(columns, list) or columns[:1] != ["t"]:
         raise ValueError(f"{name} has no column list starting with 't'")
     if not isinstance(channels, list) or not all(
-            isinstance(c, dict) and all(isinstance(c.get(k), str) for k in CHANNEL_KEYS) for c in channels):
+        isinstance(c, dict) and all(isinstance(c.get(k), str) for k in CHANNEL_KEYS) for c in channels
+    ):
         raise ValueError(f"{name} has no list of channels, each with {', '.join(CHANNEL_KEYS)}")
     if columns[1:] != [c["name"] for c in channels]:
         raise ValueError(f"{name} lists columns that are not its channels, in order")
@@ -64,8 +65,11 @@ def _v1_to_v2(data: dict) -> dict:
     channels = data.get("channels")
     if not isinstance(channels, list) or not all(isinstance(c, dict) for c in channels):
         return data  # the shape check names what is wrong
-    return {**data, "version": 2, "channels": [{**c, "device": _v1_device(c), "rail": _v1_rail(c), "core": _v1_core(c)}
-                                                 for c in channels]}
+    return {
+        **data,
+        "version": 2,
+        "channels": [{**c, "device": _v1_device(c), "rail": _v1_rail(c), "core": _v1_core(c)} for c in channels],
+    }
 
 
 def _v1_device(channel: dict) -> str:

@@ -188,6 +188,7 @@ class StepRows:
 
 def _step(row: dict) -> dict:
     """One typed row; ValueError if it is not a whole row of numbers."""
+
     def number(text: str | None) -> float | None:  # not measured, or not finite: None
         value = float(text) if text not in (None, "") else None
         return value if value is not None and math.isfinite(value) else None
@@ -199,9 +200,14 @@ def _step(row: dict) -> dict:
     duration = number(row["duration_s"])
     if duration is None:
         raise ValueError("duration_s is not a finite number")
-    return {"step": int(row["step"]), "duration_s": duration, "warmup": row["warmup"] == "1",
-            "failed": row["failed"] == "1", "energy_total": number(row.get("energy_j/total")),
-            "mem_peak_gb": number(row.get("mem_peak_gb"))}
+    return {
+        "step": int(row["step"]),
+        "duration_s": duration,
+        "warmup": row["warmup"] == "1",
+        "failed": row["failed"] == "1",
+        "energy_total": number(row.get("energy_j/total")),
+        "mem_peak_gb": number(row.get("mem_peak_gb")),
+    }
 
 
 def read_steps_counted(logdir: str | Path) -> StepRows:

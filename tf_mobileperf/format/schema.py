@@ -106,13 +106,37 @@ SUMMARY_FIELDS: dict[str, Spec] = {
     "warmup_steps": COUNT,
     "steps_not_kept": COUNT,
     "throttled_steps": COUNT,
-    **{key: NUMBER for key in (
-        "gpu_util_avg", "cpu_util_avg", "power_avg", "energy_total", "mem_peak_gb", "gpu_mem_peak_gb",
-        "gpu_device_mem_peak_gb", "energy_active_total", "energy_per_sample_j", "energy_active_per_sample_j",
-        "samples_per_s", "between_steps_fraction", "proc_peak_gb")},
-    **{key: NUMBERS for key in (
-        "power_avg_w", "energy_j", "energy_active_j", "idle_power_w", "cpu_util_per_core", "cpu_util_per_cluster",
-        "step_time_s", "gap_before_step_s")},
+    **{
+        key: NUMBER
+        for key in (
+            "gpu_util_avg",
+            "cpu_util_avg",
+            "power_avg",
+            "energy_total",
+            "mem_peak_gb",
+            "gpu_mem_peak_gb",
+            "gpu_device_mem_peak_gb",
+            "energy_active_total",
+            "energy_per_sample_j",
+            "energy_active_per_sample_j",
+            "samples_per_s",
+            "between_steps_fraction",
+            "proc_peak_gb",
+        )
+    },
+    **{
+        key: NUMBERS
+        for key in (
+            "power_avg_w",
+            "energy_j",
+            "energy_active_j",
+            "idle_power_w",
+            "cpu_util_per_core",
+            "cpu_util_per_cluster",
+            "step_time_s",
+            "gap_before_step_s",
+        )
+    },
     "input_rail": TEXT,
     "total_rails": ListOf(Kind("text", lambda v: isinstance(v, str))),
     "format_version": Kind("a whole number", lambda v: type(v) is int),
@@ -121,9 +145,25 @@ SUMMARY_FIELDS: dict[str, Spec] = {
     "sampling": OBJECT,
     "unavailable": Each(TEXT),
     "channels": Each(OBJECT),
-    "sensors": ListOf(Shape({"name": TEXT, "channels": ListOf(Shape(
-        {"name": Kind("text", lambda v: isinstance(v, str)), "kind": TEXT, "group": TEXT, "device": TEXT},
-        required=("name",), nullable=False))})),
+    "sensors": ListOf(
+        Shape(
+            {
+                "name": TEXT,
+                "channels": ListOf(
+                    Shape(
+                        {
+                            "name": Kind("text", lambda v: isinstance(v, str)),
+                            "kind": TEXT,
+                            "group": TEXT,
+                            "device": TEXT,
+                        },
+                        required=("name",),
+                        nullable=False,
+                    )
+                ),
+            }
+        )
+    ),
     "energy_sources": Each(OBJECT),
     "energy_steps_complete": OBJECT,
 }
@@ -138,78 +178,134 @@ REPORT, COMBINED, SWEEP_SUMMARY = "report", "combined", "sweep_summary"
 ENVELOPE = ("format_version", "kind")
 
 #: A step of ``report.json`` (``steps.records.StepRecord``).
-STEP = Shape({
-    "step": Kind("a whole number", lambda v: type(v) is int),
-    "batches": COUNT,
-    "warmup": BOOL,
-    "traced": BOOL,
-    "failed": BOOL,
-    "throttled": BOOL_OR_NULL,
-    **{key: NUMBER for key in ("start_s", "end_s", "duration_s", "cpu_util", "gpu_util", "mem_peak_gb",
-                                "gpu_mem_peak_gb", "gap_before_s")},
-    **{key: NUMBERS for key in ("energy_j", "energy_active_j", "power_w", "cpu_util_per_core")},
-    "energy_method": Each(TEXT),
-    "incomplete": LIST,
-    "channels": Each(NUMBERS),
-}, required=("step",), nullable=False)
+STEP = Shape(
+    {
+        "step": Kind("a whole number", lambda v: type(v) is int),
+        "batches": COUNT,
+        "warmup": BOOL,
+        "traced": BOOL,
+        "failed": BOOL,
+        "throttled": BOOL_OR_NULL,
+        **{
+            key: NUMBER
+            for key in (
+                "start_s",
+                "end_s",
+                "duration_s",
+                "cpu_util",
+                "gpu_util",
+                "mem_peak_gb",
+                "gpu_mem_peak_gb",
+                "gap_before_s",
+            )
+        },
+        **{key: NUMBERS for key in ("energy_j", "energy_active_j", "power_w", "cpu_util_per_core")},
+        "energy_method": Each(TEXT),
+        "incomplete": LIST,
+        "channels": Each(NUMBERS),
+    },
+    required=("step",),
+    nullable=False,
+)
 
-REPORT_SHAPE = Shape(SUMMARY_FIELDS | {"steps": ListOf(STEP, nullable=False)}, required=("success", "steps"),
-                     nullable=False)
+REPORT_SHAPE = Shape(
+    SUMMARY_FIELDS | {"steps": ListOf(STEP, nullable=False)}, required=("success", "steps"), nullable=False
+)
 
 TEXT_ITEM = Kind("text", lambda v: isinstance(v, str))
 
 #: A host of a combined report: its own summary, or what it left on disk when it has no report.
-HOST = Shape({"missing": BOOL, "success": BOOL, "failed_step": WHOLE, "energy_total": NUMBER, "mem_peak_gb": NUMBER,
-              "hostname": TEXT, "started_wall_s": NUMBER, "steps_on_disk": COUNT},
-             required=("missing", "success"), nullable=False)
+HOST = Shape(
+    {
+        "missing": BOOL,
+        "success": BOOL,
+        "failed_step": WHOLE,
+        "energy_total": NUMBER,
+        "mem_peak_gb": NUMBER,
+        "hostname": TEXT,
+        "started_wall_s": NUMBER,
+        "steps_on_disk": COUNT,
+    },
+    required=("missing", "success"),
+    nullable=False,
+)
 #: A step of a combined report: the hosts' steps of one global step index.
-COMBINED_STEP = Shape({
-    "step": Kind("a whole number", lambda v: type(v) is int),
-    "measured": BOOL,
-    "hosts_missing": ListOf(TEXT_ITEM),
-    "energy_j": NUMBER,
-    "step_time_s": NUMBER,
-    "slowest_host": TEXT,
-    "mem_peak_gb": NUMBERS,
-}, required=("step", "measured"), nullable=False)
+COMBINED_STEP = Shape(
+    {
+        "step": Kind("a whole number", lambda v: type(v) is int),
+        "measured": BOOL,
+        "hosts_missing": ListOf(TEXT_ITEM),
+        "energy_j": NUMBER,
+        "step_time_s": NUMBER,
+        "slowest_host": TEXT,
+        "mem_peak_gb": NUMBERS,
+    },
+    required=("step", "measured"),
+    nullable=False,
+)
 #: ``combined.json``: the workers' runs of a multi-worker logdir combined (``session.cluster``).
-COMBINED_REPORT = Shape({
-    "combined": BOOL,
-    "hosts": Each(HOST),
-    "missing_hosts": ListOf(TEXT_ITEM, nullable=False),
-    "success": BOOL,
-    "steps_measured": COUNT,
-    **{key: NUMBER for key in ("energy_total", "power_avg", "mem_peak_gb")},
-    **{key: NUMBERS for key in ("step_time_s", "mem_peak_gb_per_host")},
-    "slowest_host_steps": Each(COUNT),
-    "alignment": TEXT,
-    "steps": ListOf(COMBINED_STEP, nullable=False),
-}, required=("combined", "hosts", "missing_hosts", "success", "steps"), nullable=False)
+COMBINED_REPORT = Shape(
+    {
+        "combined": BOOL,
+        "hosts": Each(HOST),
+        "missing_hosts": ListOf(TEXT_ITEM, nullable=False),
+        "success": BOOL,
+        "steps_measured": COUNT,
+        **{key: NUMBER for key in ("energy_total", "power_avg", "mem_peak_gb")},
+        **{key: NUMBERS for key in ("step_time_s", "mem_peak_gb_per_host")},
+        "slowest_host_steps": Each(COUNT),
+        "alignment": TEXT,
+        "steps": ListOf(COMBINED_STEP, nullable=False),
+    },
+    required=("combined", "hosts", "missing_hosts", "success", "steps"),
+    nullable=False,
+)
 #: A sweep child's ``summary.json``: the report's summary, and how the configuration's memory limit was emulated.
-SWEEP_SUMMARY_SHAPE = Shape(SUMMARY_FIELDS | {
-    "memory_limit_bytes": COUNT,
-    **{key: TEXT for key in ("memory_limit_emulated_by", "limited_quantity", "limited_how")},
-    **{key: NUMBER for key in ("limited_cap_gb", "limited_peak_gb", "rss_at_start_gb")},
-}, required=("success",), nullable=False)
+SWEEP_SUMMARY_SHAPE = Shape(
+    SUMMARY_FIELDS
+    | {
+        "memory_limit_bytes": COUNT,
+        **{key: TEXT for key in ("memory_limit_emulated_by", "limited_quantity", "limited_how")},
+        **{key: NUMBER for key in ("limited_cap_gb", "limited_peak_gb", "rss_at_start_gb")},
+    },
+    required=("success",),
+    nullable=False,
+)
 
 #: The shape of each kind of report.
 SHAPES = {REPORT: REPORT_SHAPE, COMBINED: COMBINED_REPORT, SWEEP_SUMMARY: SWEEP_SUMMARY_SHAPE}
 
 #: The statuses a run summary is written with: while the run measures, and once its report is written.
 RUNNING, FINISHED = "running", "finished"
-SUMMARY = Shape(SUMMARY_FIELDS | {"status": Kind(f"{RUNNING!r} or {FINISHED!r}", lambda v: v in (RUNNING, FINISHED)),
-                                  "combined": BOOL}, nullable=False)
+SUMMARY = Shape(
+    SUMMARY_FIELDS
+    | {"status": Kind(f"{RUNNING!r} or {FINISHED!r}", lambda v: v in (RUNNING, FINISHED)), "combined": BOOL},
+    nullable=False,
+)
 
 #: A sweep's result row: the configuration's summary, its model and batch size, and the cause of a failure.
-ROW = Shape(SUMMARY_FIELDS | {
-    "model": Kind("text", lambda v: isinstance(v, str)),
-    "batch_size": Kind("a whole number >= 1", lambda v: type(v) is int and v >= 1),
-    "cause": TEXT,
-    "config": OBJECT,
-    **{key: NUMBER for key in ("energy_per_step_j", "energy_active_per_step_j", "step_time_s_mean",
-                                "limited_cap_gb", "limited_peak_gb")},
-    "limited_quantity": TEXT,
-}, required=("model", "batch_size", "success"), nullable=False)
+ROW = Shape(
+    SUMMARY_FIELDS
+    | {
+        "model": Kind("text", lambda v: isinstance(v, str)),
+        "batch_size": Kind("a whole number >= 1", lambda v: type(v) is int and v >= 1),
+        "cause": TEXT,
+        "config": OBJECT,
+        **{
+            key: NUMBER
+            for key in (
+                "energy_per_step_j",
+                "energy_active_per_step_j",
+                "step_time_s_mean",
+                "limited_cap_gb",
+                "limited_peak_gb",
+            )
+        },
+        "limited_quantity": TEXT,
+    },
+    required=("model", "batch_size", "success"),
+    nullable=False,
+)
 
 
 def _shown(value: Any) -> str:

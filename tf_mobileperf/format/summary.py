@@ -35,6 +35,7 @@ def run_summary(summary: dict) -> summary_pb2.Summary:
     """A ``Summary`` proto holding ``summary`` (JSON-ready; NaN and infinity written as null) for this plugin,
     marked with the report format's version and kind (a report's, unless it says it is a combined one)."""
     text = json.dumps(schema.stamped(finite(summary), summary.get("kind", schema.REPORT)), allow_nan=False)
-    value = summary_pb2.Summary.Value(tag=names.RUN_TAG, metadata=create_summary_metadata(),
-                                      tensor=tensor_util.make_tensor_proto(text.encode()))
+    value = summary_pb2.Summary.Value(
+        tag=names.RUN_TAG, metadata=create_summary_metadata(), tensor=tensor_util.make_tensor_proto(text.encode())
+    )
     return summary_pb2.Summary(value=[value])

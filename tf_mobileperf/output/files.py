@@ -59,8 +59,10 @@ def local_dir(path: str | os.PathLike) -> Path:
     """
     text = os.fspath(path)
     if _URL.match(text):
-        raise ValueError(f"logdir {text!r} is on a remote file system ({text.split('://')[0]}://), which "
-                         "mobileperf does not write to; measure into a local directory and copy it there")
+        raise ValueError(
+            f"logdir {text!r} is on a remote file system ({text.split('://')[0]}://), which "
+            "mobileperf does not write to; measure into a local directory and copy it there"
+        )
     return Path(text)
 
 
@@ -133,7 +135,7 @@ class AppendFile:
         view = memoryview(data)
         try:
             while view:
-                view = view[self._file.write(view):]
+                view = view[self._file.write(view) :]
         except OSError:
             self._file.truncate(self._size)
             self._file.seek(self._size)
@@ -153,9 +155,13 @@ class SeriesWriter:
         layout = RunLayout.of_run(run_dir)
         self.dir = layout.plugin_dir
         self.dir.mkdir(parents=True, exist_ok=True)
-        header = {"version": CHANNELS_VERSION, "columns": ["t"] + [c.name for c in channels],
-                  "channels": [c.to_dict() for c in channels],
-                  "clock": "time.monotonic (CLOCK_MONOTONIC), seconds", "metadata": run_metadata}
+        header = {
+            "version": CHANNELS_VERSION,
+            "columns": ["t"] + [c.name for c in channels],
+            "channels": [c.to_dict() for c in channels],
+            "clock": "time.monotonic (CLOCK_MONOTONIC), seconds",
+            "metadata": run_metadata,
+        }
         write_json(layout.channels, header)
         self._file = AppendFile(layout.samples)
 

@@ -37,8 +37,13 @@ class RunWriters:
     @classmethod
     def open(cls, layout: RunLayout, channels: list[Channel], device: dict, csv_fields: list[str]) -> RunWriters:
         layout.plugin_dir.mkdir(parents=True, exist_ok=True)
-        return cls(layout, SeriesWriter(layout.run_dir, channels, device) if channels else None,
-                   StepsCsv(layout.steps_csv, csv_fields), ScalarWriter(layout.run_dir), StepProgress(layout.progress))
+        return cls(
+            layout,
+            SeriesWriter(layout.run_dir, channels, device) if channels else None,
+            StepsCsv(layout.steps_csv, csv_fields),
+            ScalarWriter(layout.run_dir),
+            StepProgress(layout.progress),
+        )
 
     def finish(self, report: dict, steps: int, guard: Guard) -> None:
         """Publishes the report and the finished run's summary, then closes every file. A NaN or infinity
@@ -48,8 +53,12 @@ class RunWriters:
         guard("write report", self._publish, report)
         summary = {k: v for k, v in report.items() if k != "steps"} | {"status": "finished"}
         guard("write run summary", self.scalars.write_run_summary, summary, steps)
-        for closer in (self.series.close if self.series else None, self.csv.close, self.scalars.close,
-                       self.progress.close):
+        for closer in (
+            self.series.close if self.series else None,
+            self.csv.close,
+            self.scalars.close,
+            self.progress.close,
+        ):
             if closer:
                 guard("close", closer)
 

@@ -85,6 +85,7 @@ def parse(text: str) -> tuple[dict[str, int], dict[str, list[tuple[str, str]]], 
 
 def _integer(name: str, text: str) -> int:
     """The value of an integer define: digits, parentheses, unary and binary -, +, *, <<."""
+
     def value(node: ast.AST) -> int:
         if isinstance(node, ast.Constant) and type(node.value) is int:
             return node.value
@@ -118,15 +119,22 @@ def structures(layouts: dict[str, list[tuple[str, str]]]) -> dict[str, type[ctyp
     return built
 
 
-def signatures(functions: Functions, built: dict[str, type[ctypes.Structure]]) -> dict[str, tuple[type | None,
-                                                                                                 list[type]]]:
+def signatures(
+    functions: Functions, built: dict[str, type[ctypes.Structure]]
+) -> dict[str, tuple[type | None, list[type]]]:
     """Each function's ctypes ``restype`` and ``argtypes`` (``int`` is C's int, ``void`` None)."""
-    def of(name: str, c_type: str) -> type | None:
-        return {"int": ctypes.c_int, "void": None}[c_type] if c_type in ("int", "void") else \
-            _ctype(name, "result", c_type, built)
 
-    return {name: (of(name, result), [_ctype(name, f"argument {k}", t, built) for k, t in enumerate(arguments)])
-            for name, (result, arguments) in functions.items()}
+    def of(name: str, c_type: str) -> type | None:
+        return (
+            {"int": ctypes.c_int, "void": None}[c_type]
+            if c_type in ("int", "void")
+            else _ctype(name, "result", c_type, built)
+        )
+
+    return {
+        name: (of(name, result), [_ctype(name, f"argument {k}", t, built) for k, t in enumerate(arguments)])
+        for name, (result, arguments) in functions.items()
+    }
 
 
 def _ctype(struct: str, field: str, c_type: str, built: dict[str, type[ctypes.Structure]]) -> type:

@@ -94,9 +94,15 @@ def _become_sampler(shared: SharedRing, realtime: bool) -> None:
 def spawn_settings(sensors: bytes, period_s: float, shared: SharedRing, epoch: int, realtime: bool) -> dict[str, Any]:
     """What a started sampler process needs to run the loop: ``sensors`` pickled, the ring's layout, the loop's
     settings."""
-    return {"sys_path": list(sys.path), "sensors": sensors, "period_s": period_s, "epoch": epoch,
-            "realtime": realtime, "parent": os.getpid(),
-            "ring": (shared.capacity, shared.width, shared.n_sensors)}
+    return {
+        "sys_path": list(sys.path),
+        "sensors": sensors,
+        "period_s": period_s,
+        "epoch": epoch,
+        "realtime": realtime,
+        "parent": os.getpid(),
+        "ring": (shared.capacity, shared.width, shared.n_sensors),
+    }
 
 
 def run_spawned(settings: dict[str, Any], ring_fd: int, death_fd: int, status_fd: int) -> int:
@@ -105,6 +111,7 @@ def run_spawned(settings: dict[str, Any], ring_fd: int, death_fd: int, status_fd
         sensors = pickle.loads(settings["sensors"])
     except Exception as exc:
         from tf_mobileperf.sampling.ring import error_text
+
         log.error("mobileperf: the sampler process could not load its sensors: %s", error_text(exc))
         os.write(status_fd, error_text(exc).encode()[:1000])
         return LOAD_FAILED
@@ -144,8 +151,9 @@ class SamplerProcess:
                 os.close(fd)
         self._death_w = self._status_r = None
 
-    def _started(self, pid: int, death_w: int, status_r: int | None = None,
-                 popen: subprocess.Popen | None = None) -> None:
+    def _started(
+        self, pid: int, death_w: int, status_r: int | None = None, popen: subprocess.Popen | None = None
+    ) -> None:
         self._close_pipes()
         self.pid, self.ended, self.load_error = pid, None, None
         self._death_w, self._status_r, self._popen = death_w, status_r, popen
@@ -180,8 +188,12 @@ class SamplerProcess:
         status_r, status_w = os.pipe()
         fds = {"ring_fd": shared.fd, "death_fd": death_r, "status_fd": status_w}
         try:
-            popen = subprocess.Popen([sys.executable, "-m", "tf_mobileperf.sampling.worker"], stdin=subprocess.PIPE,
-                                     pass_fds=tuple(fds.values()), env=_environment())
+            popen = subprocess.Popen(
+                [sys.executable, "-m", "tf_mobileperf.sampling.worker"],
+                stdin=subprocess.PIPE,
+                pass_fds=tuple(fds.values()),
+                env=_environment(),
+            )
         except BaseException:
             for fd in (death_r, death_w, status_r, status_w):
                 os.close(fd)

@@ -183,8 +183,11 @@ class SamplingLoop:
         self.leader += 1
         if self.tables is not None:
             self.tables.leader.value = self.leader
-        log.debug("sensor %s held up sampling for > %.3f s; it is read in its own thread now",
-                  self.sensors[i].name, self.budget_s)
+        log.debug(
+            "sensor %s held up sampling for > %.3f s; it is read in its own thread now",
+            self.sensors[i].name,
+            self.budget_s,
+        )
         return self.leader
 
     def _rearm(self, left_s: float) -> None:
@@ -205,10 +208,13 @@ class SamplingLoop:
             if self.tables is not None:
                 self.tables.sensors[i].due = NEVER
         if since is None:
-            threading.Thread(target=offloaded.serve, args=(self.alive,), daemon=True,
-                             name=f"mobileperf-{self.sensors[i].name}").start()
+            threading.Thread(
+                target=offloaded.serve, args=(self.alive,), daemon=True, name=f"mobileperf-{self.sensors[i].name}"
+            ).start()
         else:
-            self._fail(i, f"read held up sampling over {self.budget_s * 1e3:.0f} ms (read in its own thread from then on)")
+            self._fail(
+                i, f"read held up sampling over {self.budget_s * 1e3:.0f} ms (read in its own thread from then on)"
+            )
 
     def _sample(self, generation: int) -> None:
         try:
@@ -262,8 +268,18 @@ class SamplingLoop:
 
     def _sample_native(self, tables: NativeTables, generation: int) -> None:
         """The C loop runs the ticks; it returns here when a Python sensor is due, or to end."""
-        loop = native.NativeLoop(tables, self.shared, self.period_s, self.stride, self.epoch,
-                                 generation, self.budget_s, self.alarm, int(self.origin * 1e9), self.tick)
+        loop = native.NativeLoop(
+            tables,
+            self.shared,
+            self.period_s,
+            self.stride,
+            self.epoch,
+            generation,
+            self.budget_s,
+            self.alarm,
+            int(self.origin * 1e9),
+            self.tick,
+        )
         self.current = loop
         python_side = [i for i, s in enumerate(self.sensors) if s.file_reads is None]
         try:

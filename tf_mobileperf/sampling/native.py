@@ -39,8 +39,13 @@ File, Number, Channel = abi.STRUCTS["mp_file"], abi.STRUCTS["mp_number"], abi.ST
 SensorEntry, Loop = abi.STRUCTS["mp_sensor"], abi.STRUCTS["mp_loop"]
 
 #: files.OPS -> mp_channel.op.
-_OPS = {"": _C["MP_OP_FIRST"], "*": _C["MP_OP_TIMES"], "-": _C["MP_OP_MINUS"], "busy%": _C["MP_OP_BUSY"],
-        "/": _C["MP_OP_DIVIDE"]}
+_OPS = {
+    "": _C["MP_OP_FIRST"],
+    "*": _C["MP_OP_TIMES"],
+    "-": _C["MP_OP_MINUS"],
+    "busy%": _C["MP_OP_BUSY"],
+    "/": _C["MP_OP_DIVIDE"],
+}
 _library: ctypes.CDLL | None = None
 _why_not = ""
 
@@ -54,8 +59,10 @@ def load() -> ctypes.CDLL | None:
         return _library
     found = sorted(Path(__file__).parent.glob("_tick*.so"))
     if not found:
-        _why_not = ("the C tick loop was not built when the package was installed "
-                    "(no C compiler, or it failed: pip install -v says why)")
+        _why_not = (
+            "the C tick loop was not built when the package was installed "
+            "(no C compiler, or it failed: pip install -v says why)"
+        )
         return None
     try:
         library = ctypes.CDLL(str(found[0]))
@@ -103,26 +110,47 @@ class NativeTables:
         self._keep: list[bytes] = []  # the C strings the tables point to
         for i, sensor in enumerate(sensors):
             reads = sensor.file_reads
-            entry = SensorEntry(every=every[i], due=0, native=int(reads is not None),
-                                first_file=len(files), first_channel=len(channels))
+            entry = SensorEntry(
+                every=every[i], due=0, native=int(reads is not None), first_file=len(files), first_channel=len(channels)
+            )
             if reads is not None:
                 where, last = {}, reads.last or [math.nan] * len(reads.numbers)  # busy% goes on from the last read
                 for f, file in enumerate(reads.files):
                     mine = [k for k, n in enumerate(reads.numbers) if n.file == f]
                     why = error_text(file_error(str(file.path).replace("%", "%%"), "%s"))
-                    files.append(File(self._bytes(os.fsencode(file.path)), self._bytes(why), -1, file.size,
-                                      len(numbers), len(mine)))
+                    files.append(
+                        File(
+                            self._bytes(os.fsencode(file.path)),
+                            self._bytes(why),
+                            -1,
+                            file.size,
+                            len(numbers),
+                            len(mine),
+                        )
+                    )
                     for k in mine:
                         where[k] = len(numbers)
                         number = reads.numbers[k]
-                        numbers.append(Number(self._bytes(number.key) if number.key else None, len(number.key),
-                                              number.fields, number.scale, number.floor, last[k], last[k],
-                                              len(files) - 1))
+                        numbers.append(
+                            Number(
+                                self._bytes(number.key) if number.key else None,
+                                len(number.key),
+                                number.fields,
+                                number.scale,
+                                number.floor,
+                                last[k],
+                                last[k],
+                                len(files) - 1,
+                            )
+                        )
                 declared = {c.name: c for c in sensor.channels}
                 for c in reads.channels:
                     low, high, why = reading_range(sensor, declared[c.name])
-                    channels.append(Channel(self._bytes(why), low, high, columns[i][c.name], where[c.a],
-                                            where.get(c.b, -1), _OPS[c.op]))
+                    channels.append(
+                        Channel(
+                            self._bytes(why), low, high, columns[i][c.name], where[c.a], where.get(c.b, -1), _OPS[c.op]
+                        )
+                    )
             entry.n_files, entry.n_channels = len(files) - entry.first_file, len(channels) - entry.first_channel
             entries.append(entry)
         self.sensors = (SensorEntry * len(entries))(*entries)
@@ -145,20 +173,48 @@ class NativeLoop:
     ``taken`` is set by the watchdog to the sensor whose read it took over.
     """
 
-    def __init__(self, tables: NativeTables, shared: SharedRing, period_s: float,
-                 stride: int, epoch: int, generation: int, budget_s: float, alarm: bool, origin_ns: int, tick: int):
+    def __init__(
+        self,
+        tables: NativeTables,
+        shared: SharedRing,
+        period_s: float,
+        stride: int,
+        epoch: int,
+        generation: int,
+        budget_s: float,
+        alarm: bool,
+        origin_ns: int,
+        tick: int,
+    ):
         ring = shared.ring
         self._library, self._tables = tables.library, tables
         self._header = (_i64 * len(shared.header)).from_buffer(shared.header)
         self._texts = (ctypes.c_char * len(shared.texts)).from_buffer(shared.texts)
         self.taken: int | None = None
         self.loop = Loop(
-            period_ns=round(period_s * 1e9), origin_ns=origin_ns, stride=stride, tick=tick, epoch=epoch,
-            generation=generation, leader=ctypes.pointer(tables.leader), header=self._header,
-            ring=ring.ctypes.data_as(ctypes.POINTER(_f64)), capacity=ring.shape[0], width=ring.shape[1],
-            budget_us=round(budget_s * 1e6) if alarm else 0, reading=_C["MP_READING_NONE"], pending=0, n_sensors=len(tables.sensors),
-            sensors=tables.sensors, files=tables.files, numbers=tables.numbers, channels=tables.channels,
-            texts=ctypes.addressof(self._texts), buf=None, buf_size=0)
+            period_ns=round(period_s * 1e9),
+            origin_ns=origin_ns,
+            stride=stride,
+            tick=tick,
+            epoch=epoch,
+            generation=generation,
+            leader=ctypes.pointer(tables.leader),
+            header=self._header,
+            ring=ring.ctypes.data_as(ctypes.POINTER(_f64)),
+            capacity=ring.shape[0],
+            width=ring.shape[1],
+            budget_us=round(budget_s * 1e6) if alarm else 0,
+            reading=_C["MP_READING_NONE"],
+            pending=0,
+            n_sensors=len(tables.sensors),
+            sensors=tables.sensors,
+            files=tables.files,
+            numbers=tables.numbers,
+            channels=tables.channels,
+            texts=ctypes.addressof(self._texts),
+            buf=None,
+            buf_size=0,
+        )
         self._pointer = ctypes.byref(self.loop)
 
     def run(self) -> int:

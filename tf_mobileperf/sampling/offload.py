@@ -33,6 +33,7 @@ from tf_mobileperf.sensors.base import Sensor
 #: 5 ms rail then costs the sampler 1.8% of a core more).
 INLINE_AGAIN_AFTER = 200
 
+
 class OffloadedSensor:
     """A sensor read on request by its own thread.
 
@@ -46,8 +47,13 @@ class OffloadedSensor:
         paced_s: For such a sensor, the period of its own reading grid.
     """
 
-    def __init__(self, sensor: Sensor, since: float | None,
-                 publish: Callable[[float, Any], None] | None = None, paced_s: float | None = None):
+    def __init__(
+        self,
+        sensor: Sensor,
+        since: float | None,
+        publish: Callable[[float, Any], None] | None = None,
+        paced_s: float | None = None,
+    ):
         self.sensor = sensor
         self.publish = publish  # (instant, values) of each read, for a sensor read in its own thread from the start
         self.paced_s = paced_s  # such a sensor reads every paced_s on its own grid, never waking the loop
@@ -79,7 +85,6 @@ class OffloadedSensor:
             values = read_sensor(self.sensor)
             self.result = (values, time.monotonic() - start)
             self.since = None  # after result: the sampler sees idle only with the result in place
-
 
     def _serve_paced(self, alive: Callable[[], bool], publish: Callable[[float, Any], None], paced_s: float) -> None:
         """Reads every ``paced_s`` on the monotonic grid from the first read and publishes each reading; a
@@ -113,7 +118,9 @@ class OffloadedSensor:
             else:
                 failed = not self.missed
             self.quick = self.quick + 1 if took < budget_s / 2 else 0
-            if self.quick >= INLINE_AGAIN_AFTER and not self.permanent:  # this thread is idle: no read in flight to race with
+            if (
+                self.quick >= INLINE_AGAIN_AFTER and not self.permanent
+            ):  # this thread is idle: no read in flight to race with
                 self.retired = True
                 return values, failed
         if due:
@@ -129,4 +136,3 @@ def read_sensor(sensor: Sensor) -> Any:
         return sensor.read()
     except Exception as exc:  # a failing sensor leaves a NaN gap; sampling goes on
         return exc
-

@@ -74,9 +74,10 @@ class SharedRing:
         self._memory = mmap.mmap(-1 if fd is None else fd, size)  # MAP_SHARED
         self.header = memoryview(self._memory)[: 8 * slots].cast("q")  # Python ints: faster than numpy scalars
         self.ring = np.frombuffer(self._memory, np.float64, capacity * width, offset=8 * slots).reshape(capacity, width)
-        self._texts = memoryview(self._memory)[8 * slots + ring_bytes:8 * slots + ring_bytes + text_bytes]
-        self.side = np.frombuffer(self._memory, np.float64, SIDE_CAPACITY * width,
-                                  offset=8 * slots + ring_bytes + text_bytes).reshape(SIDE_CAPACITY, width)
+        self._texts = memoryview(self._memory)[8 * slots + ring_bytes : 8 * slots + ring_bytes + text_bytes]
+        self.side = np.frombuffer(
+            self._memory, np.float64, SIDE_CAPACITY * width, offset=8 * slots + ring_bytes + text_bytes
+        ).reshape(SIDE_CAPACITY, width)
 
     @classmethod
     def attach(cls, fd: int, capacity: int, width: int, n_sensors: int) -> SharedRing:
@@ -101,7 +102,7 @@ class SharedRing:
         """Keeps ``text`` as the last error of the channel in row column ``column`` (cut to ``TEXT_BYTES``)."""
         data = text.encode("utf-8", "replace")[:TEXT_BYTES]
         at = (column - 1) * TEXT_BYTES
-        self._texts[at:at + TEXT_BYTES] = data.ljust(TEXT_BYTES, b"\0")
+        self._texts[at : at + TEXT_BYTES] = data.ljust(TEXT_BYTES, b"\0")
 
     @property
     def texts(self) -> memoryview:
@@ -113,9 +114,9 @@ class SharedRing:
 
         Read until two copies agree, so a text being written meanwhile is never half old, half new."""
         at = (column - 1) * TEXT_BYTES
-        data, previous = bytes(self._texts[at:at + TEXT_BYTES]), None
+        data, previous = bytes(self._texts[at : at + TEXT_BYTES]), None
         while data != previous:
-            previous, data = data, bytes(self._texts[at:at + TEXT_BYTES])
+            previous, data = data, bytes(self._texts[at : at + TEXT_BYTES])
         return data.rstrip(b"\0").decode("utf-8", "ignore")  # "ignore": a character cut at the end
 
 
@@ -143,8 +144,11 @@ def store_reading(values: Any, columns: list[tuple[str, int]], row: np.ndarray) 
                 row[c] = float(value)
             else:
                 failed = failed or {}
-                failed[c] = error_text(value) if isinstance(value, BaseException) else \
-                    f"value {_shown(value)} is not a real number"
+                failed[c] = (
+                    error_text(value)
+                    if isinstance(value, BaseException)
+                    else f"value {_shown(value)} is not a real number"
+                )
     except Exception as exc:  # a mapping whose get() or float() raises
         row[[c for _, c in columns]] = np.nan
         return dict.fromkeys((c for _, c in columns), error_text(exc))

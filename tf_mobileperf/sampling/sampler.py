@@ -78,8 +78,10 @@ def check_period(period: float, unit: str = "s") -> float:
     if period < least:
         raise ValueError(f"sample period must be >= {least:g} {unit} (what the sampler can sustain), got {period}")
     if period > MAX_PERIOD_S * {"s": 1.0, "ms": 1e3}[unit]:
-        raise ValueError(f"sample period must be at most {MAX_PERIOD_S:g} s, got {period} {unit}"
-                         + (" (the period is in seconds: 5 ms is 0.005)" if unit == "s" else ""))
+        raise ValueError(
+            f"sample period must be at most {MAX_PERIOD_S:g} s, got {period} {unit}"
+            + (" (the period is in seconds: 5 ms is 0.005)" if unit == "s" else "")
+        )
     return float(period)
 
 
@@ -243,8 +245,14 @@ class Sampler:
             return "fork", f"fork: {self._unpicklable()}", None
         if b"__main__" in sensors:  # the fresh process's __main__ is not the trainer's script
             culprit = next((s for s in self.sensors if b"__main__" in pickle.dumps(s)), self.sensors[0])
-            return "fork", (f"fork: sensor {culprit.name!r} refers to the script's __main__ (its class or a "
-                            "function defined there), which a fresh process cannot import"), None
+            return (
+                "fork",
+                (
+                    f"fork: sensor {culprit.name!r} refers to the script's __main__ (its class or a "
+                    "function defined there), which a fresh process cannot import"
+                ),
+                None,
+            )
         why = "asked for (start='spawn')" if self._start_asked == "spawn" else "the sensors can be pickled"
         return "spawn", f"spawn: {why}", sensors
 
@@ -271,8 +279,9 @@ class Sampler:
                 if method != "spawn":
                     self._fall_back(reason)
             if sensors is not None:
-                self._child.spawn(spawn_settings(sensors, self.period_s, self._shared, epoch, self.realtime),
-                                  self._shared)
+                self._child.spawn(
+                    spawn_settings(sensors, self.period_s, self._shared, epoch, self.realtime), self._shared
+                )
             else:
                 native.load()  # dlopen here: in a child forked from a threaded trainer it could deadlock
                 loop = SamplingLoop(self.sensors, self.period_s, self._shared, epoch, parent=os.getpid())
@@ -280,8 +289,9 @@ class Sampler:
         else:
             self._shared.header[REALTIME] = 0
             self._loop = SamplingLoop(self.sensors, self.period_s, self._shared, epoch, parent=None)
-            self._thread = threading.Thread(target=self._loop.run, args=(False,), daemon=True,
-                                            name="mobileperf-sampler")
+            self._thread = threading.Thread(
+                target=self._loop.run, args=(False,), daemon=True, name="mobileperf-sampler"
+            )
             self._thread.start()
 
     def _fall_back(self, reason: str) -> None:
@@ -353,8 +363,12 @@ class Sampler:
     def _owned(self, action: str) -> bool:
         if self._owner():
             return True
-        log.debug("mobileperf: %s of the sampler ignored in pid %d (it belongs to pid %d)",
-                  action, os.getpid(), self.owner_pid)
+        log.debug(
+            "mobileperf: %s of the sampler ignored in pid %d (it belongs to pid %d)",
+            action,
+            os.getpid(),
+            self.owner_pid,
+        )
         return False
 
     def _retire(self, grace_s: float = 0.0) -> None:

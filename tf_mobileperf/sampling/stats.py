@@ -53,8 +53,13 @@ class SamplingStats:
             and gaps are measured against it.
     """
 
-    def __init__(self, period_s: float, channels: list, channel_periods_s: list[float] | None = None,
-                 row_period_s: float | None = None):
+    def __init__(
+        self,
+        period_s: float,
+        channels: list,
+        channel_periods_s: list[float] | None = None,
+        row_period_s: float | None = None,
+    ):
         self.grid_period_s = period_s
         self.period_s = row_period_s or period_s
         self.channels = channels
@@ -89,8 +94,10 @@ class SamplingStats:
         grid_t = rows.t if rows.on_grid is None else rows.t[rows.on_grid]  # the grid's intervals, not the side rows'
         t = grid_t if self._prev_t is None else np.concatenate([[self._prev_t], grid_t])
         intervals = np.diff(t)
-        self.error_counts += np.bincount(np.searchsorted(_ERROR_EDGES, np.abs(intervals - self.period_s), side="right"),
-                                         minlength=len(self.error_counts))
+        self.error_counts += np.bincount(
+            np.searchsorted(_ERROR_EDGES, np.abs(intervals - self.period_s), side="right"),
+            minlength=len(self.error_counts),
+        )
         if len(intervals):
             self.max_interval = max(self.max_interval, float(intervals.max()))
         self.gaps += int((intervals > 2 * self.period_s).sum())
@@ -164,9 +171,13 @@ class SamplingStats:
             rate = own_rate_hz(c, read)
             update = self.changes[i] / span if span else None
             open_s = last - self._valid_since(i) if self._open_gap[i] and last is not None else 0.0
-            per_channel[c.name] = {"rate_hz": rate, "read_hz": read, "updates_hz": update,
-                                   "gaps": int(self.channel_gaps[i] + self._open_gap[i]),
-                                   "gap_s": float(self.channel_gap_s[i] + open_s)}
+            per_channel[c.name] = {
+                "rate_hz": rate,
+                "read_hz": read,
+                "updates_hz": update,
+                "gaps": int(self.channel_gaps[i] + self._open_gap[i]),
+                "gap_s": float(self.channel_gap_s[i] + open_s),
+            }
             if rate and update is not None and self.valid[i] > 20 and update < 0.2 * rate:
                 stale[c.name] = update
         return {
@@ -188,8 +199,9 @@ class SamplingStats:
             "priority_reason": sampler.priority_reason if sampler else None,
             "tick_loop": sampler.tick_loop if sampler else None,
             "sensor_errors": sampler.errors() if sampler else {},
-            "sensor_error_texts": (sampler.error_texts() if sampler is not None and hasattr(sampler, "error_texts")
-                                   else {}),
+            "sensor_error_texts": (
+                sampler.error_texts() if sampler is not None and hasattr(sampler, "error_texts") else {}
+            ),
             "channels": per_channel,
             "channel_gaps": {name: v["gaps"] for name, v in per_channel.items() if v["gaps"]},
             "stale_channels_updates_hz": stale,

@@ -50,8 +50,14 @@ RAIL_KINDS = ("power", "energy")
 #: What a reading of each kind can be, (lowest, highest): a value outside is not a measurement (a torn or
 #: garbled read, a driver's error code read as a number, a busy share from a counter gone backwards), so it
 #: is a failed read, never averaged or integrated. Power's highest is the sensor's ``max_power_w``.
-RANGES = {"power": (0.0, math.inf), "energy": (0.0, math.inf), "util": (0.0, 100.0), "memory": (0.0, math.inf),
-          "clock": (0.0, math.inf), "temperature": (-273.15, math.inf)}
+RANGES = {
+    "power": (0.0, math.inf),
+    "energy": (0.0, math.inf),
+    "util": (0.0, 100.0),
+    "memory": (0.0, math.inf),
+    "clock": (0.0, math.inf),
+    "temperature": (-273.15, math.inf),
+}
 
 
 class SensorUnavailable(RuntimeError):
@@ -111,18 +117,25 @@ class Channel:
         if self.kind not in UNITS:
             raise ValueError(f"unknown channel kind {self.kind!r}; expected one of {sorted(UNITS)}")
         if self.device and self.device not in DEVICES:
-            raise ValueError(f"unknown channel device {self.device!r} of {self.name!r}; expected one of {list(DEVICES)} or ''")
+            raise ValueError(
+                f"unknown channel device {self.device!r} of {self.name!r}; expected one of {list(DEVICES)} or ''"
+            )
         if self.kind in RAIL_KINDS and not self.rail:
             object.__setattr__(self, "rail", self.name)
         elif self.rail and self.kind not in RAIL_KINDS:
-            raise ValueError(f"channel {self.name!r} of kind {self.kind!r} has rail {self.rail!r}: only {list(RAIL_KINDS)} have one")
+            raise ValueError(
+                f"channel {self.name!r} of kind {self.kind!r} has rail {self.rail!r}: only {list(RAIL_KINDS)} have one"
+            )
         if self.core is not None:
             if isinstance(self.core, bool) or not isinstance(self.core, int) or self.core < 0:
                 raise ValueError(f"core of {self.name!r} must be a CPU core index >= 0 or None, got {self.core!r}")
             if self.device != "cpu":
                 raise ValueError(f"channel {self.name!r} has core {self.core} but device {self.device!r}, not 'cpu'")
-        if self.period_s is not None and (isinstance(self.period_s, bool) or not isinstance(self.period_s, (int, float))
-                                          or not (math.isfinite(self.period_s) and self.period_s > 0)):
+        if self.period_s is not None and (
+            isinstance(self.period_s, bool)
+            or not isinstance(self.period_s, (int, float))
+            or not (math.isfinite(self.period_s) and self.period_s > 0)
+        ):
             raise ValueError(f"period_s of {self.name!r} must be a finite number > 0 or None, got {self.period_s!r}")
 
     @property
@@ -199,8 +212,7 @@ class Sensor(abc.ABC):
 
     def ran_out(self, run_s: float) -> str:
         """What is said once when a run of ``run_s`` seconds outlasted the source (``covers_s``)."""
-        return (f"{self.name} covers {self.covers_s:.3g} s; the run lasted {run_s:.3g} s: samples after that "
-                "are missing")
+        return f"{self.name} covers {self.covers_s:.3g} s; the run lasted {run_s:.3g} s: samples after that are missing"
 
     def metadata(self) -> dict:
         """Static facts about the device (board, driver, limits) for the report."""

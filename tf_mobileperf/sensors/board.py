@@ -42,14 +42,39 @@ _RELEASE = re.compile(r"#\s*R(\d+)\s*\(release\),\s*REVISION:\s*(\d+)(?:\.(\d+))
 _MODULE = re.compile(r"p\d{4}-\d{4}")
 _TEGRA = re.compile(r"nvidia,(tegra\d+|thor)\b")
 #: Tegra SoC -> the Jetson family built on it.
-TEGRA_FAMILIES = {"tegra210": "TX1/Nano", "tegra186": "TX2", "tegra194": "Xavier", "tegra234": "Orin",
-                  "tegra264": "AGX Thor", "thor": "AGX Thor"}
+TEGRA_FAMILIES = {
+    "tegra210": "TX1/Nano",
+    "tegra186": "TX2",
+    "tegra194": "Xavier",
+    "tegra234": "Orin",
+    "tegra264": "AGX Thor",
+    "thor": "AGX Thor",
+}
 #: L4T (Jetson Linux) release -> the JetPack that ships it (NVIDIA's release notes).
 L4T_TO_JETPACK = {
-    "32.4.3": "4.4", "32.4.4": "4.4.1", "32.5.0": "4.5", "32.5.1": "4.5.1", "32.6.1": "4.6", "32.7.1": "4.6.1",
-    "32.7.2": "4.6.2", "32.7.3": "4.6.3", "32.7.4": "4.6.4", "32.7.5": "4.6.5", "32.7.6": "4.6.6",
-    "35.1.0": "5.0.2", "35.2.1": "5.1", "35.3.1": "5.1.1", "35.4.1": "5.1.2", "35.5.0": "5.1.3", "35.6.0": "5.1.4",
-    "35.6.1": "5.1.5", "36.2.0": "6.0 DP", "36.3.0": "6.0", "36.4.0": "6.1", "36.4.3": "6.2", "36.4.4": "6.2.1",
+    "32.4.3": "4.4",
+    "32.4.4": "4.4.1",
+    "32.5.0": "4.5",
+    "32.5.1": "4.5.1",
+    "32.6.1": "4.6",
+    "32.7.1": "4.6.1",
+    "32.7.2": "4.6.2",
+    "32.7.3": "4.6.3",
+    "32.7.4": "4.6.4",
+    "32.7.5": "4.6.5",
+    "32.7.6": "4.6.6",
+    "35.1.0": "5.0.2",
+    "35.2.1": "5.1",
+    "35.3.1": "5.1.1",
+    "35.4.1": "5.1.2",
+    "35.5.0": "5.1.3",
+    "35.6.0": "5.1.4",
+    "35.6.1": "5.1.5",
+    "36.2.0": "6.0 DP",
+    "36.3.0": "6.0",
+    "36.4.0": "6.1",
+    "36.4.3": "6.2",
+    "36.4.4": "6.2.1",
     "38.2.0": "7.0",
 }
 
@@ -112,7 +137,7 @@ def tegra_soc(root: str | Path = "/") -> str | None:
 
 
 def l4t_release(text: str) -> str | None:
-    """"35.4.1" from nv_tegra_release's first line ("# R35 (release), REVISION: 4.1, GCID: ..."); None if not one."""
+    """ "35.4.1" from nv_tegra_release's first line ("# R35 (release), REVISION: 4.1, GCID: ..."); None if not one."""
     found = _RELEASE.search(text)
     return f"{found[1]}.{found[2]}.{found[3] or 0}" if found else None
 
@@ -127,8 +152,10 @@ def identify(root: str | Path = "/") -> BoardIdentity:
     identity.l4t = l4t_release(release or "")
     if identity.l4t is None:
         identity.reasons["l4t"] = identity.reasons["jetpack"] = (
-            f"{TEGRA_RELEASE} is missing (not a Jetson)" if release is None
-            else f"{TEGRA_RELEASE} names no release: {release.splitlines()[0][:100]!r}")
+            f"{TEGRA_RELEASE} is missing (not a Jetson)"
+            if release is None
+            else f"{TEGRA_RELEASE} names no release: {release.splitlines()[0][:100]!r}"
+        )
         return identity
     identity.jetpack = L4T_TO_JETPACK.get(identity.l4t)
     if identity.jetpack is None:

@@ -52,8 +52,9 @@ class EmcSensor(Sensor):
         tried = [under_root(root, path) for path in CLOCK_PATHS]
         self._clock = next((value for value in map(_readable, tried) if value is not None), None)
         if self._clock is None:
-            raise SensorUnavailable(f"EMC clock not readable at {', '.join(map(str, tried))} "
-                                    "(debugfs is readable by root only)")
+            raise SensorUnavailable(
+                f"EMC clock not readable at {', '.join(map(str, tried))} (debugfs is readable by root only)"
+            )
         self.channels = [Channel("emc_freq", "clock", str(self._clock), group="mem", device="board")]
         self.file_reads: FileReads = FileReads()
         reads = self.file_reads
@@ -64,8 +65,9 @@ class EmcSensor(Sensor):
         if self._activity is None:
             self.util_unavailable = f"EMC activity monitor not readable at {under_root(root, ACTIVITY_PATH)}"
         else:
-            self.channels.append(Channel("emc_util", "util", f"{self._activity} / {self._clock}",
-                                         group="mem", device="board"))
+            self.channels.append(
+                Channel("emc_util", "util", f"{self._activity} / {self._clock}", group="mem", device="board")
+            )
             # mc_all (kHz of average activity) * 1e3 Hz/kHz * 100 % / the clock in Hz
             reads.channel("emc_util", reads.number(self._activity, 1e5), clock, "/")
 
@@ -73,8 +75,7 @@ class EmcSensor(Sensor):
         return self.file_reads.read()
 
     def metadata(self) -> dict:
-        emc = {"clock_source": str(self._clock),
-               "activity_source": str(self._activity) if self._activity else None}
+        emc = {"clock_source": str(self._clock), "activity_source": str(self._activity) if self._activity else None}
         if self.util_unavailable:
             emc["util_unavailable"] = self.util_unavailable
         return {"emc": emc}

@@ -72,7 +72,7 @@ def parse_number(text: bytes, key: bytes, fields: int = 0) -> float:
         at = 0 if text.startswith(key) else text.find(b"\n" + key) + 1  # the first line that starts with key
         if at == 0 and not text.startswith(key):
             return math.nan
-        words = text[at + len(key):].split(b"\n", 1)[0].split()
+        words = text[at + len(key) :].split(b"\n", 1)[0].split()
     else:
         words = text.split(None, wanted[-1] + 1)
     if len(words) <= wanted[-1]:
@@ -100,8 +100,15 @@ class FileReads:
         self.channels: list[FileChannel] = []
         self._last: list[float] = []  # the numbers of the previous read, for "busy%"
 
-    def number(self, path: str | Path, scale: float = 1.0, key: bytes = b"", size: int = 64, fields: int = 0,
-               floor: float = -math.inf) -> int:
+    def number(
+        self,
+        path: str | Path,
+        scale: float = 1.0,
+        key: bytes = b"",
+        size: int = 64,
+        fields: int = 0,
+        floor: float = -math.inf,
+    ) -> int:
         """Declares a number of the file at ``path``; returns its index for ``channel``."""
         path = Path(path)
         index = next((i for i, f in enumerate(self.files) if f.path == path), None)
@@ -137,8 +144,10 @@ class FileReads:
                 texts.append(b"")
                 errors.append(file.failure(exc))
         failed = [errors[n.file] for n in self.numbers]
-        values = [math.nan if failed[k] else parse_number(texts[n.file], n.key, n.fields) * n.scale
-                  for k, n in enumerate(self.numbers)]
+        values = [
+            math.nan if failed[k] else parse_number(texts[n.file], n.key, n.fields) * n.scale
+            for k, n in enumerate(self.numbers)
+        ]
         values = [v if v > n.floor else math.nan for v, n in zip(values, self.numbers)]
         last, self._last = self._last or [math.nan] * len(values), values
         out: dict[str, float | SensorReadError] = {}

@@ -30,8 +30,12 @@ def rail_label(hwmon: Path) -> str:
     """The rail's name: hwmon ``label``, else the device-tree node's ``label``, else the node's name."""
     device = hwmon.parent.parent
     node = device / "of_node"
-    return (_text(hwmon / "label") or _text(node / "label")
-            or (node.resolve().name if node.exists() else "") or f"ina238 {device.name}")
+    return (
+        _text(hwmon / "label")
+        or _text(node / "label")
+        or (node.resolve().name if node.exists() else "")
+        or f"ina238 {device.name}"
+    )
 
 
 def rail_values(hwmon: Path) -> list[SysfsValue] | None:

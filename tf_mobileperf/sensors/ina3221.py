@@ -87,9 +87,12 @@ def rail_budget(channels: list[Channel]) -> dict:
     inputs = [c.name for c in channels if c.kind == "power" and c.group == "total"]
     if inputs:
         return {"input_rail": inputs[0], "total_sums": inputs}
-    return {"input_rail": None, "total_sums": [c.name for c in channels if c.kind == "power" and c.group != "subzone"],
-            "input_rail_reason": f"no rail among {rails} measures the board's input (AGX Orin and AGX Xavier have none): "
-                                 "the total is the sum of total_sums, without the carrier board and what no rail measures"}
+    return {
+        "input_rail": None,
+        "total_sums": [c.name for c in channels if c.kind == "power" and c.group != "subzone"],
+        "input_rail_reason": f"no rail among {rails} measures the board's input (AGX Orin and AGX Xavier have none): "
+        "the total is the sum of total_sums, without the carrier board and what no rail measures",
+    }
 
 
 def _unique(name: str, taken: set[str]) -> str:
@@ -183,7 +186,7 @@ class Ina3221HwmonSensor(_RailSensor):
         taken: set[str] = set()
         for hwmon in sorted(Path(root).glob(HWMON_GLOB)):
             for label_file in sorted(hwmon.glob("in*_label")):
-                index = label_file.name[2:-len("_label")]
+                index = label_file.name[2 : -len("_label")]
                 try:
                     label = read_text(label_file).strip()
                 except OSError:
@@ -197,5 +200,7 @@ class Ina3221HwmonSensor(_RailSensor):
         for label, values in ina238_rails(root):
             self._add_rail(label, values, taken)
         if not self.channels:
-            raise SensorUnavailable(f"no ina3221 or ina238 hwmon rails under {under_root(root, HWMON_GLOB)} "
-                                    f"or {under_root(root, INA238_GLOB)}")
+            raise SensorUnavailable(
+                f"no ina3221 or ina238 hwmon rails under {under_root(root, HWMON_GLOB)} "
+                f"or {under_root(root, INA238_GLOB)}"
+            )

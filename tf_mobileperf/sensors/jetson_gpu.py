@@ -47,14 +47,18 @@ def _no_load_reason(root: Path) -> str:
     """Why there is no load file: not a Jetson, a Jetson GPU driven by OpenRM (AGX Thor), or none found."""
     soc = tegra_soc(root)
     if soc is None:
-        return (f"no Jetson GPU load file: this is not a Jetson (no Tegra SoC in the device tree's compatible, "
-                f"{' or '.join(str(root / tree.lstrip('/') / 'compatible') for tree in DEVICE_TREES)})")
+        return (
+            f"no Jetson GPU load file: this is not a Jetson (no Tegra SoC in the device tree's compatible, "
+            f"{' or '.join(str(root / tree.lstrip('/') / 'compatible') for tree in DEVICE_TREES)})"
+        )
     reason = f"no Jetson GPU load file under {root / 'sys/devices'} (tried gpu.0, *.ga10b, *.gv11b, ...)"
     if (root / OPENRM_VERSION).exists():
         board = TEGRA_FAMILIES.get(soc, soc)
         release = ", JetPack 7" if board == "AGX Thor" else ""
-        reason += (f": the GPU is driven by OpenRM ({root / OPENRM_VERSION}; {board}, {soc}{release}), "
-                   "which has no nvgpu load file; NVML gives its utilization, clocks and memory")
+        reason += (
+            f": the GPU is driven by OpenRM ({root / OPENRM_VERSION}; {board}, {soc}{release}), "
+            "which has no nvgpu load file; NVML gives its utilization, clocks and memory"
+        )
     return reason
 
 

@@ -147,11 +147,25 @@ ENERGY_FRACTION = 0.3
 
 #: Every value read, in channel order; of the two power queries a GPU uses the first that works.
 QUERIES = (
-    Query("power_instant", "power", "power", "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)", _power_instant,
-          fraction=1.0, default_change_s=0.1),
+    Query(
+        "power_instant",
+        "power",
+        "power",
+        "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)",
+        _power_instant,
+        fraction=1.0,
+        default_change_s=0.1,
+    ),
     Query("power_usage", "power", "power", "nvmlDeviceGetPowerUsage", _power_usage, fraction=1.0, default_change_s=0.1),
-    Query("energy", "energy", "energy", "nvmlDeviceGetTotalEnergyConsumption", _energy, fraction=ENERGY_FRACTION,
-          default_change_s=0.1),
+    Query(
+        "energy",
+        "energy",
+        "energy",
+        "nvmlDeviceGetTotalEnergyConsumption",
+        _energy,
+        fraction=ENERGY_FRACTION,
+        default_change_s=0.1,
+    ),
     Query("util", "util", "util", "nvmlDeviceGetUtilizationRates", _util, fraction=1.0, default_change_s=0.2),
     Query("clock", "clock", "clock", "nvmlDeviceGetClockInfo(NVML_CLOCK_GRAPHICS)", _clock),
     Query("memory", "memory", "mem_used", "nvmlDeviceGetMemoryInfo", _memory_used, group="mem"),
@@ -178,8 +192,9 @@ class NvmlSession:
         uuids: Index -> UUID found at probe time, checked when reopening.
     """
 
-    def __init__(self, library: str = LIBRARY, indices: list[int] | None = None,
-                 uuids: Mapping[int, str | None] | None = None):
+    def __init__(
+        self, library: str = LIBRARY, indices: list[int] | None = None, uuids: Mapping[int, str | None] | None = None
+    ):
         self._setup(library, indices, uuids)
 
     def _setup(self, library: str, indices: list[int] | None, uuids: Mapping[int, str | None] | None) -> None:
@@ -276,8 +291,10 @@ class GpuProbe:
 
     def reads(self) -> dict:
         """Key -> measured cost and change period, read period and why: for ``metadata()["nvml_reads"]``."""
-        return {key: self.rates[key].to_dict() | {"read_period_s": self.periods[key].period_s,
-                                                  "why": self.periods[key].why} for key in self.queries}
+        return {
+            key: self.rates[key].to_dict() | {"read_period_s": self.periods[key].period_s, "why": self.periods[key].why}
+            for key in self.queries
+        }
 
 
 @dataclasses.dataclass
@@ -318,9 +335,16 @@ def _probe_gpu(nvml, index: int, handle, window_s: float) -> GpuProbe:
     paced = [key for key in working if _BY_KEY[key].kind in ("power", "energy")]
     rates = watch(working, until_changes=paced, window_s=window_s)
     memory = _try(nvml, nvml.nvmlDeviceGetMemoryInfo, handle)
-    return GpuProbe(index, _text(_try(nvml, nvml.nvmlDeviceGetName, handle)), gpu_uuid(nvml, handle),
-                    getattr(memory, "total", None), list(working), unsupported, rates,
-                    {key: _BY_KEY[key].period(rates[key]) for key in working})
+    return GpuProbe(
+        index,
+        _text(_try(nvml, nvml.nvmlDeviceGetName, handle)),
+        gpu_uuid(nvml, handle),
+        getattr(memory, "total", None),
+        list(working),
+        unsupported,
+        rates,
+        {key: _BY_KEY[key].period(rates[key]) for key in working},
+    )
 
 
 def probe_nvml(indices: list[int] | None = None, library: str = LIBRARY, window_s: float | None = None) -> NvmlProbe:
@@ -344,13 +368,20 @@ def probe_nvml(indices: list[int] | None = None, library: str = LIBRARY, window_
         if not handles:
             raise SensorUnavailable("NVML found no NVIDIA GPU")
         with ThreadPoolExecutor(len(handles), thread_name_prefix="mobileperf-nvml-probe") as pool:
-            gpus = list(pool.map(lambda index, handle: _probe_gpu(nvml, index, handle, window_s),
-                                 handles.keys(), handles.values()))
+            gpus = list(
+                pool.map(
+                    lambda index, handle: _probe_gpu(nvml, index, handle, window_s), handles.keys(), handles.values()
+                )
+            )
     finally:
         session.close()
     for gpu in gpus:
-        log.debug("NVML GPU %d (%s): %s", gpu.index, gpu.name,
-                  {key: (round(p.period_s, 4), p.why) for key, p in gpu.periods.items()})
+        log.debug(
+            "NVML GPU %d (%s): %s",
+            gpu.index,
+            gpu.name,
+            {key: (round(p.period_s, 4), p.why) for key, p in gpu.periods.items()},
+        )
     return NvmlProbe(library, gpus)
 
 
@@ -370,8 +401,12 @@ class _NvmlBase(Sensor):
         probed = probed if probed is not None else probe_nvml(indices, library)
         gpus = [g for g in probed.gpus if indices is None or g.index in indices]
         self.probed = NvmlProbe(probed.library, gpus)
-        self._reads = [(g.index, _BY_KEY[key], g.periods[key]) for g in gpus for key in g.queries
-                       if _BY_KEY[key].kind in self.kinds]
+        self._reads = [
+            (g.index, _BY_KEY[key], g.periods[key])
+            for g in gpus
+            for key in g.queries
+            if _BY_KEY[key].kind in self.kinds
+        ]
         if not self._reads:
             why = {g.index: {k: v for k, v in g.unsupported.items() if _BY_KEY[k].kind in self.kinds} for g in gpus}
             raise SensorUnavailable(f"NVML gives no {self.what} on GPUs {sorted(why)}: {why}")
@@ -435,9 +470,14 @@ class NvmlSensor(_NvmlBase):
         gpus = {}
         for g in self.probed.gpus:
             power = next((_BY_KEY[key].api for key in g.queries if _BY_KEY[key].kind == "power"), None)
-            gpus[g.index] = {"name": g.name, "uuid": g.uuid, "memory_total_bytes": g.memory_total_bytes,
-                             "energy_counter": "energy" in g.queries, "power_source": power,
-                             "unsupported": g.unsupported}
+            gpus[g.index] = {
+                "name": g.name,
+                "uuid": g.uuid,
+                "memory_total_bytes": g.memory_total_bytes,
+                "energy_counter": "energy" in g.queries,
+                "power_source": power,
+                "unsupported": g.unsupported,
+            }
         return super().metadata() | {"gpus": gpus}
 
 
@@ -469,22 +509,30 @@ class NvmlEnergySensor(_NvmlBase):
         wall, cpu = sum(r.wall_s for r in rates), sum(r.cpu_s for r in rates)
         whole = choose_period(wall, f"one read of its {len(rates)} GPU counter(s) takes {wall * 1e3:.1f} ms", cpu)
         if len(rates) > 1 and whole.why.startswith("its CPU cost"):
-            whole = ReadPeriod(whole.period_s, f"one read of its {len(rates)} GPU counters costs {cpu * 1e6:.1f} us "
-                                               f"of CPU, kept within {CPU_SHARE:.1%} of a core")
+            whole = ReadPeriod(
+                whole.period_s,
+                f"one read of its {len(rates)} GPU counters costs {cpu * 1e6:.1f} us "
+                f"of CPU, kept within {CPU_SHARE:.1%} of a core",
+            )
         self.read_period = max((slowest, whole), key=lambda p: p.period_s)
         changes = [r.change_period_s for r in rates if r.change_period_s]
         if changes:  # read slower than it changes, a counter hides updates (a loaded machine measures dear calls)
             ceiling = max(min(changes) / 3, wall, cpu / CPU_SHARE_MAX)
             if ceiling < self.read_period.period_s:
-                self.read_period = ReadPeriod(ceiling, f"a third of the counter's change period ({min(changes):.3f} s) "
-                                              f"at most, so no update goes unseen; a read's CPU ({cpu * 1e6:.1f} us) "
-                                              f"is then within {CPU_SHARE_MAX:.0%} of a core")
+                self.read_period = ReadPeriod(
+                    ceiling,
+                    f"a third of the counter's change period ({min(changes):.3f} s) "
+                    f"at most, so no update goes unseen; a read's CPU ({cpu * 1e6:.1f} us) "
+                    f"is then within {CPU_SHARE_MAX:.0%} of a core",
+                )
         self.min_period_s = self.read_period.period_s
 
     def read(self) -> dict[str, float | SensorReadError]:
         handles = self._session.handles()
-        return {channel.name: self._value(query, handles[gpu])
-                for (gpu, query, _), channel in zip(self._reads, self.channels)}
+        return {
+            channel.name: self._value(query, handles[gpu])
+            for (gpu, query, _), channel in zip(self._reads, self.channels)
+        }
 
     def metadata(self) -> dict:
         return super().metadata() | {"nvml_energy_read": dataclasses.asdict(self.read_period)}

@@ -93,13 +93,25 @@ class _Track:
         changes = self.changed_at
         placed = [b[0] - a[0] for a, b in zip(changes, changes[1:]) if max(a[1], b[1]) <= PLACED_S]
         period = min(placed) if placed else None
-        return QueryRate(len(self.walls), statistics.median(self.walls) if self.walls else float("nan"),
-                         statistics.fmean(self.cpus) if self.cpus else float("nan"), len(changes), period,
-                         window_s, self.error)
+        return QueryRate(
+            len(self.walls),
+            statistics.median(self.walls) if self.walls else float("nan"),
+            statistics.fmean(self.cpus) if self.cpus else float("nan"),
+            len(changes),
+            period,
+            window_s,
+            self.error,
+        )
 
 
-def watch(queries: Mapping[str, Callable[[], object]], until_changes: Collection[str] = (), window_s: float = 0.35,
-          changes: int = 3, min_calls: int = 20, pace_s: float = 0.001) -> dict[str, QueryRate]:
+def watch(
+    queries: Mapping[str, Callable[[], object]],
+    until_changes: Collection[str] = (),
+    window_s: float = 0.35,
+    changes: int = 3,
+    min_calls: int = 20,
+    pace_s: float = 0.001,
+) -> dict[str, QueryRate]:
     """Calls every query in turn, round after round (a round at most every ``pace_s``), and measures each.
 
     Stops after ``window_s``, or sooner once every query of ``until_changes``
@@ -115,7 +127,8 @@ def watch(queries: Mapping[str, Callable[[], object]], until_changes: Collection
         now = time.monotonic()
         live = [t for t in tracks.values() if t.error is None]
         enough = all(len(t.walls) >= min_calls for t in live) and all(
-            len(tracks[n].changed_at) >= changes for n in until_changes if tracks[n].error is None)
+            len(tracks[n].changed_at) >= changes for n in until_changes if tracks[n].error is None
+        )
         if enough or now - start >= window_s or not live:
             break
         time.sleep(max(0.0, round_start + pace_s - now))
@@ -126,9 +139,11 @@ def watch(queries: Mapping[str, Callable[[], object]], until_changes: Collection
 def choose_period(basis_s: float, basis_why: str, cpu_s: float) -> ReadPeriod:
     """The read period: ``basis_s`` (what the value's pace asks for), but never under ``MIN_PERIOD_S`` nor so
     often that its calls cost more than ``CPU_SHARE`` of a core; ``why`` names the limit that set it."""
-    terms = {basis_why: basis_s,
-             f"the floor of {MIN_PERIOD_S:g} s": MIN_PERIOD_S,
-             f"its CPU cost ({cpu_s * 1e6:.1f} us a call) kept within {CPU_SHARE:.1%} of a core": cpu_s / CPU_SHARE}
+    terms = {
+        basis_why: basis_s,
+        f"the floor of {MIN_PERIOD_S:g} s": MIN_PERIOD_S,
+        f"its CPU cost ({cpu_s * 1e6:.1f} us a call) kept within {CPU_SHARE:.1%} of a core": cpu_s / CPU_SHARE,
+    }
     why, period = max(terms.items(), key=lambda item: item[1])  # the first of equals: the value's own pace
     return ReadPeriod(period, why)
 

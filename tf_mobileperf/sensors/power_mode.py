@@ -68,8 +68,9 @@ def _query(timeout_s: float) -> tuple[int | None, str | None, str]:
     if command is None:
         return None, None, "nvpmodel is not on PATH"
     try:
-        done = subprocess.run([command, "-q"], stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=timeout_s, check=False)
+        done = subprocess.run(
+            [command, "-q"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, None, f"{command} -q failed: {exc}"
     found = parse_query(done.stdout) if done.returncode == 0 else None

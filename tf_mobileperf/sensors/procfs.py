@@ -21,21 +21,33 @@ from tf_mobileperf.sensors.files import FileReads, parse_number
 
 # (implementer, part) from /proc/cpuinfo on ARM -> core name.
 ARM_CORES = {
-    ("0x41", "0xd03"): "Cortex-A53", ("0x41", "0xd04"): "Cortex-A35",
-    ("0x41", "0xd05"): "Cortex-A55", ("0x41", "0xd07"): "Cortex-A57",
-    ("0x41", "0xd08"): "Cortex-A72", ("0x41", "0xd09"): "Cortex-A73",
-    ("0x41", "0xd0a"): "Cortex-A75", ("0x41", "0xd0b"): "Cortex-A76",
-    ("0x41", "0xd0c"): "Neoverse-N1", ("0x41", "0xd41"): "Cortex-A78",
-    ("0x41", "0xd42"): "Cortex-A78AE", ("0x41", "0xd4f"): "Neoverse-V2",
+    ("0x41", "0xd03"): "Cortex-A53",
+    ("0x41", "0xd04"): "Cortex-A35",
+    ("0x41", "0xd05"): "Cortex-A55",
+    ("0x41", "0xd07"): "Cortex-A57",
+    ("0x41", "0xd08"): "Cortex-A72",
+    ("0x41", "0xd09"): "Cortex-A73",
+    ("0x41", "0xd0a"): "Cortex-A75",
+    ("0x41", "0xd0b"): "Cortex-A76",
+    ("0x41", "0xd0c"): "Neoverse-N1",
+    ("0x41", "0xd41"): "Cortex-A78",
+    ("0x41", "0xd42"): "Cortex-A78AE",
+    ("0x41", "0xd4f"): "Neoverse-V2",
     ("0x41", "0xd83"): "Neoverse-V3AE",
-    ("0x4e", "0x000"): "Denver", ("0x4e", "0x003"): "Denver2", ("0x4e", "0x004"): "Carmel",
+    ("0x4e", "0x000"): "Denver",
+    ("0x4e", "0x003"): "Denver2",
+    ("0x4e", "0x004"): "Carmel",
 }
 
 
 # Device-tree "compatible" of a core -> the name /proc/cpuinfo's part number gives it
 # (the one Jetson with Denver cores is the TX2, whose cores are Denver2).
-DT_CORES = {"nvidia,denver": "Denver2", "nvidia,tegra186-denver": "Denver2", "nvidia,tegra194-carmel": "Carmel",
-            "nvidia,carmel": "Carmel"}
+DT_CORES = {
+    "nvidia,denver": "Denver2",
+    "nvidia,tegra186-denver": "Denver2",
+    "nvidia,tegra194-carmel": "Carmel",
+    "nvidia,carmel": "Carmel",
+}
 
 
 def dt_core_type(compatible: str) -> str | None:
@@ -79,9 +91,7 @@ def core_types(cpuinfo: str) -> dict[int, str]:
     types: dict[int, str] = {}
     for block in cpuinfo.split("\n\n"):
         fields = dict(
-            (k.strip().lower(), v.strip())
-            for k, _, v in (line.partition(":") for line in block.splitlines())
-            if _
+            (k.strip().lower(), v.strip()) for k, _, v in (line.partition(":") for line in block.splitlines()) if _
         )
         if "processor" not in fields or not fields["processor"].isdigit():
             continue
@@ -144,8 +154,10 @@ class CpuSensor(Sensor):
         self.file_reads: FileReads = FileReads()
         reads = self.file_reads
         for line in ["cpu"] + [f"cpu{core}" for core in present]:  # a line that is not there (offline) reads NaN
-            jiffies = [reads.number(stat.path, 1.0, line.encode() + b" ", 1 << 16, fields) for fields in
-                       (JIFFIES_ALL, JIFFIES_IDLE)]
+            jiffies = [
+                reads.number(stat.path, 1.0, line.encode() + b" ", 1 << 16, fields)
+                for fields in (JIFFIES_ALL, JIFFIES_IDLE)
+            ]
             reads.channel(f"{line}_util", jiffies[0], jiffies[1], "busy%")
         source = str(stat.path)
         self.channels = [Channel("cpu_util", "util", source, group="cpu", device="cpu")]

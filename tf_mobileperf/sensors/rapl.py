@@ -52,7 +52,9 @@ class RaplSensor(Sensor):
             base = label.split("-")[0]
             group = "subzone" if zone.name.count(":") > 1 else _GROUPS.get(base, "")
             device = _DEVICES.get(base, "cpu")
-            self.channels.append(Channel(name, "energy", str(zone / "energy_uj"), group=group, device=device, rail=name))
+            self.channels.append(
+                Channel(name, "energy", str(zone / "energy_uj"), group=group, device=device, rail=name)
+            )
             self._zones.append((name, counter, wrap))
         if not self._zones:
             raise SensorUnavailable(f"RAPL counters present but not readable (needs root): {', '.join(denied)}")

@@ -76,11 +76,19 @@ REGISTRY: tuple[SensorSpec, ...] = (
     SensorSpec("memory (/proc/meminfo)", MemorySensor, lambda root, pid: MemorySensor(root, pid=pid)),
     SensorSpec("thermal zones (sysfs)", ThermalSensor, lambda root, pid: ThermalSensor(root)),
     SensorSpec("emc (debugfs clock, actmon)", EmcSensor, lambda root, pid: EmcSensor(root)),
-    SensorSpec("throttling (thermal trips, hwmon alarms, clocks)", ThrottleSensor, lambda root, pid: ThrottleSensor(root)),
-    SensorSpec("nvml", NvmlSensor, lambda root, pid: nvml_sensors(), real_machine_only=True,
-               companions=(NvmlEnergySensor,)),
-    SensorSpec("jtop (jetson-stats)", JtopSensor, lambda root, pid: JtopSensor(), real_machine_only=True,
-               fallback_for=(Ina3221IioSensor, Ina3221HwmonSensor)),
+    SensorSpec(
+        "throttling (thermal trips, hwmon alarms, clocks)", ThrottleSensor, lambda root, pid: ThrottleSensor(root)
+    ),
+    SensorSpec(
+        "nvml", NvmlSensor, lambda root, pid: nvml_sensors(), real_machine_only=True, companions=(NvmlEnergySensor,)
+    ),
+    SensorSpec(
+        "jtop (jetson-stats)",
+        JtopSensor,
+        lambda root, pid: JtopSensor(),
+        real_machine_only=True,
+        fallback_for=(Ina3221IioSensor, Ina3221HwmonSensor),
+    ),
 )
 _BY_LABEL = {spec.label: spec for spec in REGISTRY}
 
@@ -117,8 +125,11 @@ class Probe:
         """
         check_role(kind, device)
         kinds = _SAME_QUANTITY.get(kind, (kind,))
-        return {label: reason for label, reason in self.absent.items()
-                if label not in _BY_LABEL or any(k in kinds and device in (None, d) for k, d in _BY_LABEL[label].provides)}
+        return {
+            label: reason
+            for label, reason in self.absent.items()
+            if label not in _BY_LABEL or any(k in kinds and device in (None, d) for k, d in _BY_LABEL[label].provides)
+        }
 
     def why_absent(self, kind: str, device: str | None = None) -> str:
         """The reasons ("label: reason; ...") of the absent sensors that would give ``kind`` of ``device``."""
@@ -126,8 +137,9 @@ class Probe:
         return "; ".join(reasons) or "no such sensor among those given"
 
 
-def probe(root: str | Path = "/", pid: int | None = None, use_jtop: bool = True,
-          real_machine: bool | None = None) -> Probe:
+def probe(
+    root: str | Path = "/", pid: int | None = None, use_jtop: bool = True, real_machine: bool | None = None
+) -> Probe:
     """Tries every known sensor; returns those present and reasons for the rest.
 
     Args:

@@ -66,7 +66,9 @@ class SyntheticSensor(Sensor):
                 if not callable(fn):
                     raise TypeError(f"signal {name!r} must be callable, got {type(fn).__name__}")
                 self._signals[name] = fn
-                self.channels.append(Channel(name, kind, "synthetic", **{"group": groups.get(name, "")} | channel_roles.pop(name, {})))
+                self.channels.append(
+                    Channel(name, kind, "synthetic", **{"group": groups.get(name, "")} | channel_roles.pop(name, {}))
+                )
         if not self._signals:
             raise ValueError("SyntheticSensor needs at least one signal")
         if channel_roles:

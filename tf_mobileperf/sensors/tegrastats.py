@@ -85,7 +85,7 @@ def parse_line(line: str) -> TegrastatsRecord:
     found = False
     if m := _TIMESTAMP.match(line):
         record.timestamp = dt.datetime.strptime(m.group(1), "%m-%d-%Y %H:%M:%S")
-        line = line[m.end():]
+        line = line[m.end() :]
     if m := _RAM.search(line):
         scale = _MB[m.group(3)]
         record.ram_used_mb, record.ram_total_mb = float(m.group(1)) * scale, float(m.group(2)) * scale
@@ -199,9 +199,18 @@ class ReplaySensor(Sensor):
     """
 
     name = "tegrastats replay"
-    provides = RAIL_PROVIDES | {("util", "cpu"), ("util", "gpu"), ("util", "board"), ("memory", "board"),
-                                ("clock", "cpu"), ("clock", "gpu"), ("clock", "board"),
-                                ("temperature", "cpu"), ("temperature", "gpu"), ("temperature", "board")}
+    provides = RAIL_PROVIDES | {
+        ("util", "cpu"),
+        ("util", "gpu"),
+        ("util", "board"),
+        ("memory", "board"),
+        ("clock", "cpu"),
+        ("clock", "gpu"),
+        ("clock", "board"),
+        ("temperature", "cpu"),
+        ("temperature", "gpu"),
+        ("temperature", "board"),
+    }
 
     def __init__(self, path: str | Path, interval_ms: float | None = None, speed: float = 1.0):
         path = Path(path)
@@ -245,14 +254,22 @@ class ReplaySensor(Sensor):
         return self._nan | self._rows[index]
 
     def ran_out(self, run_s: float) -> str:
-        return (f"the log {self.path} covers {self.covers_s:.3g} s at speed {self.speed:g}; the run lasted "
-                f"{run_s:.3g} s: samples after that are missing (a run needs a log of at least run time x speed "
-                f"/ interval = {math.ceil(run_s * self.speed / self.interval_s)} lines)")
+        return (
+            f"the log {self.path} covers {self.covers_s:.3g} s at speed {self.speed:g}; the run lasted "
+            f"{run_s:.3g} s: samples after that are missing (a run needs a log of at least run time x speed "
+            f"/ interval = {math.ceil(run_s * self.speed / self.interval_s)} lines)"
+        )
 
     def metadata(self) -> dict:
         first = self.records[0]
-        meta = rail_budget(self.channels) | {"replay_of": str(self.path), "records": len(self.records), "skipped_lines": self.skipped,
-                "interval_ms": self.interval_s * 1000.0, "speed": self.speed, "log_covers_s": self.covers_s}
+        meta = rail_budget(self.channels) | {
+            "replay_of": str(self.path),
+            "records": len(self.records),
+            "skipped_lines": self.skipped,
+            "interval_ms": self.interval_s * 1000.0,
+            "speed": self.speed,
+            "log_covers_s": self.covers_s,
+        }
         if first.ram_total_mb is not None:
             meta["ram_total_bytes"] = first.ram_total_mb * 1024 * 1024
         return meta
@@ -272,10 +289,13 @@ def _values(record: TegrastatsRecord) -> dict[str, float]:
     online = [u for u in record.cpu_util or [] if u is not None]
     if online:
         out["cpu_util"] = sum(online) / len(online)
-    scalars = {"gpu_util": record.gpu_util, "emc_util": record.emc_util,
-               "emc_freq": None if record.emc_freq_mhz is None else record.emc_freq_mhz * 1e6,
-               "gpu_freq": max(record.gpu_freq_mhz) * 1e6 if record.gpu_freq_mhz else None,
-               "ram_used": None if record.ram_used_mb is None else record.ram_used_mb * 1024 * 1024}
+    scalars = {
+        "gpu_util": record.gpu_util,
+        "emc_util": record.emc_util,
+        "emc_freq": None if record.emc_freq_mhz is None else record.emc_freq_mhz * 1e6,
+        "gpu_freq": max(record.gpu_freq_mhz) * 1e6 if record.gpu_freq_mhz else None,
+        "ram_used": None if record.ram_used_mb is None else record.ram_used_mb * 1024 * 1024,
+    }
     out.update({name: value for name, value in scalars.items() if value is not None})
     out.update({_temp_name(zone): NAN if c is None else c for zone, c in record.temps_c.items()})
     return out
@@ -291,8 +311,9 @@ def _temp_device(zone: str) -> str:
     return "gpu" if "GPU" in upper else "cpu" if upper.endswith("CPU") else "board"
 
 
-def _replay_channels(records: list[TegrastatsRecord], rows: list[dict[str, float]], source: str,
-                     period_s: float) -> list[Channel]:
+def _replay_channels(
+    records: list[TegrastatsRecord], rows: list[dict[str, float]], source: str, period_s: float
+) -> list[Channel]:
     """The channels of every quantity some record of the log holds (``rows``: their values), with their roles,
     each with the log's period."""
     rails: dict[str, None] = {}
@@ -308,11 +329,18 @@ def _replay_channels(records: list[TegrastatsRecord], rows: list[dict[str, float
     channels += [Channel(f"cpu{i}_util", "util", source, group="cpu", device="cpu", core=i) for i in range(cores)]
     if clocked:
         channels += [Channel(f"cpu{i}_freq", "clock", source, group="cpu", device="cpu", core=i) for i in range(cores)]
-    roles = {"gpu_util": ("util", "gpu", "gpu"), "gpu_freq": ("clock", "gpu", "gpu"),
-             "emc_util": ("util", "board", "mem"), "emc_freq": ("clock", "board", "mem"),
-             "ram_used": ("memory", "board", "mem")}
-    channels += [Channel(name, kind, source, group=group, device=device)
-                 for name, (kind, device, group) in roles.items() if name in present]
+    roles = {
+        "gpu_util": ("util", "gpu", "gpu"),
+        "gpu_freq": ("clock", "gpu", "gpu"),
+        "emc_util": ("util", "board", "mem"),
+        "emc_freq": ("clock", "board", "mem"),
+        "ram_used": ("memory", "board", "mem"),
+    }
+    channels += [
+        Channel(name, kind, source, group=group, device=device)
+        for name, (kind, device, group) in roles.items()
+        if name in present
+    ]
     # A unit powered off for the whole log (Orin's idle GPU at -256C) never had a temperature: no channel.
     zones = dict.fromkeys(zone for record in records for zone, c in record.temps_c.items() if c is not None)
     channels += [Channel(_temp_name(z), "temperature", source, device=_temp_device(z)) for z in zones]

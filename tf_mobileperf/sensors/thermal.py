@@ -132,23 +132,37 @@ class ThermalSensor(Sensor):
         self.zones, self.skipped = thermal_zones(root)
         if not self.zones:
             detail = "; ".join(f"{k}: {v}" for k, v in self.skipped.items())
-            raise SensorUnavailable(f"no readable thermal zone under {under_root(root, ZONES_DIR)}"
-                                    + (f" ({detail})" if detail else ""))
+            raise SensorUnavailable(
+                f"no readable thermal zone under {under_root(root, ZONES_DIR)}" + (f" ({detail})" if detail else "")
+            )
         self.file_reads: FileReads = FileReads()
         reads = self.file_reads
         for zone in self.zones:  # a powered-off zone's -256 C reads NaN
             reads.channel(zone.name, reads.number(zone.path / "temp", 1e-3, floor=OFFLINE_C))
-        self.channels = [Channel(zone.name, "temperature", str(zone.path / "temp"),
-                                 group=zone.device if zone.device != "board" else "", device=zone.device)
-                         for zone in self.zones]
+        self.channels = [
+            Channel(
+                zone.name,
+                "temperature",
+                str(zone.path / "temp"),
+                group=zone.device if zone.device != "board" else "",
+                device=zone.device,
+            )
+            for zone in self.zones
+        ]
 
     def read(self) -> Mapping[str, float | Exception]:
         return self.file_reads.read()
 
     def metadata(self) -> dict:
-        zones = {zone.name: {"zone": zone.path.name, "type": zone.type,
-                             "trips": [dataclasses.asdict(t) for t in zone.trips],
-                             "throttle_c": zone.throttle_c} for zone in self.zones}
+        zones = {
+            zone.name: {
+                "zone": zone.path.name,
+                "type": zone.type,
+                "trips": [dataclasses.asdict(t) for t in zone.trips],
+                "throttle_c": zone.throttle_c,
+            }
+            for zone in self.zones
+        }
         return {"thermal_zones": zones, "thermal_zones_skipped": self.skipped}
 
     def close(self) -> None:

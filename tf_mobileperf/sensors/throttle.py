@@ -43,8 +43,12 @@ CPUFREQ_GLOB = "sys/devices/system/cpu/cpu[0-9]*/cpufreq"
 DEVFREQ_GLOB = "sys/class/devfreq/*"
 CAUSES = ("throttle_thermal", "throttle_overcurrent", "throttle_clock")
 #: hwmon alarm file prefix ("temp1_crit_alarm": "temp") -> its cause; fan and other alarms are not throttling.
-ALARM_CAUSES = {"temp": "throttle_thermal", "curr": "throttle_overcurrent", "in": "throttle_overcurrent",
-                "power": "throttle_overcurrent"}
+ALARM_CAUSES = {
+    "temp": "throttle_thermal",
+    "curr": "throttle_overcurrent",
+    "in": "throttle_overcurrent",
+    "power": "throttle_overcurrent",
+}
 _ALARM_FILE = re.compile(r"([a-z]+)\d*_(?:crit|max)_alarm$")
 
 
@@ -116,9 +120,16 @@ class ClockCheck(Check):
 
 
 def _thermal_checks(zones: list[ThermalZone]) -> list[Check]:
-    return [TripCheck("throttle_thermal", f"{zone.path / 'temp'} >= {zone.throttle_c:g} C",
-                      SysfsValue(zone.path / "temp", 1e-3), zone.throttle_c)
-            for zone in zones if zone.throttle_c is not None]
+    return [
+        TripCheck(
+            "throttle_thermal",
+            f"{zone.path / 'temp'} >= {zone.throttle_c:g} C",
+            SysfsValue(zone.path / "temp", 1e-3),
+            zone.throttle_c,
+        )
+        for zone in zones
+        if zone.throttle_c is not None
+    ]
 
 
 def _alarm_checks(root: Path) -> list[Check]:
@@ -203,14 +214,17 @@ class ThrottleSensor(Sensor):
             raise SensorUnavailable(
                 f"nothing says whether the board throttles: no thermal zone with a passive/hot/critical trip under "
                 f"{under_root(root, 'sys/class/thermal')}, no hwmon *_crit_alarm/*_max_alarm, no cpufreq or "
-                f"devfreq clock with an asked frequency under {under_root(root, 'sys')}")
+                f"devfreq clock with an asked frequency under {under_root(root, 'sys')}"
+            )
         self.causes = [cause for cause in CAUSES if any(c.cause == cause for c in self._checks)]
         self._index = {cause: [i for i, c in enumerate(self._checks) if c.cause == cause] for cause in self.causes}
         sources = {cause: "; ".join(self._checks[i].source for i in rows) for cause, rows in self._index.items()}
-        self.channels = [Channel("throttled", "state", "any of " + ", ".join(self.causes), group="throttled",
-                                 device="board")]
-        self.channels += [Channel(cause, "state", sources[cause], group="throttle", device="board")
-                          for cause in self.causes]
+        self.channels = [
+            Channel("throttled", "state", "any of " + ", ".join(self.causes), group="throttled", device="board")
+        ]
+        self.channels += [
+            Channel(cause, "state", sources[cause], group="throttle", device="board") for cause in self.causes
+        ]
 
     def read(self) -> Mapping[str, float]:
         values = np.array([check.read() for check in self._checks])

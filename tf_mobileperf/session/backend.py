@@ -23,7 +23,7 @@ _OOM_MESSAGES = ("RESOURCE_EXHAUSTED", "DefaultCPUAllocator: can't allocate memo
 
 
 def active() -> str:
-    """"tensorflow", "jax", "torch" or "numpy": the Keras backend in use."""
+    """ "tensorflow", "jax", "torch" or "numpy": the Keras backend in use."""
     keras = sys.modules.get("keras")
     if keras is not None:
         return keras.backend.backend()

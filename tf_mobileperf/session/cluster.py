@@ -119,8 +119,9 @@ def combine(logdir: str | Path, tasks: tuple[str, ...], wait_s: float = 0.0) -> 
         "alignment": "by global step index; durations and energies are host-local (no cross-host clock)",
         "steps": steps,
     }
-    report["power_avg"] = (report["energy_total"] / sum(step_times)
-                           if report["energy_total"] is not None and step_times else None)
+    report["power_avg"] = (
+        report["energy_total"] / sum(step_times) if report["energy_total"] is not None and step_times else None
+    )
     report = write_report(RunLayout(logdir).combined, report, COMBINED)
     _write_run_summary(RunLayout(logdir, COMBINED_RUN).run_dir, report)
     return report
@@ -136,14 +137,29 @@ def _host(run: Path) -> dict:
     steps = read_steps(run)
     summary = read_report(run)
     if summary is None:
-        return {"missing": True, "success": False, "failed_step": StepProgress.read(RunLayout(run).progress),
-                "energy_total": None, "mem_peak_gb": _max([s["mem_peak_gb"] for s in steps]),
-                "hostname": None, "started_wall_s": None, "steps_on_disk": len(steps), "steps": steps}
+        return {
+            "missing": True,
+            "success": False,
+            "failed_step": StepProgress.read(RunLayout(run).progress),
+            "energy_total": None,
+            "mem_peak_gb": _max([s["mem_peak_gb"] for s in steps]),
+            "hostname": None,
+            "started_wall_s": None,
+            "steps_on_disk": len(steps),
+            "steps": steps,
+        }
     device = summary.get("device") or {}
-    return {"missing": False, "success": summary["success"], "failed_step": summary.get("failed_step"),
-            "energy_total": summary.get("energy_total"), "mem_peak_gb": summary.get("mem_peak_gb"),
-            "hostname": device.get("hostname"), "started_wall_s": device.get("started_wall_s"),
-            "steps_on_disk": len(steps), "steps": steps}
+    return {
+        "missing": False,
+        "success": summary["success"],
+        "failed_step": summary.get("failed_step"),
+        "energy_total": summary.get("energy_total"),
+        "mem_peak_gb": summary.get("mem_peak_gb"),
+        "hostname": device.get("hostname"),
+        "started_wall_s": device.get("started_wall_s"),
+        "steps_on_disk": len(steps),
+        "steps": steps,
+    }
 
 
 def _combined_steps(hosts: dict[str, dict]) -> list[dict]:
@@ -155,15 +171,17 @@ def _combined_steps(hosts: dict[str, dict]) -> list[dict]:
         energy = [s["energy_total"] for s in present.values()]
         slowest = max(present, key=lambda t: present[t]["duration_s"])
         whole = len(present) == len(hosts)
-        out.append({
-            "step": i,
-            "measured": whole and not any(s["warmup"] or s["failed"] for s in present.values()),
-            "hosts_missing": sorted(set(hosts) - set(present)),
-            "energy_j": sum(energy) if whole and None not in energy else None,
-            "step_time_s": present[slowest]["duration_s"],
-            "slowest_host": slowest,
-            "mem_peak_gb": {t: s["mem_peak_gb"] for t, s in present.items()},
-        })
+        out.append(
+            {
+                "step": i,
+                "measured": whole and not any(s["warmup"] or s["failed"] for s in present.values()),
+                "hosts_missing": sorted(set(hosts) - set(present)),
+                "energy_j": sum(energy) if whole and None not in energy else None,
+                "step_time_s": present[slowest]["duration_s"],
+                "slowest_host": slowest,
+                "mem_peak_gb": {t: s["mem_peak_gb"] for t, s in present.items()},
+            }
+        )
     return out
 
 

@@ -96,8 +96,11 @@ def unread_reasons(names: list[str], sampler: Sampler | None, default: str) -> d
         text = texts.get(name) or texts.get(sensor_of.get(name, ""))
         count = failed.get(name, failed.get(sensor_of.get(name, ""), 0))
         reads = f"{count} failed read{'s' if count != 1 else ''}" if count else ""
-        out[name] = (f"{text} ({reads})" if text and reads else text
-                     or (f"no valid reading ({reads})" if reads else default_of.get(name, default)))
+        out[name] = (
+            f"{text} ({reads})"
+            if text and reads
+            else text or (f"no valid reading ({reads})" if reads else default_of.get(name, default))
+        )
     return out
 
 
@@ -113,8 +116,13 @@ class Guard:
         except Exception as exc:  # monitoring must never break training
             first = what not in self._warned
             self._warned.add(what)
-            log.log(logging.WARNING if first else logging.DEBUG, "mobileperf: %s failed: %s%s", what, exc,
-                    " (further failures of this kind are logged at debug level)" if first else "")
+            log.log(
+                logging.WARNING if first else logging.DEBUG,
+                "mobileperf: %s failed: %s%s",
+                what,
+                exc,
+                " (further failures of this kind are logged at debug level)" if first else "",
+            )
             return None
 
 
@@ -177,8 +185,14 @@ class Collector:
         """The record of the next step, from ``start_s``; ``after_gap``: with the time since the last one."""
         index, last_end = self.count, self.last_end
         gap = start_s - last_end if after_gap and last_end is not None else None
-        return StepRecord(step=index, start_s=start_s, end_s=float("nan"), warmup=index < self._options.warmup_steps,
-                          traced=traced, gap_before_s=gap)
+        return StepRecord(
+            step=index,
+            start_s=start_s,
+            end_s=float("nan"),
+            warmup=index < self._options.warmup_steps,
+            traced=traced,
+            gap_before_s=gap,
+        )
 
     def begin_step(self, step: StepRecord) -> None:
         with self.lock:
@@ -232,13 +246,18 @@ class Collector:
         self._settle(end, final=False)
         window = StepRecord(step=-1, start_s=start, end_s=end)
         t, values = self._buffered()
-        fill_steps([window], join_mod.join(t, values, self.channels, np.array([start]), np.array([end]),
-                                           self._options.period_s), self.channels)
+        fill_steps(
+            [window],
+            join_mod.join(t, values, self.channels, np.array([start]), np.array([end]), self._options.period_s),
+            self.channels,
+        )
         self.idle_power_w = window.power_w
         unknown = [rail for rail, w in window.power_w.items() if w is None]
         if unknown:
-            self.idle_problem = (f"the {end - start:.3g} s idle window before the first step has no complete "
-                                 f"power of {', '.join(unknown)} (a sensor gap, or a clock that did not advance)")
+            self.idle_problem = (
+                f"the {end - start:.3g} s idle window before the first step has no complete "
+                f"power of {', '.join(unknown)} (a sensor gap, or a clock that did not advance)"
+            )
             log.warning("mobileperf: %s; their active energy is null", self.idle_problem)
 
     def _settle(self, until_s: float, final: bool) -> None:
@@ -258,8 +277,10 @@ class Collector:
 
     def _buffered(self) -> tuple[np.ndarray, np.ndarray]:
         """Every sample held, as one time array and one (samples, channels) array."""
-        return (np.concatenate([b.t for b in self._buffer]) if self._buffer else np.empty(0),
-                np.concatenate([b.values for b in self._buffer]) if self._buffer else np.empty((0, len(self.channels))))
+        return (
+            np.concatenate([b.t for b in self._buffer]) if self._buffer else np.empty(0),
+            np.concatenate([b.values for b in self._buffer]) if self._buffer else np.empty((0, len(self.channels))),
+        )
 
     def stop(self) -> None:
         """Stops the thread, then the sampler after a sample past the last step's end (and an update of every
@@ -289,8 +310,11 @@ class Collector:
             margin = 0.0 if final else 2 * self._slowest_s
             # Steps close in time order, so the steps ready to join are a prefix of the pending ones;
             # without channels, every closed step is ready.
-            n = len(self._pending) if final or not self.channels else bisect.bisect_left(
-                [s.end_s for s in self._pending], self._joinable_until(last_t - margin))
+            n = (
+                len(self._pending)
+                if final or not self.channels
+                else bisect.bisect_left([s.end_s for s in self._pending], self._joinable_until(last_t - margin))
+            )
             ready, self._pending = self._pending[:n], self._pending[n:]
             # Samples are kept from the oldest step not yet joined, the open one included.
             starts = [s.start_s for s in self._pending] + ([self.open.start_s] if self.open else [])
@@ -316,9 +340,12 @@ class Collector:
         unread = set(never_valued(self.stats))
         stopped = [name for name in gapped if name not in unread]
         if stopped:
-            log.warning("mobileperf: no valid reading of %s for longer than the allowed gap (a sensor "
-                        "stopped answering?); energy over the gap is marked incomplete, the sampling "
-                        "section of the report counts the gaps", ", ".join(stopped))
+            log.warning(
+                "mobileperf: no valid reading of %s for longer than the allowed gap (a sensor "
+                "stopped answering?); energy over the gap is marked incomplete, the sampling "
+                "section of the report counts the gaps",
+                ", ".join(stopped),
+            )
         if self._measured_seen and any(name in unread for name in gapped):
             self._warn_unread([name for name in gapped if name in unread])
         self._buffer.append(rows)
@@ -331,16 +358,22 @@ class Collector:
         sample): no value after that is the source's end, not a gap."""
         if self.stats.first is None:
             return set()
-        return {c.name for sensor, covers in ending_sources(self.sampler) if t > self.stats.first + covers
-                for c in sensor.channels}
+        return {
+            c.name
+            for sensor, covers in ending_sources(self.sampler)
+            if t > self.stats.first + covers
+            for c in sensor.channels
+        }
 
     def _note_absent(self, names: list[str]) -> None:
         """Once per channel, at info level: its source leaves it without a value (``absent_in_source``)."""
         names = [name for name in names if name not in self._absent_noted]
         self._absent_noted.update(names)
         if names:
-            log.info("mobileperf: no value of %s in some stretches, as its source says (not a sensor gap)",
-                     ", ".join(f"{name} ({self._absent[name]})" for name in names))
+            log.info(
+                "mobileperf: no value of %s in some stretches, as its source says (not a sensor gap)",
+                ", ".join(f"{name} ({self._absent[name]})" for name in names),
+            )
 
     def _warn_ran_out(self) -> None:
         """Once, at the end: each source (a replayed log) that ended before the run did, and from when on the
@@ -363,12 +396,20 @@ class Collector:
         reason = self._running.health()
         if reason is None or outage is not None:
             return
-        start = float(rows.t[-1]) if len(rows) else (
-            self.stats.last if self.stats.last is not None else self._options.clock())
+        start = (
+            float(rows.t[-1])
+            if len(rows)
+            else (self.stats.last if self.stats.last is not None else self._options.clock())
+        )
         self.stats.add_outage(start, None, reason)
         restart = not self._restarted
-        log.warning("mobileperf: %s; %s", reason, "restarting it once: the steps in the hole have no energy"
-                    if restart else "it was restarted once already: the steps from now on have no energy")
+        log.warning(
+            "mobileperf: %s; %s",
+            reason,
+            "restarting it once: the steps in the hole have no energy"
+            if restart
+            else "it was restarted once already: the steps from now on have no energy",
+        )
         if restart:
             self._restarted = True
             self._guard("restart the sampler", self._running.restart)
@@ -390,20 +431,31 @@ class Collector:
     def _warn_unread(self, names: list[str]) -> None:
         """One warning line for those of ``names`` not named yet (the main thread and the collector's may ask)."""
         with self.lock:
-            names = [c.name for c in self.channels if c.name in names and c.name not in self._unread_warned
-                     and c.name not in self._absent]
+            names = [
+                c.name
+                for c in self.channels
+                if c.name in names and c.name not in self._unread_warned and c.name not in self._absent
+            ]
             self._unread_warned.update(names)
         if names:
             reasons = unread_reasons(names, self.sampler, "no reading yet")
-            log.warning("mobileperf: no valid value yet from %s; their quantities are null in the report, "
-                        "which lists them under 'unavailable'",
-                        ", ".join(f"{name} ({reasons[name]})" for name in names))
+            log.warning(
+                "mobileperf: no valid value yet from %s; their quantities are null in the report, "
+                "which lists them under 'unavailable'",
+                ", ".join(f"{name} ({reasons[name]})" for name in names),
+            )
 
     def _join(self, steps: list[StepRecord]) -> None:
         if self.channels and self._buffer:
             t, values = self._buffered()
-            joined = join_mod.join(t, values, self.channels, np.array([s.start_s for s in steps]),
-                                   np.array([s.end_s for s in steps]), self._options.period_s)
+            joined = join_mod.join(
+                t,
+                values,
+                self.channels,
+                np.array([s.start_s for s in steps]),
+                np.array([s.end_s for s in steps]),
+                self._options.period_s,
+            )
             fill_steps(steps, joined, self.channels, self.idle_power_w)
             self.totals.note_update_periods(joined)
             self._note_counter_margin(joined)

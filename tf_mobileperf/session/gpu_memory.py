@@ -67,9 +67,12 @@ def _torch() -> Allocator:
     if not torch.cuda.is_available():
         raise NoGpu("no GPU device visible to torch (torch.cuda.is_available() is False)")
     device = torch.cuda.current_device()
-    return Allocator("torch.cuda.max_memory_allocated", f"cuda:{device}",
-                     read=lambda: torch.cuda.max_memory_allocated(device),
-                     reset=lambda: torch.cuda.reset_peak_memory_stats(device))
+    return Allocator(
+        "torch.cuda.max_memory_allocated",
+        f"cuda:{device}",
+        read=lambda: torch.cuda.max_memory_allocated(device),
+        reset=lambda: torch.cuda.reset_peak_memory_stats(device),
+    )
 
 
 def _tensorflow() -> Allocator:
@@ -83,9 +86,12 @@ def _tensorflow() -> Allocator:
         experimental.get_memory_info(name)
     except (ValueError, RuntimeError) as exc:  # an allocator without statistics
         raise NoGpu(f"tensorflow keeps no allocator statistics for {name}: {exc}") from None
-    return Allocator("tf.config.experimental.get_memory_info('GPU:0')['peak']", name,
-                     read=lambda: experimental.get_memory_info(name)["peak"],
-                     reset=lambda: experimental.reset_memory_stats(name))
+    return Allocator(
+        "tf.config.experimental.get_memory_info('GPU:0')['peak']",
+        name,
+        read=lambda: experimental.get_memory_info(name)["peak"],
+        reset=lambda: experimental.reset_memory_stats(name),
+    )
 
 
 def _jax() -> Allocator:
@@ -98,8 +104,11 @@ def _jax() -> Allocator:
     device = gpus[0]
     if "peak_bytes_in_use" not in (device.memory_stats() or {}):
         raise NoGpu(f"jax's {device} gives no peak_bytes_in_use in memory_stats()")
-    return Allocator("jax Device.memory_stats()['peak_bytes_in_use'] (running peak, no reset)", str(device),
-                     read=lambda: device.memory_stats()["peak_bytes_in_use"])
+    return Allocator(
+        "jax Device.memory_stats()['peak_bytes_in_use'] (running peak, no reset)",
+        str(device),
+        read=lambda: device.memory_stats()["peak_bytes_in_use"],
+    )
 
 
 #: The allocator of each Keras backend.
@@ -211,8 +220,12 @@ class GpuMemory:
             reasons["gpu_mem_peak_gb"] = self.unavailable or no_step or "no measured step has the allocator's peak"
         if fields["gpu_device_mem_peak_gb"] is None:
             reasons["gpu_device_mem_peak_gb"] = (
-                no_step if device and no_step else "no measured step has a reading of GPU memory in use" if device
-                else "no GPU memory sensor (NVML)" + (": " + probe.why_absent("memory", "gpu") if probe else ""))
+                no_step
+                if device and no_step
+                else "no measured step has a reading of GPU memory in use"
+                if device
+                else "no GPU memory sensor (NVML)" + (": " + probe.why_absent("memory", "gpu") if probe else "")
+            )
         return fields, reasons
 
     def attach(self, report: Report, probe: Probe | None = None) -> Report:

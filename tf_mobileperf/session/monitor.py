@@ -92,8 +92,11 @@ class PerfMonitor:
         self.model_name: str | None = None  # set by the callback from the Keras model
         self._probe = resolve_sensors(self.options.sensors)
         realtime, why = choose(self.options.sampler_priority)
-        self.sampler = (Sampler(self._probe.sensors, self.options.period_s, realtime=realtime, priority_reason=why)
-                        if self._probe.sensors else None)
+        self.sampler = (
+            Sampler(self._probe.sensors, self.options.period_s, realtime=realtime, priority_reason=why)
+            if self._probe.sensors
+            else None
+        )
         self.channels = self.sampler.channels if self.sampler else []
         self.report: Report | None = None
         self._guard = Guard()
@@ -130,8 +133,12 @@ class PerfMonitor:
         self.layout = RunLayout(self.logdir, self.options.run)
         self.device["started_wall_s"] = time.time()  # for reference; steps use the monotonic clock
         self._writers = RunWriters.open(self.layout, self.channels, self.device, csv_fields(self.channels))
-        self._guard("write run summary", self._writers.scalars.write_run_summary,
-                    {"status": "running", "model": self.model_name, "batch_size": self.options.batch_size}, 0)
+        self._guard(
+            "write run summary",
+            self._writers.scalars.write_run_summary,
+            {"status": "running", "model": self.model_name, "batch_size": self.options.batch_size},
+            0,
+        )
         log_absent_power(self._probe)
         self.collector.start(self.sampler, self._writers)
         self._started = True
@@ -161,8 +168,13 @@ class PerfMonitor:
         self.report = self._build_report()
         self._writers.finish(self.report.to_dict(), self.collector.count, self._guard)
         if self.worker and self.worker.is_chief:
-            self._guard("combine the workers' runs", combine, self.cluster_logdir, self.worker.tasks,
-                        self.options.combine_wait_s)
+            self._guard(
+                "combine the workers' runs",
+                combine,
+                self.cluster_logdir,
+                self.worker.tasks,
+                self.options.combine_wait_s,
+            )
         return self.report
 
     def __enter__(self) -> PerfMonitor:
@@ -261,6 +273,16 @@ class PerfMonitor:
         self.collector.collect(final)
 
     def _build_report(self) -> Report:
-        return self.gpu_memory.attach(build_report(self.options, self._probe, self.collector, self.sampler,
-                                                   self._failure, self.device, self.model_name,
-                                                   self.profiler.unavailable), self._probe)
+        return self.gpu_memory.attach(
+            build_report(
+                self.options,
+                self._probe,
+                self.collector,
+                self.sampler,
+                self._failure,
+                self.device,
+                self.model_name,
+                self.profiler.unavailable,
+            ),
+            self._probe,
+        )

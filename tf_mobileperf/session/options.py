@@ -41,8 +41,8 @@ def _check_seconds(name: str, value, positive: bool) -> float:
 
 
 def _replay_spec(spec: str) -> tuple[str, float]:
-    """"replay:PATH[@SPEED]" -> (PATH, SPEED)."""
-    path, _, speed = spec[len("replay:"):].partition("@")
+    """ "replay:PATH[@SPEED]" -> (PATH, SPEED)."""
+    path, _, speed = spec[len("replay:") :].partition("@")
     try:
         return path, float(speed) if speed else 1.0
     except ValueError:
@@ -57,7 +57,9 @@ def check_sensors(sensors: SensorSpec) -> str | tuple[Sensor, ...]:
         if sensors.startswith("replay:"):
             _replay_spec(sensors)
             return sensors
-        raise ValueError(f"unknown sensors {sensors!r}: use 'auto', 'none', 'replay:PATH[@SPEED]' or a list of Sensor objects")
+        raise ValueError(
+            f"unknown sensors {sensors!r}: use 'auto', 'none', 'replay:PATH[@SPEED]' or a list of Sensor objects"
+        )
     sensors = tuple(sensors)
     bad = [type(s).__name__ for s in sensors if not isinstance(s, Sensor)]
     if bad:
@@ -66,7 +68,7 @@ def check_sensors(sensors: SensorSpec) -> str | tuple[Sensor, ...]:
 
 
 def resolve_sensors(sensors: SensorSpec) -> Probe:
-    """"auto", "none", "replay:PATH[@SPEED]" or a list of sensor objects."""
+    """ "auto", "none", "replay:PATH[@SPEED]" or a list of sensor objects."""
     sensors = check_sensors(sensors)
     if sensors == "auto":
         return probe(pid=os.getpid())
@@ -156,8 +158,9 @@ class MonitorOptions:
             raise TypeError(f"profile_steps must be a (first, last) pair, got {steps!r}")
         first, last = (check_int("profile_steps", s) for s in steps)
         if first < warmup_steps or last < first:
-            raise ValueError(f"profile_steps {steps} must be measured steps: "
-                             f"warmup_steps ({warmup_steps}) <= first <= last")
+            raise ValueError(
+                f"profile_steps {steps} must be measured steps: warmup_steps ({warmup_steps}) <= first <= last"
+            )
         return first, last
 
     @property

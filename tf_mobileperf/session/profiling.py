@@ -33,8 +33,11 @@ class Profiler:
     def __init__(self, steps: tuple[int, int] | None, guard: Guard):
         self.steps = steps
         #: Why there is no trace although one was asked for; None when it can be taken.
-        self.unavailable = (f"profile_steps needs the TensorFlow backend; Keras runs on {backend.active()}"
-                            if steps and backend.active() != "tensorflow" else None)
+        self.unavailable = (
+            f"profile_steps needs the TensorFlow backend; Keras runs on {backend.active()}"
+            if steps and backend.active() != "tensorflow"
+            else None
+        )
         self.tracing = False
         self._guard = guard
         self._clocks: ClockPair | None = None

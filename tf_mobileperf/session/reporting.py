@@ -48,8 +48,11 @@ def log_absent_power(probe: Probe) -> None:
     sensor is a debug message (``mobileperf sensors`` lists them all)."""
     if not probe.has_kind("power") and not probe.has_kind("energy"):
         looked_for = ", ".join(probe.absent_for("power")) or "none was given"
-        log.info("mobileperf: no power sensor on this machine (looked for: %s): power and energy are reported "
-                 "as null, not 0; `mobileperf sensors` says why each is absent", looked_for)
+        log.info(
+            "mobileperf: no power sensor on this machine (looked for: %s): power and energy are reported "
+            "as null, not 0; `mobileperf sensors` says why each is absent",
+            looked_for,
+        )
         log.debug("absent power sensors: %s", probe.why_absent("power"))
 
 
@@ -80,8 +83,9 @@ def missing_sensors(channels: list[Channel], probe: Probe) -> dict[str, str]:
     return out
 
 
-def board_reasons(channels: list[Channel], probe: Probe, options: MonitorOptions,
-                  idle_problem: str | None, idle_measured: bool) -> dict[str, str]:
+def board_reasons(
+    channels: list[Channel], probe: Probe, options: MonitorOptions, idle_problem: str | None, idle_measured: bool
+) -> dict[str, str]:
     """Why the idle baseline, the throttled steps and the input rail have no value."""
     roles = Roles.of(channels)
     out = {}
@@ -92,8 +96,10 @@ def board_reasons(channels: list[Channel], probe: Probe, options: MonitorOptions
     elif idle_problem or not idle_measured:
         out["idle_power_w"] = out["energy_active"] = idle_problem or "the idle baseline failed (see the log)"
     if roles.rails and roles.input_rail is None:
-        out["input_rail"] = ("the board has no input rail (no rail of group 'total'): the total is the sum of "
-                             + ", ".join(c.name for c in roles.total))
+        out["input_rail"] = (
+            "the board has no input rail (no rail of group 'total'): the total is the sum of "
+            + ", ".join(c.name for c in roles.total)
+        )
     if not roles.throttle:
         out["throttled_steps"] = "no throttle sensor: " + probe.why_absent("state")
     return out
@@ -108,15 +114,19 @@ def no_measured_steps(count: int, failure: tuple[int, str] | None, warmup_steps:
     return f"all {count} steps were warm-up steps (warmup_steps={warmup_steps})"
 
 
-def unavailable(options: MonitorOptions, probe: Probe, collector: Collector,
-                failure: tuple[int, str] | None, no_profiler: str | None,
-                sampler: Sampler | None = None) -> dict[str, str]:
+def unavailable(
+    options: MonitorOptions,
+    probe: Probe,
+    collector: Collector,
+    failure: tuple[int, str] | None,
+    no_profiler: str | None,
+    sampler: Sampler | None = None,
+) -> dict[str, str]:
     """Quantity -> why the report has no value for it; a channel that never gave a valid value -> why."""
     out = missing_sensors(collector.channels, probe)
     if collector.stats.rows:
         out |= unread_reasons(never_valued(collector.stats), sampler, "no valid reading in the run")
-    out |= board_reasons(collector.channels, probe, options, collector.idle_problem,
-                         collector.idle_power_w is not None)
+    out |= board_reasons(collector.channels, probe, options, collector.idle_problem, collector.idle_power_w is not None)
     if options.batch_size is None:
         out["energy_per_sample_j"] = out["samples_per_s"] = "batch size unknown: pass batch_size="
     if no_profiler:
@@ -126,20 +136,39 @@ def unavailable(options: MonitorOptions, probe: Probe, collector: Collector,
         for key in _MEASURED:
             out.setdefault(key, why)
     elif collector.totals.energy_complete == 0 and "energy" not in out:
-        out["energy"] = out["power"] = ("no measured step has the total's energy: its rails had gaps over every "
-                                        "step (see incomplete_rails, sampling.channel_gaps and sampling.sampler_outages)")
+        out["energy"] = out["power"] = (
+            "no measured step has the total's energy: its rails had gaps over every "
+            "step (see incomplete_rails, sampling.channel_gaps and sampling.sampler_outages)"
+        )
     return out
 
 
-def build_report(options: MonitorOptions, probe: Probe, collector: Collector, sampler: Sampler | None,
-                 failure: tuple[int, str] | None, device: dict, model: str | None, no_profiler: str | None) -> Report:
+def build_report(
+    options: MonitorOptions,
+    probe: Probe,
+    collector: Collector,
+    sampler: Sampler | None,
+    failure: tuple[int, str] | None,
+    device: dict,
+    model: str | None,
+    no_profiler: str | None,
+) -> Report:
     """The report of what ``collector`` has kept and totalled so far."""
     failed_step, error = failure if failure else (None, None)
     return Report(
-        success=failure is None, failed_step=failed_step, error=error,
-        warmup_steps=options.warmup_steps, steps=list(collector.steps), totals=collector.totals,
-        steps_not_kept=collector.not_kept, channels=collector.channels,
-        sampling=collector.stats.summary(sampler), sensors=[s.describe() for s in probe.sensors],
-        device=device, unavailable=unavailable(options, probe, collector, failure, no_profiler, sampler),
-        batch_size=options.batch_size, model=model, idle_power_w=collector.idle_power_w,
+        success=failure is None,
+        failed_step=failed_step,
+        error=error,
+        warmup_steps=options.warmup_steps,
+        steps=list(collector.steps),
+        totals=collector.totals,
+        steps_not_kept=collector.not_kept,
+        channels=collector.channels,
+        sampling=collector.stats.summary(sampler),
+        sensors=[s.describe() for s in probe.sensors],
+        device=device,
+        unavailable=unavailable(options, probe, collector, failure, no_profiler, sampler),
+        batch_size=options.batch_size,
+        model=model,
+        idle_power_w=collector.idle_power_w,
     )

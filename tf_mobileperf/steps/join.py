@@ -271,8 +271,9 @@ def window_energy(t, power, starts, ends, max_gap_s) -> tuple[np.ndarray, np.nda
     return _per_window(_energy, t, power, starts, ends, max_gap_s)
 
 
-def window_counter_delta(t, counter, starts, ends, max_gap_s,
-                         read_s: float | None = None) -> tuple[np.ndarray, np.ndarray, float | None]:
+def window_counter_delta(
+    t, counter, starts, ends, max_gap_s, read_s: float | None = None
+) -> tuple[np.ndarray, np.ndarray, float | None]:
     """Increase of a cumulative counter (J) over each window, interpolated between its change points;
     NaN where incomplete. Also returns the counter's update period (``counter_series``)."""
     ok = np.isfinite(counter)
@@ -304,7 +305,9 @@ MEASURED, INTERPOLATED = "measured", "interpolated"
 def energy_method(durations: np.ndarray, energy: np.ndarray, resolution_s: float) -> np.ndarray:
     """Per window: MEASURED where it lasts at least two update periods (``resolution_s``), else
     INTERPOLATED; None where its energy is unknown."""
-    method = np.where(durations >= 2.0 * resolution_s * (1 - 1e-9), MEASURED, INTERPOLATED).astype(object)  # float noise
+    method = np.where(durations >= 2.0 * resolution_s * (1 - 1e-9), MEASURED, INTERPOLATED).astype(
+        object
+    )  # float noise
     method[~np.isfinite(energy)] = None
     return method
 
@@ -400,7 +403,8 @@ def join(
         read = max(period_s, period_s if (own := own_period_s(t, column)) is None else own)
         max_gap = allowed_gap_s(read, gap_factor, min_gap_s)
         reductions, complete, update = Windows(t, column, starts, ends, max_gap, read).reduce(channel.kind)
-        method = (energy_method(ends - starts, reductions["energy_j"], update or read)
-                  if channel.kind in RAIL_KINDS else None)
+        method = (
+            energy_method(ends - starts, reductions["energy_j"], update or read) if channel.kind in RAIL_KINDS else None
+        )
         out[channel.name] = StepValues(channel, reductions, complete, update, method)
     return out

@@ -142,21 +142,39 @@ def read_ops(xplane: str | Path, clocks: ClockPair) -> Ops:
                 match = _OP.match(event.name)
                 if event.duration_ns <= 0 or not (match or event.name == _INPUT_EVENT):
                     continue
-                name, op_type, layer = ((event.name, match.group(2), layer_of(match.group(1))) if match
-                                        else (INPUT_OP, INPUT_OP, "(input)"))
-                rows.append((name, op_type, layer, device, line.name, (start_ns + event.start_ns) / 1e9,
-                             (start_ns + event.start_ns + event.duration_ns) / 1e9))
+                name, op_type, layer = (
+                    (event.name, match.group(2), layer_of(match.group(1))) if match else (INPUT_OP, INPUT_OP, "(input)")
+                )
+                rows.append(
+                    (
+                        name,
+                        op_type,
+                        layer,
+                        device,
+                        line.name,
+                        (start_ns + event.start_ns) / 1e9,
+                        (start_ns + event.start_ns + event.duration_ns) / 1e9,
+                    )
+                )
 
     def column(k: int, dtype: type = object) -> np.ndarray:
         return np.array([row[k] for row in rows], dtype=dtype)
 
-    ops = Ops(column(0), column(1), column(2), column(3), column(4),
-              clocks.to_monotonic(column(5, float)), clocks.to_monotonic(column(6, float)))
+    ops = Ops(
+        column(0),
+        column(1),
+        column(2),
+        column(3),
+        column(4),
+        clocks.to_monotonic(column(5, float)),
+        clocks.to_monotonic(column(6, float)),
+    )
     return ops.select(np.lexsort((ops.end_s, ops.start_s)))
 
 
-def split_energy(t: np.ndarray, power: np.ndarray, windows: np.ndarray, op_start: np.ndarray,
-                 op_end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def split_energy(
+    t: np.ndarray, power: np.ndarray, windows: np.ndarray, op_start: np.ndarray, op_end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Splits a rail's energy in ``windows`` (k, 2) among ops running at each moment.
 
     Returns (energy per op, no-op energy per window, energy per window), J.
@@ -167,8 +185,9 @@ def split_energy(t: np.ndarray, power: np.ndarray, windows: np.ndarray, op_start
         nan = np.full(len(windows), np.nan)
         return np.full(len(op_start), np.nan), nan, nan
     lo, hi = windows[:, 0].min(), windows[:, 1].max()
-    edges = np.unique(np.concatenate([windows.ravel(), np.clip(op_start, lo, hi), np.clip(op_end, lo, hi),
-                                      t[(t > lo) & (t < hi)]]))
+    edges = np.unique(
+        np.concatenate([windows.ravel(), np.clip(op_start, lo, hi), np.clip(op_end, lo, hi), t[(t > lo) & (t < hi)]])
+    )
     segment = np.diff(integral_at(t, power, edges))
     middle = (edges[:-1] + edges[1:]) / 2
     running = np.searchsorted(np.sort(op_start), middle, "right") - np.searchsorted(np.sort(op_end), middle, "right")
@@ -176,8 +195,10 @@ def split_energy(t: np.ndarray, power: np.ndarray, windows: np.ndarray, op_start
     inside = (window >= 0) & (middle < windows[np.maximum(window, 0), 1])
     share = np.where(inside & (running > 0), segment / np.maximum(running, 1), 0.0)
     cumulative = np.concatenate([[0.0], np.cumsum(share)])
-    per_op = (cumulative[np.searchsorted(edges, np.clip(op_end, lo, hi))]
-              - cumulative[np.searchsorted(edges, np.clip(op_start, lo, hi))])
+    per_op = (
+        cumulative[np.searchsorted(edges, np.clip(op_end, lo, hi))]
+        - cumulative[np.searchsorted(edges, np.clip(op_start, lo, hi))]
+    )
     idle = np.bincount(window[inside & (running == 0)], segment[inside & (running == 0)], minlength=len(windows))
     total = np.bincount(window[inside], segment[inside], minlength=len(windows))
     return per_op, idle, total
@@ -195,21 +216,35 @@ def _ranking(energy: dict[str, np.ndarray], duration: np.ndarray, rank_rail: str
     return np.nan_to_num(energy[rank_rail]) if rank_rail else duration
 
 
-def _table(keys: np.ndarray, energy: dict[str, np.ndarray], duration: np.ndarray, rank: np.ndarray,
-           label: str) -> list[dict]:
+def _table(
+    keys: np.ndarray, energy: dict[str, np.ndarray], duration: np.ndarray, rank: np.ndarray, label: str
+) -> list[dict]:
     """One row per distinct key, the largest total of ``rank`` first."""
     names, index = np.unique(keys.astype(str), return_inverse=True)
     order = np.argsort(-np.bincount(index, rank, minlength=len(names)), kind="stable")
     rows = []
     for i in order:
         mine = index == i
-        rows.append({label: str(names[i]), "count": int(mine.sum()), "time_s": float(duration[mine].sum()),
-                     "energy_j": {rail: _finite(e[mine].sum()) for rail, e in energy.items()}})
+        rows.append(
+            {
+                label: str(names[i]),
+                "count": int(mine.sum()),
+                "time_s": float(duration[mine].sum()),
+                "energy_j": {rail: _finite(e[mine].sum()) for rail, e in energy.items()},
+            }
+        )
     return rows
 
 
-def op_energy(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channel], steps: list[tuple[int, float, float]],
-              clocks: ClockPair, limit: int = 20) -> dict:
+def op_energy(
+    ops: Ops,
+    t: np.ndarray,
+    values: np.ndarray,
+    channels: list[Channel],
+    steps: list[tuple[int, float, float]],
+    clocks: ClockPair,
+    limit: int = 20,
+) -> dict:
     """The energy-per-op report of the traced ``steps`` ((index, start, end) on the monotonic clock).
 
     Every op type and layer is a row, and ``limit`` ops are the top ones; all
@@ -220,10 +255,18 @@ def op_energy(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channe
     rank_rail = next((c.name for _, c in rails if c.group == "total"), rails[0][1].name if rails else "")
     energy: dict[str, np.ndarray] = {}
     waiting = ops.op_type == INPUT_OP
-    per_step: list[dict[str, Any]] = [{"step": i, "energy_j": {}, "no_op_energy_j": {}, "no_op_share": {},
-                 "input_wait_s": float(np.clip(np.minimum(ops.end_s[waiting], e) - np.maximum(ops.start_s[waiting], s),
-                                               0, None).sum())}
-                for i, s, e in steps]
+    per_step: list[dict[str, Any]] = [
+        {
+            "step": i,
+            "energy_j": {},
+            "no_op_energy_j": {},
+            "no_op_share": {},
+            "input_wait_s": float(
+                np.clip(np.minimum(ops.end_s[waiting], e) - np.maximum(ops.start_s[waiting], s), 0, None).sum()
+            ),
+        }
+        for i, s, e in steps
+    ]
     for column, channel in rails:
         powered = _rail_ops(channel, ops)
         per_op, idle, total = split_energy(t, values[:, column], windows, ops.start_s[powered], ops.end_s[powered])
@@ -237,35 +280,60 @@ def op_energy(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channe
     rank = _ranking(energy, duration, rank_rail)
     top = np.argsort(-rank, kind="stable")[:limit]
     return {
-        "clock_alignment": {"method": "monotonic/wall pair read when the trace started",
-                            "alignment_uncertainty_us": clocks.uncertainty_s * 1e6},
+        "clock_alignment": {
+            "method": "monotonic/wall pair read when the trace started",
+            "alignment_uncertainty_us": clocks.uncertainty_s * 1e6,
+        },
         "rank_rail": rank_rail,
         "ops": int(len(ops)),
         "steps": per_step,
         "by_op_type": _table(ops.op_type, energy, duration, rank, "op_type"),
         "by_layer": _table(ops.layer, energy, duration, rank, "layer"),
-        "top_ops": [{"name": ops.name[k], "op_type": ops.op_type[k], "layer": ops.layer[k], "device": ops.device[k],
-                     "time_s": float(duration[k]), "energy_j": {r: _finite(e[k]) for r, e in energy.items()}}
-                    for k in top],
+        "top_ops": [
+            {
+                "name": ops.name[k],
+                "op_type": ops.op_type[k],
+                "layer": ops.layer[k],
+                "device": ops.device[k],
+                "time_s": float(duration[k]),
+                "energy_j": {r: _finite(e[k]) for r, e in energy.items()},
+            }
+            for k in top
+        ],
     }
 
 
 def chrome_trace(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channel], t0: float) -> dict:
     """Chrome/Perfetto trace JSON: the ops as slices, each power rail as a counter track."""
-    events: list[dict] = [{"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "TensorFlow ops"}},
-                          {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "power (W)"}}]
+    events: list[dict] = [
+        {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "TensorFlow ops"}},
+        {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "power (W)"}},
+    ]
     threads = {name: i for i, name in enumerate(sorted(set(ops.thread.astype(str))))}
-    events += [{"name": "thread_name", "ph": "M", "pid": 1, "tid": i, "args": {"name": name}} for name, i in threads.items()]
+    events += [
+        {"name": "thread_name", "ph": "M", "pid": 1, "tid": i, "args": {"name": name}} for name, i in threads.items()
+    ]
     for k in range(len(ops)):
-        events.append({"name": ops.name[k], "cat": ops.op_type[k], "ph": "X", "pid": 1, "tid": threads[str(ops.thread[k])],
-                       "ts": (ops.start_s[k] - t0) * 1e6, "dur": (ops.end_s[k] - ops.start_s[k]) * 1e6,
-                       "args": {"layer": ops.layer[k], "device": ops.device[k]}})
+        events.append(
+            {
+                "name": ops.name[k],
+                "cat": ops.op_type[k],
+                "ph": "X",
+                "pid": 1,
+                "tid": threads[str(ops.thread[k])],
+                "ts": (ops.start_s[k] - t0) * 1e6,
+                "dur": (ops.end_s[k] - ops.start_s[k]) * 1e6,
+                "args": {"layer": ops.layer[k], "device": ops.device[k]},
+            }
+        )
     for column, channel in enumerate(channels):
         if channel.kind != "power":
             continue
         for ts, watts in zip(t, values[:, column]):
             if np.isfinite(watts):
-                events.append({"name": channel.name, "ph": "C", "pid": 2, "ts": (ts - t0) * 1e6, "args": {"W": float(watts)}})
+                events.append(
+                    {"name": channel.name, "ph": "C", "pid": 2, "ts": (ts - t0) * 1e6, "args": {"W": float(watts)}}
+                )
     return {"traceEvents": events, "displayTimeUnit": "ms"}
 
 

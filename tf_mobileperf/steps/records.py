@@ -70,11 +70,20 @@ class StepRecord:
 
     def csv_row(self) -> dict[str, Any]:
         row: dict[str, Any] = {
-               "step": self.step, "start_s": self.start_s, "end_s": self.end_s, "duration_s": self.duration_s,
-               "batches": self.batches, "warmup": int(self.warmup), "traced": int(self.traced),
-               "failed": int(self.failed), "cpu_util": self.cpu_util, "gpu_util": self.gpu_util,
-               "mem_peak_gb": self.mem_peak_gb, "gpu_mem_peak_gb": self.gpu_mem_peak_gb,
-               "gap_before_s": self.gap_before_s}
+            "step": self.step,
+            "start_s": self.start_s,
+            "end_s": self.end_s,
+            "duration_s": self.duration_s,
+            "batches": self.batches,
+            "warmup": int(self.warmup),
+            "traced": int(self.traced),
+            "failed": int(self.failed),
+            "cpu_util": self.cpu_util,
+            "gpu_util": self.gpu_util,
+            "mem_peak_gb": self.mem_peak_gb,
+            "gpu_mem_peak_gb": self.gpu_mem_peak_gb,
+            "gap_before_s": self.gap_before_s,
+        }
         if self.throttled is not None:  # a column only with a throttle sensor (csv_fields)
             row["throttled"] = int(self.throttled)
         row |= {f"energy_j/{k}": v for k, v in self.energy_j.items()}
@@ -86,8 +95,21 @@ class StepRecord:
 
 
 #: The columns of ``steps.csv`` that every run has.
-BASE_FIELDS = ["step", "start_s", "end_s", "duration_s", "batches", "warmup", "traced", "failed",
-               "cpu_util", "gpu_util", "mem_peak_gb", "gpu_mem_peak_gb", "gap_before_s"]
+BASE_FIELDS = [
+    "step",
+    "start_s",
+    "end_s",
+    "duration_s",
+    "batches",
+    "warmup",
+    "traced",
+    "failed",
+    "cpu_util",
+    "gpu_util",
+    "mem_peak_gb",
+    "gpu_mem_peak_gb",
+    "gap_before_s",
+]
 
 
 def csv_fields(channels: list[Channel]) -> list[str]:
@@ -96,9 +118,12 @@ def csv_fields(channels: list[Channel]) -> list[str]:
     rails = [c.name for c in energy_rails(channels)]
     rails += ["total"] if rails else []
     throttled = ["throttled"] if Roles.of(channels).throttle else []
-    return (BASE_FIELDS + throttled + [f"{q}/{r}" for q in ("energy_j", "energy_active_j", "power_w", "energy_method")
-                                       for r in rails]
-            + [f"{c.name}/{r}" for c in channels for r in reductions.names(c.kind)])
+    return (
+        BASE_FIELDS
+        + throttled
+        + [f"{q}/{r}" for q in ("energy_j", "energy_active_j", "power_w", "energy_method") for r in rails]
+        + [f"{c.name}/{r}" for c in channels for r in reductions.names(c.kind)]
+    )
 
 
 def energy_rails(channels: list[Channel]) -> list[Channel]:
@@ -134,13 +159,15 @@ class Roles:
     def of(cls, channels: list[Channel]) -> Roles:
         rails = energy_rails(channels)
         util = [c for c in channels if c.kind == "util"]
-        return cls(rails=rails,
-                   total=[c for c in rails if c.group == "total"] or [c for c in rails if c.group != "subzone"],
-                   cpu=[c for c in util if c.device == "cpu" and c.core is None],
-                   cores=[c for c in util if c.device == "cpu" and c.core is not None],
-                   gpus=[c for c in util if c.device == "gpu"],
-                   memory=[c for c in channels if c.kind == "memory" and c.device == "board"][:1],
-                   throttle=[c for c in channels if c.kind == "state" and c.group == "throttle"])
+        return cls(
+            rails=rails,
+            total=[c for c in rails if c.group == "total"] or [c for c in rails if c.group != "subzone"],
+            cpu=[c for c in util if c.device == "cpu" and c.core is None],
+            cores=[c for c in util if c.device == "cpu" and c.core is not None],
+            gpus=[c for c in util if c.device == "gpu"],
+            memory=[c for c in channels if c.kind == "memory" and c.device == "board"][:1],
+            throttle=[c for c in channels if c.kind == "state" and c.group == "throttle"],
+        )
 
     @property
     def input_rail(self) -> str | None:
@@ -149,8 +176,9 @@ class Roles:
         return inputs[0] if len(inputs) == 1 else None
 
 
-def _fill_energy(step: StepRecord, joined: dict[str, StepValues], roles: Roles, i: int,
-                 idle_w: dict[str, float | None]) -> None:
+def _fill_energy(
+    step: StepRecord, joined: dict[str, StepValues], roles: Roles, i: int, idle_w: dict[str, float | None]
+) -> None:
     duration = step.duration_s
     for rail in roles.rails:
         energy = _num(joined[rail.name].value[i])
@@ -164,8 +192,9 @@ def _fill_energy(step: StepRecord, joined: dict[str, StepValues], roles: Roles, 
         parts = [step.energy_j[c.name] for c in roles.total]
         known = [p for p in parts if p is not None]
         step.energy_j["total"] = sum(known) if len(known) == len(parts) else None
-        step.power_w["total"] = (step.energy_j["total"] / duration
-                                 if step.energy_j["total"] is not None and duration > 0 else None)
+        step.power_w["total"] = (
+            step.energy_j["total"] / duration if step.energy_j["total"] is not None and duration > 0 else None
+        )
         step.energy_method["total"] = _total_method([step.energy_method[c.name] for c in roles.total])
     for name, energy in step.energy_j.items():
         idle = idle_w.get(name)
@@ -188,8 +217,12 @@ def _throttled(step: StepRecord, throttle: list[Channel]) -> bool | None:
     return None if not peaks or any(p is None for p in peaks) else False
 
 
-def fill_steps(steps: list[StepRecord], joined: dict[str, StepValues], channels: list[Channel],
-               idle_w: dict[str, float | None] | None = None) -> None:
+def fill_steps(
+    steps: list[StepRecord],
+    joined: dict[str, StepValues],
+    channels: list[Channel],
+    idle_w: dict[str, float | None] | None = None,
+) -> None:
     """Writes the joined per-step values into ``steps`` (same order): every channel's reductions, then
     the seed's quantities derived from them. ``idle_w``: idle power per rail and "total" (no active
     energy without it)."""
@@ -317,9 +350,13 @@ class StepTotals:
         minimum (None where no step has the value); energy is in the report's ``energy_j``."""
         out = {}
         for c in channels:
-            out[c.name] = {r.name: (self.mean(f"{c.name}/{r.name}") if r.combine == "mean"
-                                    else self._extremes.get(f"{c.name}/{r.name}"))
-                           for r in reductions.BY_KIND[c.kind] if r.combine != "sum"}
+            out[c.name] = {
+                r.name: (
+                    self.mean(f"{c.name}/{r.name}") if r.combine == "mean" else self._extremes.get(f"{c.name}/{r.name}")
+                )
+                for r in reductions.BY_KIND[c.kind]
+                if r.combine != "sum"
+            }
         return out
 
     def total(self, key: str) -> float | None:

@@ -46,9 +46,11 @@ from tf_mobileperf.steps.join import INTERPOLATED, MEASURED
 from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, energy_rails, unused_power
 
 #: How a step's energy method is chosen (``steps.join.energy_method``), as the report states it.
-METHOD_RULE = ("measured: the step lasts at least two update periods of its rail's sensor; interpolated: a "
-               "shorter step, whose energy is the counter (or power) interpolated between the sensor's updates: "
-               "right on average and in total, not resolved per step")
+METHOD_RULE = (
+    "measured: the step lasts at least two update periods of its rail's sensor; interpolated: a "
+    "shorter step, whose energy is the counter (or power) interpolated between the sensor's updates: "
+    "right on average and in total, not resolved per step"
+)
 
 #: Why a rail that has valid readings in the run has no energy in some step.
 NOT_COVERED = "no valid readings cover those steps (a read that failed, or a gap: see sampling.channel_gaps)"
@@ -96,8 +98,10 @@ class Report:
         power_avg_w = {r: _per_second(e, totals.rail(r).time_s) for r, e in energy_j.items()}
         energy_time = totals.energy_time_s
         per_core = {core: totals.mean(f"core/{core}") for core in totals.cores or []}
-        per_cluster = {name: _mean_known([per_core.get(core) for core in cores])
-                       for name, cores in core_clusters(roles.cores).items()}
+        per_cluster = {
+            name: _mean_known([per_core.get(core) for core in cores])
+            for name, cores in core_clusters(roles.cores).items()
+        }
         samples = self.batch_size * totals.batches if self.batch_size else None
         energy_total = energy_j.get("total")
         measured = len(durations) > 0
@@ -124,10 +128,15 @@ class Report:
             "energy_sources": self._energy_sources(),
             "energy_method_rule": METHOD_RULE,
             "energy_total_methods": totals.methods.get("total"),
-            "energy_steps_complete": {"complete": totals.energy_complete, "measured": totals.count,
-                                      "time_s": energy_time, "measured_time_s": total_time},
-            "energy_steps_complete_per_rail": {r: {"complete": totals.rail(r).complete, "time_s": totals.rail(r).time_s}
-                                               for r in energy_j},
+            "energy_steps_complete": {
+                "complete": totals.energy_complete,
+                "measured": totals.count,
+                "time_s": energy_time,
+                "measured_time_s": total_time,
+            },
+            "energy_steps_complete_per_rail": {
+                r: {"complete": totals.rail(r).complete, "time_s": totals.rail(r).time_s} for r in energy_j
+            },
             "incomplete_rails": self._incomplete_rails(list(energy_j), roles),
             "cpu_util_per_core": per_core,
             "cpu_util_per_cluster": per_cluster,
@@ -138,7 +147,9 @@ class Report:
                 "p99": float(np.percentile(durations, 99)) if measured else None,
             },
             "gap_before_step_s": {"mean": gaps / totals.count if gaps is not None else None},
-            "between_steps_fraction": gaps / (gaps + total_time) if gaps is not None and gaps + total_time > 0 else None,
+            "between_steps_fraction": gaps / (gaps + total_time)
+            if gaps is not None and gaps + total_time > 0
+            else None,
             "batch_size": self.batch_size,
             "energy_per_sample_j": self._per_sample(energy_total),
             "samples_per_s": samples / total_time if samples and total_time > 0 else None,
@@ -155,12 +166,15 @@ class Report:
         out = {}
         for rail in energy_rails(self.channels):
             counts = self.totals.methods.get(rail.name, {})
-            out[rail.name] = {"rail": rail.rail, "channel": rail.name,
-                              "from": "counter" if rail.kind == "energy" else "power",
-                              "power_not_used": unused_power(rail, self.channels),
-                              "update_period_s": self.totals.update_period_s(rail.name),
-                              "steps_measured": counts.get(MEASURED, 0),
-                              "steps_interpolated": counts.get(INTERPOLATED, 0)}
+            out[rail.name] = {
+                "rail": rail.rail,
+                "channel": rail.name,
+                "from": "counter" if rail.kind == "energy" else "power",
+                "power_not_used": unused_power(rail, self.channels),
+                "update_period_s": self.totals.update_period_s(rail.name),
+                "steps_measured": counts.get(MEASURED, 0),
+                "steps_interpolated": counts.get(INTERPOLATED, 0),
+            }
         return out
 
     def _incomplete_rails(self, rails: list[str], roles: Roles) -> dict[str, str]:
@@ -170,8 +184,10 @@ class Report:
             steps = self.totals.rail(rail)
             if steps.unknown:
                 why = _total_parts(roles) if rail == "total" else self.unavailable.get(rail, NOT_COVERED)
-                out[rail] = (f"energy unknown in {steps.unknown} of {self.totals.count} measured steps, the first at "
-                             f"step {steps.first_unknown}: {why}")
+                out[rail] = (
+                    f"energy unknown in {steps.unknown} of {self.totals.count} measured steps, the first at "
+                    f"step {steps.first_unknown}: {why}"
+                )
         return out
 
     def _per_sample(self, energy: float | None) -> float | None:
@@ -183,14 +199,16 @@ class Report:
         """The idle baseline and the energy above it, per rail and in total."""
         active = {r: self.totals.energy_active(r) for r in rails} if self.idle_power_w is not None else None
         total = active.get("total") if active else None
-        return {"idle_power_w": self.idle_power_w, "energy_active_j": active, "energy_active_total": total,
-                "energy_active_per_sample_j": self._per_sample(total)}
+        return {
+            "idle_power_w": self.idle_power_w,
+            "energy_active_j": active,
+            "energy_active_total": total,
+            "energy_active_per_sample_j": self._per_sample(total),
+        }
 
     def to_dict(self) -> dict[str, Any]:
         out = self.summary()
-        out["steps"] = [
-            dataclasses.asdict(s) | {"duration_s": s.duration_s} for s in self.steps
-        ]
+        out["steps"] = [dataclasses.asdict(s) | {"duration_s": s.duration_s} for s in self.steps]
         return out
 
 

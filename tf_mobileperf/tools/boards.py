@@ -26,7 +26,7 @@ class Best:
     why: str | None = None
 
     def text(self) -> str:
-        """"batch 4: 123.4 samples/s", or the reason."""
+        """ "batch 4: 123.4 samples/s", or the reason."""
         return str(self.why) if self.batch_size is None else f"batch {self.batch_size}: {self.value:.4g} {self.unit}"
 
 
@@ -54,8 +54,12 @@ def best(rows: list[Row], get: Getter, unit: str, highest: bool, *reason_keys: s
 
 def best_batch(rows: list[Row]) -> list[BestRow]:
     """Per board and line: the batch size with the most samples/s and the one with the least J/sample."""
-    return [BestRow(board or "", line,
-                    best(group, lambda r: r.get("samples_per_s"), "samples/s", True, "samples_per_s"),
-                    best(group, lambda r: r.get("energy_per_sample_j"), "J/sample", False,
-                         "energy_per_sample_j", "energy"))
-            for (board, line), group in line_groups(rows).items()]
+    return [
+        BestRow(
+            board or "",
+            line,
+            best(group, lambda r: r.get("samples_per_s"), "samples/s", True, "samples_per_s"),
+            best(group, lambda r: r.get("energy_per_sample_j"), "J/sample", False, "energy_per_sample_j", "energy"),
+        )
+        for (board, line), group in line_groups(rows).items()
+    ]

@@ -112,85 +112,155 @@ def _existing_dir(text: str) -> Path:
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
     """The options of a sweep configuration, shared by sweep and predict."""
-    p.add_argument("--steps", type=int_at_least(1), default=WARMUP_STEPS + MEASURED_STEPS,
-                   help=f"training steps per configuration, warm-up included (fewer than {MEASURED_STEPS} measured "
-                        "steps are warned about: their mean is noise)")
-    p.add_argument("--warmup-steps", type=int_at_least(0), default=WARMUP_STEPS,
-                   help="first steps recorded but left out of averages and totals")
-    p.add_argument("--input-size", type=int_at_least(1), default=None,
-                   help="image side (32 CIFAR-10, 224 ImageNet) or sequence length")
+    p.add_argument(
+        "--steps",
+        type=int_at_least(1),
+        default=WARMUP_STEPS + MEASURED_STEPS,
+        help=f"training steps per configuration, warm-up included (fewer than {MEASURED_STEPS} measured "
+        "steps are warned about: their mean is noise)",
+    )
+    p.add_argument(
+        "--warmup-steps",
+        type=int_at_least(0),
+        default=WARMUP_STEPS,
+        help="first steps recorded but left out of averages and totals",
+    )
+    p.add_argument(
+        "--input-size",
+        type=int_at_least(1),
+        default=None,
+        help="image side (32 CIFAR-10, 224 ImageNet) or sequence length",
+    )
     p.add_argument("--sensors", default="auto", help="auto, none or replay:PATH[@SPEED] (a tegrastats log)")
-    p.add_argument("--out", required=True, type=_out_dir,
-                   help="sweep directory: results.json/.csv, a TensorBoard run per configuration")
+    p.add_argument(
+        "--out",
+        required=True,
+        type=_out_dir,
+        help="sweep directory: results.json/.csv, a TensorBoard run per configuration",
+    )
 
 
 def _add_sweep(sub: argparse._SubParsersAction) -> None:
     """The sweep command: its models and batch sizes, a run's options, power modes, the fleet (--ray)."""
-    p = sub.add_parser("sweep", help="models x batch sizes, each in its own process, OOM recorded as a result",
-                       description="Train models x batch sizes, each in its own process; an OOM is a result.")
+    p = sub.add_parser(
+        "sweep",
+        help="models x batch sizes, each in its own process, OOM recorded as a result",
+        description="Train models x batch sizes, each in its own process; an OOM is a result.",
+    )
     p.add_argument("--models", type=_names, required=True, help="comma-separated zoo names: " + ", ".join(zoo_names()))
     p.add_argument("--batch-sizes", type=_ints, default="1,2,4,8,16,32,64", help="comma-separated")
     _add_run_options(p)
     p.add_argument("--memory-limit", type=_size, default=None, help="emulate a smaller device, e.g. 8GiB")
     p.add_argument("--find-max-batch", action="store_true", help="largest batch that fits, by doubling then bisection")
-    p.add_argument("--predict", action="store_true",
-                   help="with --find-max-batch: measure batch sizes 1,4,16 first and start the search at the predicted limit")
-    p.add_argument("--power-modes", type=_modes, default=(),
-                   help="Jetson nvpmodel modes, comma-separated: every configuration runs in each (root); "
-                        "the board's own mode and clocks are restored at the end")
-    p.add_argument("--jetson-clocks", choices=("on", "off"), default=None,
-                   help="run jetson_clocks (on) or keep the mode's own clock limits (off) in every mode (root)")
-    p.add_argument("--settle-s", type=lambda text: _finite(text, 0.0), default=5.0,
-                   help="seconds to wait after a mode change for the clocks to settle")
-    p.add_argument("--ray", metavar="ADDRESS", default=None,
-                   help="run every configuration on the boards of the Ray cluster at ADDRESS (the head's "
-                        "host:port), one task per configuration and board type; needs the [fleet] extra")
-    p.add_argument("--ray-timeout", metavar="SECONDS", type=_positive, default=30.0,
-                   help="with --ray: how long to wait for the cluster to answer before giving up")
-    p.add_argument("--boards", type=_board_types, default=None,
-                   help="with --ray: comma-separated board types (the nodes' board:<type> resources); "
-                        "none: every board type of the cluster")
+    p.add_argument(
+        "--predict",
+        action="store_true",
+        help="with --find-max-batch: measure batch sizes 1,4,16 first and start the search at the predicted limit",
+    )
+    p.add_argument(
+        "--power-modes",
+        type=_modes,
+        default=(),
+        help="Jetson nvpmodel modes, comma-separated: every configuration runs in each (root); "
+        "the board's own mode and clocks are restored at the end",
+    )
+    p.add_argument(
+        "--jetson-clocks",
+        choices=("on", "off"),
+        default=None,
+        help="run jetson_clocks (on) or keep the mode's own clock limits (off) in every mode (root)",
+    )
+    p.add_argument(
+        "--settle-s",
+        type=lambda text: _finite(text, 0.0),
+        default=5.0,
+        help="seconds to wait after a mode change for the clocks to settle",
+    )
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        default=None,
+        help="run every configuration on the boards of the Ray cluster at ADDRESS (the head's "
+        "host:port), one task per configuration and board type; needs the [fleet] extra",
+    )
+    p.add_argument(
+        "--ray-timeout",
+        metavar="SECONDS",
+        type=_positive,
+        default=30.0,
+        help="with --ray: how long to wait for the cluster to answer before giving up",
+    )
+    p.add_argument(
+        "--boards",
+        type=_board_types,
+        default=None,
+        help="with --ray: comma-separated board types (the nodes' board:<type> resources); "
+        "none: every board type of the cluster",
+    )
     p.set_defaults(func=cmd_sweep)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = OneLineParser(prog="mobileperf", description="What a training step costs on this device: its sensors, "
-                     "sweeps of models x batch sizes, predictions and figures.")
+    parser = OneLineParser(
+        prog="mobileperf",
+        description="What a training step costs on this device: its sensors, "
+        "sweeps of models x batch sizes, predictions and figures.",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("sensors", help="list the sensors on this machine and test the sampling rate",
-                       description="List the sensors on this machine, why the others are absent, and test the "
-                                   "sampling rate.")
+    p = sub.add_parser(
+        "sensors",
+        help="list the sensors on this machine and test the sampling rate",
+        description="List the sensors on this machine, why the others are absent, and test the sampling rate.",
+    )
     p.add_argument("--root", default="/", help="root of the sysfs/procfs tree")
     p.add_argument("--period-ms", type=_period_ms, default=5.0, help="sampling period for the test")
-    p.add_argument("--seconds", type=lambda text: _finite(text, 0.0), default=2.0,
-                   help="length of the sampling test (0 skips it)")
+    p.add_argument(
+        "--seconds", type=lambda text: _finite(text, 0.0), default=2.0, help="length of the sampling test (0 skips it)"
+    )
     p.set_defaults(func=cmd_sensors)
 
     _add_sweep(sub)
 
-    p = sub.add_parser("predict", help="measure a few batch sizes, predict memory, time and energy at others",
-                       description="Measure a few batch sizes; predict memory, time and energy at others.")
-    p.add_argument("--model", required=True, type=lambda text: _names(text)[0],
-                   help="a zoo name: " + ", ".join(zoo_names()))
-    p.add_argument("--measure", type=_ints, default=",".join(map(str, MEASURE_DEFAULT)),
-                   help="batch sizes to run (sizes as close as 1,2,4 give noisy slopes)")
+    p = sub.add_parser(
+        "predict",
+        help="measure a few batch sizes, predict memory, time and energy at others",
+        description="Measure a few batch sizes; predict memory, time and energy at others.",
+    )
+    p.add_argument(
+        "--model", required=True, type=lambda text: _names(text)[0], help="a zoo name: " + ", ".join(zoo_names())
+    )
+    p.add_argument(
+        "--measure",
+        type=_ints,
+        default=",".join(map(str, MEASURE_DEFAULT)),
+        help="batch sizes to run (sizes as close as 1,2,4 give noisy slopes)",
+    )
     p.add_argument("--target", type=_ints, default="8,16,32,64", help="batch sizes to predict")
     _add_run_options(p)
     p.add_argument("--memory-limit", type=_size, default=None, help="say which targets would run out of it")
     p.set_defaults(func=cmd_predict)
 
-    p = sub.add_parser("plot", help="figures of a sweep (one PNG each) and its report.html",
-                       description="Figures of a sweep against batch size, one PNG each, and a one-page report.html.")
+    p = sub.add_parser(
+        "plot",
+        help="figures of a sweep (one PNG each) and its report.html",
+        description="Figures of a sweep against batch size, one PNG each, and a one-page report.html.",
+    )
     p.add_argument("directory", type=_existing_dir, help="a sweep's --out directory (holds results.json)")
     p.set_defaults(func=cmd_plot)
 
-    p = sub.add_parser("combine",
-                       help="combine the workers' runs of a multi-worker logdir (the chief does it at its end)",
-                       description="Combine the workers' runs of a multi-worker logdir into one report.")
+    p = sub.add_parser(
+        "combine",
+        help="combine the workers' runs of a multi-worker logdir (the chief does it at its end)",
+        description="Combine the workers' runs of a multi-worker logdir into one report.",
+    )
     p.add_argument("logdir", type=_existing_dir, help="the logdir holding chief-N/worker-N folders")
-    p.add_argument("--tasks", type=lambda text: tuple(t for t in text.split(",") if t), default=None,
-                   help="comma-separated task names (none: every chief-N/worker-N folder in logdir)")
+    p.add_argument(
+        "--tasks",
+        type=lambda text: tuple(t for t in text.split(",") if t),
+        default=None,
+        help="comma-separated task names (none: every chief-N/worker-N folder in logdir)",
+    )
     p.set_defaults(func=cmd_combine)
     return parser
 
@@ -238,7 +308,9 @@ def _ints(text: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     try:
         return args.func(args)
     except (SweepError, ValueError, OSError) as exc:  # what a user can cause; a bug still shows its traceback

@@ -129,8 +129,14 @@ def _sweep_config(args: argparse.Namespace, models: list[str]) -> SweepConfig:
     each of ``models``; then one warning if it measures too few steps, after any error of the arguments."""
     from tf_mobileperf.tools.sweep import SweepConfig, check_models, warn_few_measured_steps
 
-    config = SweepConfig(out=args.out, steps=args.steps, warmup_steps=args.warmup_steps, input_size=args.input_size,
-                         memory_limit=args.memory_limit, sensors=args.sensors)
+    config = SweepConfig(
+        out=args.out,
+        steps=args.steps,
+        warmup_steps=args.warmup_steps,
+        input_size=args.input_size,
+        memory_limit=args.memory_limit,
+        sensors=args.sensors,
+    )
     check_models(models, config)
     warn_few_measured_steps(config)
     return config
@@ -144,13 +150,16 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     plan = PowerPlan(args.power_modes, args.jetson_clocks, args.settle_s)
     if args.find_max_batch and plan.active:
-        raise ValueError("--find-max-batch searches in the board's current mode; "
-                         "it takes no --power-modes or --jetson-clocks")
+        raise ValueError(
+            "--find-max-batch searches in the board's current mode; it takes no --power-modes or --jetson-clocks"
+        )
     if args.ray is None and args.boards:
         raise ValueError("--boards picks the board types of a fleet sweep: it needs --ray ADDRESS")
     if args.ray is not None and (args.find_max_batch or plan.active):
-        raise ValueError("--ray runs a sweep of models x batch sizes in each board's current mode; "
-                         "it takes no --find-max-batch, --power-modes or --jetson-clocks")
+        raise ValueError(
+            "--ray runs a sweep of models x batch sizes in each board's current mode; "
+            "it takes no --find-max-batch, --power-modes or --jetson-clocks"
+        )
     config = _sweep_config(args, args.models)
     if args.ray is not None:
         from tf_mobileperf.tools.fleet import fleet_sweep
@@ -164,8 +173,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 start = largest_fitting_batch(sweep([model], list(MEASURE_DEFAULT), config), config.memory_limit) or 1
             size, tried = find_max_batch(model, config, start=start)
             baseline = search_largest(functools.partial(_at_most, size))[1]  # the same search from 1
-            print(f"{model}: largest batch that fits: {size if size else 'none (batch 1 fails)'} ({len(tried)} runs; "
-                  f"the search from batch 1 takes {baseline} runs)")
+            print(
+                f"{model}: largest batch that fits: {size if size else 'none (batch 1 fails)'} ({len(tried)} runs; "
+                f"the search from batch 1 takes {baseline} runs)"
+            )
         return 0
     return _print_rows(args, sweep(args.models, args.batch_sizes, config, plan), plan)
 
@@ -175,38 +186,50 @@ def _print_rows(args: argparse.Namespace, rows: list[dict], plan) -> int:
     mode = f"{'mode':>4} " if plan.active else ""
     width = max((len(r.get("board_type") or "") for r in rows), default=0)  # a fleet sweep's: a column
     board = f"{'board':<{width}} " if width else ""
-    print(f"{board}{'model':<10} {'batch':>5} {mode}{'ok':>3} {'step ms':>9} {'samples/s':>10} {'J/step':>10} "
-          f"{'J/sample':>10} {'proc GiB':>9} {'RAM GiB':>9} {'GPU GiB':>9}  cause")
+    print(
+        f"{board}{'model':<10} {'batch':>5} {mode}{'ok':>3} {'step ms':>9} {'samples/s':>10} {'J/step':>10} "
+        f"{'J/sample':>10} {'proc GiB':>9} {'RAM GiB':>9} {'GPU GiB':>9}  cause"
+    )
     for r in rows:
         step_ms = None if r.get("step_time_s_mean") is None else r["step_time_s_mean"] * 1e3
         mode = f"{(r.get('config') or {}).get('power_mode', ''):>4} " if plan.active else ""
         board = f"{r.get('board_type') or '':<{width}} " if width else ""
         ok = "yes" if r["success"] else "no"
-        print(f"{board}{r['model']:<10} {r['batch_size']:>5} {mode}{ok:>3} {_cell(step_ms, 9)} "
-              f"{_cell(r.get('samples_per_s'))} {_cell(r.get('energy_per_step_j'))} "
-              f"{_cell(r.get('energy_per_sample_j'))} "
-              f"{_cell(r.get('proc_peak_gb'), 9)} {_cell(r.get('mem_peak_gb'), 9)} {_cell(r.get('gpu_mem_peak_gb'), 9)}  "
-              f"{r.get('cause') or ''}")
-    print("proc GiB: peak RSS of the training process; RAM GiB: system RAM in use (every process); "
-          "GPU GiB: peak of the framework's GPU allocator")
+        print(
+            f"{board}{r['model']:<10} {r['batch_size']:>5} {mode}{ok:>3} {_cell(step_ms, 9)} "
+            f"{_cell(r.get('samples_per_s'))} {_cell(r.get('energy_per_step_j'))} "
+            f"{_cell(r.get('energy_per_sample_j'))} "
+            f"{_cell(r.get('proc_peak_gb'), 9)} {_cell(r.get('mem_peak_gb'), 9)} {_cell(r.get('gpu_mem_peak_gb'), 9)}  "
+            f"{r.get('cause') or ''}"
+        )
+    print(
+        "proc GiB: peak RSS of the training process; RAM GiB: system RAM in use (every process); "
+        "GPU GiB: peak of the framework's GPU allocator"
+    )
     for cause, columns in by_cause(_missing(rows)).items():
         print(f"{', '.join(columns)} n/a: {cause}")
-    print(f"results: {args.out / 'results.csv'}   dashboard: {tool_command('tensorboard')} --logdir {args.out / 'runs'}")
+    print(
+        f"results: {args.out / 'results.csv'}   dashboard: {tool_command('tensorboard')} --logdir {args.out / 'runs'}"
+    )
     not_run = sum(1 for r in rows if r.get("retry"))
     if not_run:
-        print(f"{not_run} configuration(s) did not run (cause above); they are not recorded and a rerun retries them",
-              file=sys.stderr)
+        print(
+            f"{not_run} configuration(s) did not run (cause above); they are not recorded and a rerun retries them",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
 
 #: The table's columns that may have no value: the row's field, and the report's ``unavailable`` keys saying why.
-_MAY_BE_MISSING = {"step ms": ("step_time_s_mean", ("step_time_s",)),
-                   "samples/s": ("samples_per_s", ("samples_per_s", "step_time_s")),
-                   "J/step": ("energy_per_step_j", ("energy",)),
-                   "J/sample": ("energy_per_sample_j", ("energy_per_sample_j", "energy")),
-                   "RAM GiB": ("mem_peak_gb", ("mem_peak_gb",)),
-                   "GPU GiB": ("gpu_mem_peak_gb", ("gpu_mem_peak_gb",))}
+_MAY_BE_MISSING = {
+    "step ms": ("step_time_s_mean", ("step_time_s",)),
+    "samples/s": ("samples_per_s", ("samples_per_s", "step_time_s")),
+    "J/step": ("energy_per_step_j", ("energy",)),
+    "J/sample": ("energy_per_sample_j", ("energy_per_sample_j", "energy")),
+    "RAM GiB": ("mem_peak_gb", ("mem_peak_gb",)),
+    "GPU GiB": ("gpu_mem_peak_gb", ("gpu_mem_peak_gb",)),
+}
 
 
 def _missing(rows: list[dict]) -> list[tuple[str, str]]:
@@ -239,11 +262,19 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print(f"{'batch':>5} {'peak RSS GiB':>16} {'step time s':>18} {'J/step':>18} {'J/sample':>10}  out of memory?")
     for p in predictions:
         oom = "n/a (no --memory-limit)" if p.oom is None else ("yes" if p.oom else "no")
-        print(f"{p.batch_size:>5} {_pm(p.proc_peak_gb, p.proc_peak_gb_pm)} {_pm(p.step_time_s, p.step_time_s_pm)} "
-              f"{_pm(p.energy_per_step_j, p.energy_per_step_j_pm)} {_cell(p.energy_per_sample_j)}  {oom}")
-    write_json(args.out / "prediction.json", {"model": args.model, "measured": args.measure,
-                                              "memory_limit_bytes": args.memory_limit,
-                                              "predictions": [dataclasses.asdict(p) for p in predictions]})
+        print(
+            f"{p.batch_size:>5} {_pm(p.proc_peak_gb, p.proc_peak_gb_pm)} {_pm(p.step_time_s, p.step_time_s_pm)} "
+            f"{_pm(p.energy_per_step_j, p.energy_per_step_j_pm)} {_cell(p.energy_per_sample_j)}  {oom}"
+        )
+    write_json(
+        args.out / "prediction.json",
+        {
+            "model": args.model,
+            "measured": args.measure,
+            "memory_limit_bytes": args.memory_limit,
+            "predictions": [dataclasses.asdict(p) for p in predictions],
+        },
+    )
     print(f"-> {args.out / 'prediction.json'}")
     return 0
 
@@ -258,16 +289,25 @@ def cmd_combine(args: argparse.Namespace) -> int:
     from tf_mobileperf.format.layout import RunLayout
     from tf_mobileperf.session.cluster import combine
 
-    tasks = args.tasks or tuple(sorted(p.name for p in args.logdir.iterdir()
-                                       if p.is_dir() and re.fullmatch(r"(chief|worker)-\d+", p.name)))
+    tasks = args.tasks or tuple(
+        sorted(p.name for p in args.logdir.iterdir() if p.is_dir() and re.fullmatch(r"(chief|worker)-\d+", p.name))
+    )
     if not tasks:
         raise ValueError(f"no chief-N or worker-N folder in {args.logdir}")
     report = combine(args.logdir, tasks)
     for task, host in report["hosts"].items():
-        state = "missing (no report)" if host["missing"] else ("ok" if host["success"] else f"failed at step {host['failed_step']}")
-        print(f"{task:<10} {state:<22} energy {_cell(host['energy_total'])} J  peak {_cell(host['mem_peak_gb'], 6)} GiB")
-    print(f"combined: {report['steps_measured']} steps, energy {_cell(report['energy_total'])} J -> "
-          f"{RunLayout(args.logdir).combined}")
+        state = (
+            "missing (no report)"
+            if host["missing"]
+            else ("ok" if host["success"] else f"failed at step {host['failed_step']}")
+        )
+        print(
+            f"{task:<10} {state:<22} energy {_cell(host['energy_total'])} J  peak {_cell(host['mem_peak_gb'], 6)} GiB"
+        )
+    print(
+        f"combined: {report['steps_measured']} steps, energy {_cell(report['energy_total'])} J -> "
+        f"{RunLayout(args.logdir).combined}"
+    )
     return 0
 
 

@@ -48,7 +48,7 @@ def shade(colour: str, k: int) -> str:
     of one model that differ in a setting or a board keep the model's hue and are told apart."""
     if not k:
         return colour
-    rgb = [int(colour[i:i + 2], 16) for i in (1, 3, 5)]
+    rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
     toward = 0 if k % 2 else 255
     amount = min(0.6, 0.35 * math.ceil(k / 2))
     return "#" + "".join(f"{math.floor(v + (toward - v) * amount + 0.5):02x}" for v in rgb)  # JS Math.round
@@ -62,5 +62,5 @@ def short_reason(reason: str | None, limit: int = 60) -> str:
     if text.startswith("no ") and text.endswith("sensor"):
         text += " on this device"
     if len(text) > limit:
-        text = text[:limit - 1].rsplit(" ", 1)[0] + "…"
+        text = text[: limit - 1].rsplit(" ", 1)[0] + "…"
     return text

@@ -114,7 +114,9 @@ def line_groups(rows: list[Row]) -> dict[tuple[str | None, str], list[Row]]:
     out: dict[tuple[str | None, str], list[Row]] = {}
     for row in sorted(rows, key=lambda r: (board(r) or "", r["model"], r["batch_size"])):
         where = board(row)
-        differs = ", ".join(f"{SETTING_LABELS.get(k, k)} {_value(setting(row, k))}" for k in varying[where, row["model"]])
+        differs = ", ".join(
+            f"{SETTING_LABELS.get(k, k)} {_value(setting(row, k))}" for k in varying[where, row["model"]]
+        )
         out.setdefault((where, f"{row['model']} ({differs})" if differs else row["model"]), []).append(row)
     return out
 
@@ -183,8 +185,15 @@ def failures(groups: dict[str, list[Row]]) -> list[Failures]:
     for label, rows in groups.items():
         failed = [r for r in rows if not r.get("success")]
         if failed:
-            out.append(Failures(label, [r["batch_size"] for r in failed if is_oom(r)],
-                                [r["batch_size"] for r in failed if not is_oom(r)], model=str(rows[0]["model"]), variant=k[label]))
+            out.append(
+                Failures(
+                    label,
+                    [r["batch_size"] for r in failed if is_oom(r)],
+                    [r["batch_size"] for r in failed if not is_oom(r)],
+                    model=str(rows[0]["model"]),
+                    variant=k[label],
+                )
+            )
     return out
 
 
@@ -231,27 +240,72 @@ def figures(rows: list[Row]) -> list[FigureSpec]:
     memory."""
     groups = lines(rows)
     clusters = sorted({c for r in rows for c in (r.get("cpu_util_per_cluster") or {})})
-    cpu = ([panel(groups, f"CPU utilization, {c}", "utilization (%)", _cluster_util(c), "cpu_util") for c in clusters]
-           or [panel(groups, "CPU utilization, all cores", "utilization (%)", cpu_util_all_cores, "cpu_util")])
-    power = [panel(groups, f"mean power, {group} rails ({', '.join(rails)})", "power (W)", _group_power(rails), "power")
-             for group, rails in rail_groups(rows).items()]
+    cpu = [
+        panel(groups, f"CPU utilization, {c}", "utilization (%)", _cluster_util(c), "cpu_util") for c in clusters
+    ] or [panel(groups, "CPU utilization, all cores", "utilization (%)", cpu_util_all_cores, "cpu_util")]
+    power = [
+        panel(groups, f"mean power, {group} rails ({', '.join(rails)})", "power (W)", _group_power(rails), "power")
+        for group, rails in rail_groups(rows).items()
+    ]
     specs = [
-        FigureSpec("step_time", "Step time", [
-            panel(groups, "mean step time (measured steps)", "step time (ms)", _scaled("step_time_s_mean", 1e3),
-                  "step_time_s")]),
-        FigureSpec("throughput", "Throughput", [
-            panel(groups, "samples per second (measured steps)", "samples/s", lambda r: r.get("samples_per_s"),
-                  "samples_per_s")]),
-        FigureSpec("gpu_util", "GPU utilization", [
-            panel(groups, "mean GPU utilization", "utilization (%)", lambda r: r.get("gpu_util_avg"), "gpu_util")]),
+        FigureSpec(
+            "step_time",
+            "Step time",
+            [
+                panel(
+                    groups,
+                    "mean step time (measured steps)",
+                    "step time (ms)",
+                    _scaled("step_time_s_mean", 1e3),
+                    "step_time_s",
+                )
+            ],
+        ),
+        FigureSpec(
+            "throughput",
+            "Throughput",
+            [
+                panel(
+                    groups,
+                    "samples per second (measured steps)",
+                    "samples/s",
+                    lambda r: r.get("samples_per_s"),
+                    "samples_per_s",
+                )
+            ],
+        ),
+        FigureSpec(
+            "gpu_util",
+            "GPU utilization",
+            [panel(groups, "mean GPU utilization", "utilization (%)", lambda r: r.get("gpu_util_avg"), "gpu_util")],
+        ),
         FigureSpec("cpu_util", "CPU utilization per cluster", cpu),
-        FigureSpec("power", "Mean power per rail group", power or [
-            empty_if(Panel("mean power", "power (W)", []), rows, "power")]),
-        FigureSpec("energy", "Energy", [
-            energy_panel(groups, "energy per step", _scaled("energy_per_step_j", 1.0),
-                         _scaled("energy_active_per_step_j", 1.0), "energy"),
-            energy_panel(groups, "energy per sample", _scaled("energy_per_sample_j", 1.0),
-                         _scaled("energy_active_per_sample_j", 1.0), "energy_per_sample_j", "energy")]),
+        FigureSpec(
+            "power",
+            "Mean power per rail group",
+            power or [empty_if(Panel("mean power", "power (W)", []), rows, "power")],
+        ),
+        FigureSpec(
+            "energy",
+            "Energy",
+            [
+                energy_panel(
+                    groups,
+                    "energy per step",
+                    _scaled("energy_per_step_j", 1.0),
+                    _scaled("energy_active_per_step_j", 1.0),
+                    "energy",
+                ),
+                energy_panel(
+                    groups,
+                    "energy per sample",
+                    _scaled("energy_per_sample_j", 1.0),
+                    _scaled("energy_active_per_sample_j", 1.0),
+                    "energy_per_sample_j",
+                    "energy",
+                ),
+            ],
+        ),
         memory_figure(groups),
     ]
     sizes = sorted({r["batch_size"] for r in rows})
@@ -263,8 +317,17 @@ def energy_panel(groups: dict[str, list[Row]], title: str, total: Getter, active
     dashed) where the rows have an idle baseline."""
     out = panel(groups, title, "energy (J)", total, *reason_keys)
     beside = panel(groups, title, "energy (J)", active).series
-    out.series += [Series(f"{s.label}: active (idle power taken out)", s.points, dashed=True, beside=s.label,
-                          model=s.model, variant=s.variant) for s in beside]
+    out.series += [
+        Series(
+            f"{s.label}: active (idle power taken out)",
+            s.points,
+            dashed=True,
+            beside=s.label,
+            model=s.model,
+            variant=s.variant,
+        )
+        for s in beside
+    ]
     if beside:
         out.title += " (solid: total; dashed: active, above the idle power)"
     return out
@@ -295,15 +358,25 @@ def merge_limits(limits: list[tuple[str, str, list[tuple[int, float]]]]) -> list
         else:
             merged.append((text, [line], {x: [y] for x, y in points}))
     several = len(merged) > 1
-    return [Series(text + (f": {', '.join(lines_of)}" if several else ""),
-                   sorted((x, sum(v) / len(v)) for x, v in values.items())) for text, lines_of, values in merged]
+    return [
+        Series(
+            text + (f": {', '.join(lines_of)}" if several else ""),
+            sorted((x, sum(v) / len(v)) for x, v in values.items()),
+        )
+        for text, lines_of, values in merged
+    ]
 
 
 def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
     """The process's peak memory with the limit in the same quantity and the failed batch sizes marked; the
     system's RAM in use (every process on the machine) apart, without a limit line."""
-    process = panel(groups, "peak memory of the training process (RSS)", "memory (GiB)",
-                    lambda r: r.get("proc_peak_gb"), "proc_peak_gb")
+    process = panel(
+        groups,
+        "peak memory of the training process (RSS)",
+        "memory (GiB)",
+        lambda r: r.get("proc_peak_gb"),
+        "proc_peak_gb",
+    )
     process.failures = failures(groups)
     limits = []
     k = variants(groups)
@@ -312,20 +385,37 @@ def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
         if not capped:
             continue
         quantity = capped[0]["limited_quantity"]
-        peaks = [(r["batch_size"], r["limited_peak_gb"]) for r in capped
-                 if r.get("success") and r.get("limited_peak_gb") is not None]
+        peaks = [
+            (r["batch_size"], r["limited_peak_gb"])
+            for r in capped
+            if r.get("success") and r.get("limited_peak_gb") is not None
+        ]
         if peaks:
-            process.series.append(Series(f"{label}: peak {quantity}", peaks, dashed=True, beside=label,
-                                         model=str(rows[0]["model"]), variant=k[label]))
-        limits.append((label, f"limit of {quantity} ({capped[0]['limited_how']})",
-                       [(r["batch_size"], r["limited_cap_gb"]) for r in capped]))
+            process.series.append(
+                Series(
+                    f"{label}: peak {quantity}",
+                    peaks,
+                    dashed=True,
+                    beside=label,
+                    model=str(rows[0]["model"]),
+                    variant=k[label],
+                )
+            )
+        limits.append(
+            (
+                label,
+                f"limit of {quantity} ({capped[0]['limited_how']})",
+                [(r["batch_size"], r["limited_cap_gb"]) for r in capped],
+            )
+        )
         for failed in process.failures:
             if failed.label == label:
                 failed.at = max(r["limited_cap_gb"] for r in capped)
     process.limits = merge_limits(limits)
     empty_if(process, [r for rows in groups.values() for r in rows], "proc_peak_gb")
-    system = panel(groups, "RAM in use on the board (every process)", "memory (GiB)", lambda r: r.get("mem_peak_gb"),
-                   "mem_peak_gb")
+    system = panel(
+        groups, "RAM in use on the board (every process)", "memory (GiB)", lambda r: r.get("mem_peak_gb"), "mem_peak_gb"
+    )
     gpu = gpu_memory_panel(groups)
     return FigureSpec("memory", "Peak memory", [process, system] + ([gpu] if gpu.series else []))
 
@@ -333,11 +423,21 @@ def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
 def gpu_memory_panel(groups: dict[str, list[Row]]) -> Panel:
     """GPU memory apart from system RAM: the framework allocator's peak (solid), and beside it (dashed) the
     device memory in use by NVML (every process's, the allocator's cache included). No line on a CPU sweep."""
-    out = panel(groups, "GPU memory: allocator peak", "GPU memory (GiB)", lambda r: r.get("gpu_mem_peak_gb"),
-                "gpu_mem_peak_gb")
+    out = panel(
+        groups, "GPU memory: allocator peak", "GPU memory (GiB)", lambda r: r.get("gpu_mem_peak_gb"), "gpu_mem_peak_gb"
+    )
     device = panel(groups, out.title, "GPU memory (GiB)", lambda r: r.get("gpu_device_mem_peak_gb")).series
-    out.series += [Series(f"{s.label}: GPU device memory in use (NVML)", s.points, dashed=True, beside=s.label,
-                          model=s.model, variant=s.variant) for s in device]
+    out.series += [
+        Series(
+            f"{s.label}: GPU device memory in use (NVML)",
+            s.points,
+            dashed=True,
+            beside=s.label,
+            model=s.model,
+            variant=s.variant,
+        )
+        for s in device
+    ]
     if device:
         out.title += " (solid: allocator peak; dashed: device memory in use, NVML)"
     return empty_if(out, [r for rows in groups.values() for r in rows], "gpu_mem_peak_gb")

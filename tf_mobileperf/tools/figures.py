@@ -66,18 +66,37 @@ def _failures(ax, panel: Panel) -> None:
         y = top if failed.at is None else failed.at
         colour = line_style(failed)[0]
         if failed.oom:
-            ax.scatter(failed.oom, [y] * len(failed.oom), marker="x", s=90, linewidths=2.5, color=colour, zorder=5,
-                       label=f"{failed.label}: out of memory", clip_on=False)
+            ax.scatter(
+                failed.oom,
+                [y] * len(failed.oom),
+                marker="x",
+                s=90,
+                linewidths=2.5,
+                color=colour,
+                zorder=5,
+                label=f"{failed.label}: out of memory",
+                clip_on=False,
+            )
         if failed.other:
-            ax.scatter(failed.other, [y] * len(failed.other), marker="v", s=60, color=colour, zorder=5,
-                       edgecolors="black", label=f"{failed.label}: failed, not out of memory", clip_on=False)
+            ax.scatter(
+                failed.other,
+                [y] * len(failed.other),
+                marker="v",
+                s=60,
+                color=colour,
+                zorder=5,
+                edgecolors="black",
+                label=f"{failed.label}: failed, not out of memory",
+                clip_on=False,
+            )
 
 
 def same_as(series: Series, drawn: list[Series]) -> Series | None:
     """The first of ``drawn`` with the same points as ``series`` (the same batch sizes, values within 1e-9)."""
     for other in drawn:
         if [b for b, _ in other.points] == [b for b, _ in series.points] and all(
-                math.isclose(y, z, rel_tol=1e-9, abs_tol=1e-12) for (_, y), (_, z) in zip(other.points, series.points)):
+            math.isclose(y, z, rel_tol=1e-9, abs_tol=1e-12) for (_, y), (_, z) in zip(other.points, series.points)
+        ):
             return other
     return None
 
@@ -100,10 +119,16 @@ def draw_panel(ax, panel: Panel, sizes: list[int]) -> None:
         colour, marker = line_style(series)
         same = same_as(series, drawn)
         # A line equal to one drawn before it is drawn thinner on top of it, and says so: both stay visible.
-        ax.plot(*zip(*series.points), marker=marker, linestyle="--" if series.dashed else "-",
-                label=_wrap(series.label + (f" (same values as {same.label})" if same else "")), color=colour,
-                markerfacecolor="white" if series.dashed else colour,
-                markersize=3.5 if same else 6, linewidth=1.0 if same else 1.5)
+        ax.plot(
+            *zip(*series.points),
+            marker=marker,
+            linestyle="--" if series.dashed else "-",
+            label=_wrap(series.label + (f" (same values as {same.label})" if same else "")),
+            color=colour,
+            markerfacecolor="white" if series.dashed else colour,
+            markersize=3.5 if same else 6,
+            linewidth=1.0 if same else 1.5,
+        )
         drawn.append(series)
     for limit in panel.limits:
         ax.plot(*zip(*limit.points), color=limit_colour(), linestyle="-.", linewidth=1.2, label=_wrap(limit.label))
@@ -119,12 +144,19 @@ def draw_panel(ax, panel: Panel, sizes: list[int]) -> None:
     ax.set_ylabel(panel.ylabel)
     ax.grid(True, alpha=0.3)
     if legend_entries(panel):
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), frameon=False,
-                  ncol=1, borderaxespad=0.0)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), frameon=False, ncol=1, borderaxespad=0.0)
     if panel.why_empty:
         ax.set_yticks([])
-        ax.text(0.5, 0.5, "not measured:\n" + "\n".join(textwrap.wrap(panel.why_empty, 40)), ha="center",
-                va="center", transform=ax.transAxes, color="dimgray", fontsize=9)
+        ax.text(
+            0.5,
+            0.5,
+            "not measured:\n" + "\n".join(textwrap.wrap(panel.why_empty, 40)),
+            ha="center",
+            va="center",
+            transform=ax.transAxes,
+            color="dimgray",
+            fontsize=9,
+        )
 
 
 def draw(spec: FigureSpec, path: Path) -> Path:
@@ -132,7 +164,7 @@ def draw(spec: FigureSpec, path: Path) -> Path:
     n = len(spec.panels)
     cols = min(n, MAX_COLUMNS)
     rows = math.ceil(n / cols)
-    legend = [max((legend_entries(p) for p in spec.panels[r * cols:(r + 1) * cols]), default=0) for r in range(rows)]
+    legend = [max((legend_entries(p) for p in spec.panels[r * cols : (r + 1) * cols]), default=0) for r in range(rows)]
     height = PANEL_SIZE[1] * rows + LEGEND_ROW_IN * sum(legend) + 0.4
     fig, axes = plt.subplots(rows, cols, figsize=(PANEL_SIZE[0] * cols, height), squeeze=False, layout="constrained")
     for ax, panel in zip(axes.flat, spec.panels):

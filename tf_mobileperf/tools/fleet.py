@@ -73,8 +73,13 @@ class FleetError(ValueError):
 
 def board_types(nodes: list[dict], dead: str | None = None) -> Counter:
     """Board type -> how many live nodes declare it, from ``ray.nodes()`` (``dead``: a node id known lost)."""
-    return Counter(name[len(RESOURCE_PREFIX):] for node in nodes if node.get("Alive") and node.get("NodeID") != dead
-                   for name in node.get("Resources", {}) if name.startswith(RESOURCE_PREFIX))
+    return Counter(
+        name[len(RESOURCE_PREFIX) :]
+        for node in nodes
+        if node.get("Alive") and node.get("NodeID") != dead
+        for name in node.get("Resources", {})
+        if name.startswith(RESOURCE_PREFIX)
+    )
 
 
 def choose(available: Counter, wanted: list[str] | None) -> list[str]:
@@ -82,8 +87,10 @@ def choose(available: Counter, wanted: list[str] | None) -> list[str]:
     have = ", ".join(f"{t} ({n} node{'s' * (n > 1)})" for t, n in sorted(available.items())) or "none"
     if not wanted:
         if not available:
-            raise FleetError(f"no node of the Ray cluster declares a board resource ({RESOURCE_PREFIX}<type>): "
-                             "join each board with ray start --resources '{\"board:<type>\": 1}'")
+            raise FleetError(
+                f"no node of the Ray cluster declares a board resource ({RESOURCE_PREFIX}<type>): "
+                "join each board with ray start --resources '{\"board:<type>\": 1}'"
+            )
         return sorted(available)
     missing = [t for t in wanted if t not in available]
     if missing:
@@ -101,8 +108,14 @@ class Job:
     retry_of: str | None = None  #: why it runs again (a node lost), None on its first run
 
 
-def fleet_sweep(address: str, models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig,
-                boards: list[str] | None = None, timeout_s: float = CONNECT_TIMEOUT_S) -> list[dict]:
+def fleet_sweep(
+    address: str,
+    models: Iterable[str],
+    batch_sizes: Iterable[int],
+    config: SweepConfig,
+    boards: list[str] | None = None,
+    timeout_s: float = CONNECT_TIMEOUT_S,
+) -> list[dict]:
     """Runs every (model, batch size, board type) not yet in the results on the fleet at ``address``;
     returns their rows, board type after board type. ``config.out`` is on the driver; ``timeout_s`` bounds
     the wait for the cluster to answer (``connect``)."""
@@ -153,8 +166,10 @@ def _reachable(address: str, host: str, port: int, timeout_s: float) -> None:
         socket.create_connection((host, port), timeout=timeout_s).close()
     except OSError as exc:
         why = f"no answer within {timeout_s:g} s" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
-        raise FleetError(f"no Ray cluster at {address} ({why.lower()}): start its head there with "
-                         f"ray start --head --port {port}, or give the head's host:port") from None
+        raise FleetError(
+            f"no Ray cluster at {address} ({why.lower()}): start its head there with "
+            f"ray start --head --port {port}, or give the head's host:port"
+        ) from None
 
 
 def _is_loopback(host: str) -> bool:
@@ -226,8 +241,10 @@ def _init_within(ray, address: str, left_s: float, timeout_s: float) -> None:
     finally:
         worker_log.removeFilter(quiet)
     if not outcome:
-        raise FleetError(f"the Ray cluster at {address} did not answer within {timeout_s:g} s "
-                         "(is it the head's GCS port? see --ray-timeout)")
+        raise FleetError(
+            f"the Ray cluster at {address} did not answer within {timeout_s:g} s "
+            "(is it the head's GCS port? see --ray-timeout)"
+        )
     if outcome[0] is not None:
         said = (str(outcome[0]).strip().splitlines() or [type(outcome[0]).__name__])[0][:200]
         raise FleetError(f"could not connect to the Ray cluster at {address}: {said}") from outcome[0]
@@ -277,8 +294,12 @@ class _Fleet:
     def _submit(self, job: Job) -> None:
         board = job.config.board_type
         assert board is not None  # a fleet's configs each have their board type
-        options = {"num_cpus": 0, "resources": {RESOURCE_PREFIX + board: 1}, "max_retries": 0,
-                   "name": f"{job.model} batch {job.batch_size} on {board}"}
+        options = {
+            "num_cpus": 0,
+            "resources": {RESOURCE_PREFIX + board: 1},
+            "max_retries": 0,
+            "name": f"{job.model} batch {job.batch_size} on {board}",
+        }
         self.pending[self.task.options(**options).remote(job.model, job.batch_size, job.config)] = job
 
     def _collect(self, ref, job: Job) -> dict | None:
@@ -314,9 +335,16 @@ class _Fleet:
 
     def _not_run(self, job: Job, cause: str, exc: Exception) -> dict:
         log.warning("%s", self._name(job, cause))
-        return {"model": job.model, "batch_size": job.batch_size, "config": job.config.key(),
-                "board_type": job.config.board_type, "success": False, "retry": True, "cause": cause,
-                "error": str(exc)[-2000:]}
+        return {
+            "model": job.model,
+            "batch_size": job.batch_size,
+            "config": job.config.key(),
+            "board_type": job.config.board_type,
+            "success": False,
+            "retry": True,
+            "cause": cause,
+            "error": str(exc)[-2000:],
+        }
 
     @staticmethod
     def _name(job: Job, what: str) -> str:
@@ -334,4 +362,3 @@ class _Fleet:
         for ref in running:
             self.ray.cancel(ref, force=True)
         self.pending.clear()
-

@@ -95,8 +95,10 @@ def check(plan: PowerPlan) -> None:
     if plan.jetson_clocks is not None and shutil.which("jetson_clocks") is None:
         raise PowerModeError("--jetson-clocks needs jetson_clocks, which is not on PATH")
     if not is_root():
-        raise PowerModeError("--power-modes/--jetson-clocks set the board's power mode with nvpmodel, "
-                             "which needs root (run the sweep with sudo)")
+        raise PowerModeError(
+            "--power-modes/--jetson-clocks set the board's power mode with nvpmodel, "
+            "which needs root (run the sweep with sudo)"
+        )
 
 
 def _tool(*args: str) -> str:
@@ -141,8 +143,10 @@ class Board:
         time.sleep(self.plan.settle_s)
         now = query()
         if now.id != mode_id:
-            raise PowerModeError(f"nvpmodel -m {mode_id} left the board in mode {now.id} ({now.name}); "
-                                 "a mode that needs a reboot cannot be swept")
+            raise PowerModeError(
+                f"nvpmodel -m {mode_id} left the board in mode {now.id} ({now.name}); "
+                "a mode that needs a reboot cannot be swept"
+            )
         self.last = now
         log.info("power mode %d (%s), jetson_clocks %s", now.id, now.name, self.plan.jetson_clocks or "as it was")
         return now

@@ -38,9 +38,11 @@ COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
     ("cause of failure", lambda r: str(r.get("cause") or "")),
 ]
 
-STYLE = ("body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;font-size:13px}"
-         "th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}td:first-child,td:last-child{text-align:left}"
-         "tr.failed{background:#fde8e8}img{max-width:100%;border:1px solid #eee;margin:.5em 0}")
+STYLE = (
+    "body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;font-size:13px}"
+    "th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}td:first-child,td:last-child{text-align:left}"
+    "tr.failed{background:#fde8e8}img{max-width:100%;border:1px solid #eee;margin:.5em 0}"
+)
 
 
 def _mode(row: Row) -> str:
@@ -61,8 +63,11 @@ def _table(rows: list[Row]) -> str:
     head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in columns)
     body = "".join(
         f"<tr{'' if r.get('success') else ' class=failed'}>"
-        + "".join(f"<td>{html.escape(cell(r))}</td>" for _, cell in columns) + "</tr>"
-        for group in lines(rows).values() for r in group)
+        + "".join(f"<td>{html.escape(cell(r))}</td>" for _, cell in columns)
+        + "</tr>"
+        for group in lines(rows).values()
+        for r in group
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -71,11 +76,18 @@ def _best_table(rows: list[Row]) -> str:
     if len(boards(rows)) < 2:
         return ""
     cells = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(text)}</td>" for text in (
-            b.board, b.line, b.samples_per_s.text(), b.j_per_sample.text())) + "</tr>" for b in best_batch(rows))
-    return ("<h2>Best batch size per board</h2><p>Among the successful configurations: the most samples/s and "
-            "the fewest joules per sample.</p><table id=best-batch><thead><tr><th>board</th><th>model</th>"
-            "<th>most samples/s</th><th>fewest J/sample</th></tr></thead><tbody>" + cells + "</tbody></table>")
+        "<tr>"
+        + "".join(
+            f"<td>{html.escape(text)}</td>" for text in (b.board, b.line, b.samples_per_s.text(), b.j_per_sample.text())
+        )
+        + "</tr>"
+        for b in best_batch(rows)
+    )
+    return (
+        "<h2>Best batch size per board</h2><p>Among the successful configurations: the most samples/s and "
+        "the fewest joules per sample.</p><table id=best-batch><thead><tr><th>board</th><th>model</th>"
+        "<th>most samples/s</th><th>fewest J/sample</th></tr></thead><tbody>" + cells + "</tbody></table>"
+    )
 
 
 def _values(rows: list[Row], get: Callable[[Row], object], none: str) -> str:
@@ -85,7 +97,7 @@ def _values(rows: list[Row], get: Callable[[Row], object], none: str) -> str:
 
 
 def _machine(device: dict) -> str:
-    """"vm: 2 cores (AMD EPYC), 23.5 GiB RAM" with the board, JetPack and power mode where known."""
+    """ "vm: 2 cores (AMD EPYC), 23.5 GiB RAM" with the board, JetPack and power mode where known."""
     clusters = ", ".join(device.get("clusters") or {})
     ram = device.get("ram_total_bytes")
     parts = [f"{device.get('cpu_count', '?')} cores" + (f" ({clusters})" if clusters else "")]
@@ -103,14 +115,16 @@ def _machine(device: dict) -> str:
 
 def _setup(rows: list[Row]) -> str:
     """What the sweep ran and where: steps, input size, memory limit, sensors; each machine."""
-    config = lambda key: (lambda r: (r.get("config") or {}).get(key))  # noqa: E731
+    config = lambda key: lambda r: (r.get("config") or {}).get(key)  # noqa: E731
     steps = _values(rows, config("steps"), "?")
     warmup = _values(rows, config("warmup_steps"), "?")
-    items = [f"steps per configuration: {steps} ({warmup} of them warm-up, left out of every average)",
-             f"input size: {_values(rows, config('input_size'), 'the model default')}",
-             f"memory limit: {_values(rows, config('memory_limit'), 'none')}",
-             f"sensors: {_values(rows, config('sensors'), 'auto')}",
-             "machine: " + "; ".join(dict.fromkeys(_machine(r.get("device") or {}) for r in rows))]
+    items = [
+        f"steps per configuration: {steps} ({warmup} of them warm-up, left out of every average)",
+        f"input size: {_values(rows, config('input_size'), 'the model default')}",
+        f"memory limit: {_values(rows, config('memory_limit'), 'none')}",
+        f"sensors: {_values(rows, config('sensors'), 'auto')}",
+        "machine: " + "; ".join(dict.fromkeys(_machine(r.get("device") or {}) for r in rows)),
+    ]
     return "<ul id=setup>" + "".join(f"<li>{html.escape(item)}</li>" for item in items) + "</ul>"
 
 
@@ -129,8 +143,7 @@ def _not_measured(rows: list[Row]) -> str:
 
 def _figure(path: Path, title: str) -> str:
     data = base64.b64encode(path.read_bytes()).decode()
-    return (f"<h2>{html.escape(title)}</h2><img alt=\"{html.escape(title)}\" "
-            f"src=\"data:image/png;base64,{data}\">")
+    return f'<h2>{html.escape(title)}</h2><img alt="{html.escape(title)}" src="data:image/png;base64,{data}">'
 
 
 def write_report(directory: Path, rows: list[Row], figures: list[tuple[Path, str]]) -> Path:
@@ -138,13 +151,18 @@ def write_report(directory: Path, rows: list[Row], figures: list[tuple[Path, str
     models = ", ".join(sorted({str(r["model"]) for r in rows}))
     names = boards(rows)
     on = f" on {len(names)} boards ({html.escape(', '.join(names))})" if len(names) > 1 else ""
-    page = (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Sweep {html.escape(directory.name)}"
-            f"</title><style>{STYLE}</style></head><body><h1>Sweep {html.escape(str(directory))}</h1>"
-            f"<p>{len(rows)} configurations of {html.escape(models)}{on}. Averages cover the measured steps "
-            "(warm-up excluded); n/a: not measured on this device (\"Not measured\" below says why).</p>"
-            + _setup(rows) + _table(rows) + _best_table(rows) + _not_measured(rows)
-            + "".join(_figure(path, title) for path, title in figures)
-            + "</body></html>")
+    page = (
+        f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>Sweep {html.escape(directory.name)}"
+        f"</title><style>{STYLE}</style></head><body><h1>Sweep {html.escape(str(directory))}</h1>"
+        f"<p>{len(rows)} configurations of {html.escape(models)}{on}. Averages cover the measured steps "
+        '(warm-up excluded); n/a: not measured on this device ("Not measured" below says why).</p>'
+        + _setup(rows)
+        + _table(rows)
+        + _best_table(rows)
+        + _not_measured(rows)
+        + "".join(_figure(path, title) for path, title in figures)
+        + "</body></html>"
+    )
     out = directory / "report.html"
     out.write_text(page, encoding="utf-8")
     return out

@@ -4,8 +4,22 @@ from __future__ import annotations
 
 import re
 
-_UNITS = {"": 1, "B": 1, "K": 1e3, "KB": 1e3, "KIB": 2**10, "M": 1e6, "MB": 1e6, "MIB": 2**20,
-          "G": 1e9, "GB": 1e9, "GIB": 2**30, "T": 1e12, "TB": 1e12, "TIB": 2**40}
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "K": 1e3,
+    "KB": 1e3,
+    "KIB": 2**10,
+    "M": 1e6,
+    "MB": 1e6,
+    "MIB": 2**20,
+    "G": 1e9,
+    "GB": 1e9,
+    "GIB": 2**30,
+    "T": 1e12,
+    "TB": 1e12,
+    "TIB": 2**40,
+}
 
 
 def parse_size(text: str) -> int:

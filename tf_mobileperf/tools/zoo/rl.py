@@ -12,18 +12,26 @@ ACTIONS = 6  # Pong's action set
 
 
 def build_dqn(size: int = 84, actions: int = ACTIONS) -> keras.Model:
-    model = keras.Sequential([
-        keras.Input((size, size, 4)), keras.layers.Rescaling(1 / 255.0),
-        *[w.layer(activation="relu") for w in DQN_WINDOWS],  # shapes.DQN_WINDOWS: 8x8 stride 4, 4x4 stride 2, 3x3
-        keras.layers.Flatten(), keras.layers.Dense(512, activation="relu"), keras.layers.Dense(actions),
-    ], name="dqn")
+    model = keras.Sequential(
+        [
+            keras.Input((size, size, 4)),
+            keras.layers.Rescaling(1 / 255.0),
+            *[w.layer(activation="relu") for w in DQN_WINDOWS],  # shapes.DQN_WINDOWS: 8x8 stride 4, 4x4 stride 2, 3x3
+            keras.layers.Flatten(),
+            keras.layers.Dense(512, activation="relu"),
+            keras.layers.Dense(actions),
+        ],
+        name="dqn",
+    )
     model.compile(keras.optimizers.Adam(1e-4), keras.losses.Huber())
     return model
 
 
 def _frames(rng, n, size):
     """Frames and regression targets of Q-values (what a DQN step fits)."""
-    return rng.integers(0, 256, (n, size, size, 4)).astype(np.float32), rng.standard_normal((n, ACTIONS)).astype(np.float32)
+    return rng.integers(0, 256, (n, size, size, 4)).astype(np.float32), rng.standard_normal((n, ACTIONS)).astype(
+        np.float32
+    )
 
 
 DQN = ModelSpec("dqn", "RL", build_dqn, _frames, 84, "gymnasium + ale-py (examples/atari_dqn.py)")

@@ -17,10 +17,15 @@ CHAR_VOCAB = 65  # distinct characters of tinyshakespeare
 
 def build_char_lstm(seq_len: int, vocab: int = CHAR_VOCAB, units: int = 256) -> keras.Model:
     """The char-LSTM, named "lstm" as the zoo and the sweep's rows call it (its report carries that name)."""
-    model = keras.Sequential([
-        keras.Input((seq_len,), dtype="int32"), keras.layers.Embedding(vocab, 64),
-        keras.layers.LSTM(units, return_sequences=True), keras.layers.Dense(vocab),
-    ], name="lstm")
+    model = keras.Sequential(
+        [
+            keras.Input((seq_len,), dtype="int32"),
+            keras.layers.Embedding(vocab, 64),
+            keras.layers.LSTM(units, return_sequences=True),
+            keras.layers.Dense(vocab),
+        ],
+        name="lstm",
+    )
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model
 
@@ -30,8 +35,9 @@ def _chars(rng, n, seq_len):
     return text[:, :-1], text[:, 1:]
 
 
-def build_bert(seq_len: int, vocab: int = 8000, dim: int = 128, layers: int = 2, heads: int = 4,
-               name: str = "bert") -> keras.Model:
+def build_bert(
+    seq_len: int, vocab: int = 8000, dim: int = 128, layers: int = 2, heads: int = 4, name: str = "bert"
+) -> keras.Model:
     """A BERT-style encoder trained as a masked language model (every position predicted)."""
     tokens = keras.Input((seq_len,), dtype="int32")
     x = keras.layers.Embedding(vocab, dim)(tokens)
@@ -62,7 +68,9 @@ def build_nmt(seq_len: int, vocab: int = 8000, units: int = 256) -> keras.Model:
     source = keras.Input((seq_len,), dtype="int32", name="source")
     target_in = keras.Input((seq_len,), dtype="int32", name="target_in")
     _, h, c = keras.layers.LSTM(units, return_state=True)(keras.layers.Embedding(vocab, 128)(source))
-    decoded = keras.layers.LSTM(units, return_sequences=True)(keras.layers.Embedding(vocab, 128)(target_in), initial_state=[h, c])
+    decoded = keras.layers.LSTM(units, return_sequences=True)(
+        keras.layers.Embedding(vocab, 128)(target_in), initial_state=[h, c]
+    )
     model = keras.Model([source, target_in], keras.layers.Dense(vocab)(decoded), name="nmt")
     model.compile("adam", keras.losses.SparseCategoricalCrossentropy(from_logits=True))
     return model

@@ -71,8 +71,9 @@ class InputRule:
 def _windows_rule(windows: tuple[Window, ...]) -> InputRule:
     kinds = "convolution and pooling" if any(w.filters is None for w in windows) else "convolution"
     sides = ", ".join(f"{w.size}x{w.size}" + (f" stride {w.stride}" if w.stride > 1 else "") for w in windows)
-    return InputRule(smallest_side(windows), f"its {kinds} windows ({sides}, no padding) leave no pixel of a "
-                                             "smaller side")
+    return InputRule(
+        smallest_side(windows), f"its {kinds} windows ({sides}, no padding) leave no pixel of a smaller side"
+    )
 
 
 _APPLICATION = InputRule(32, "keras.applications builds it for images of at least 32x32 (it halves the side 5 times)")
@@ -83,8 +84,11 @@ RULES = {
     "resnet50": _APPLICATION,
     "resnet152": _APPLICATION,
     "vgg19": _APPLICATION,
-    "dcgan": InputRule(4, "its generator doubles a side of size // 4 twice, and the discriminator compares "
-                          "its images with the real ones", multiple=4),
+    "dcgan": InputRule(
+        4,
+        "its generator doubles a side of size // 4 twice, and the discriminator compares its images with the real ones",
+        multiple=4,
+    ),
 }
 
 

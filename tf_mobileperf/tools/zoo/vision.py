@@ -22,15 +22,24 @@ def _images(rng, n, size, classes=10):
 def build_cnn(size: int) -> keras.Model:
     """Convolutions (ReLU) and poolings of ``shapes.CNN_WINDOWS``, then two dense layers."""
     windows = [w.layer(activation="relu") if w.filters else w.layer() for w in CNN_WINDOWS]
-    return _classifier(keras.Sequential([
-        keras.Input((size, size, 3)), *windows,
-        keras.layers.Flatten(), keras.layers.Dense(128, activation="relu"), keras.layers.Dense(10),
-    ], name="cnn"))
+    return _classifier(
+        keras.Sequential(
+            [
+                keras.Input((size, size, 3)),
+                *windows,
+                keras.layers.Flatten(),
+                keras.layers.Dense(128, activation="relu"),
+                keras.layers.Dense(10),
+            ],
+            name="cnn",
+        )
+    )
 
 
 def _application(factory, name):
     def build(size: int) -> keras.Model:
         return _classifier(factory(weights=None, input_shape=(size, size, 3), classes=10, name=name))
+
     return build
 
 
@@ -41,19 +50,30 @@ class _DCGAN(keras.Model):
         super().__init__(name="dcgan")
         self.latent = latent
         base = size // 4
-        self.generator = keras.Sequential([
-            keras.Input((latent,)), keras.layers.Dense(base * base * 128), keras.layers.LeakyReLU(0.2),
-            keras.layers.Reshape((base, base, 128)),
-            keras.layers.Conv2DTranspose(128, 4, strides=2, padding="same"), keras.layers.LeakyReLU(0.2),
-            keras.layers.Conv2DTranspose(64, 4, strides=2, padding="same"), keras.layers.LeakyReLU(0.2),
-            keras.layers.Conv2D(3, 3, padding="same", activation="tanh"),
-        ])
-        self.discriminator = keras.Sequential([
-            keras.Input((size, size, 3)),
-            keras.layers.Conv2D(64, 4, strides=2, padding="same"), keras.layers.LeakyReLU(0.2),
-            keras.layers.Conv2D(128, 4, strides=2, padding="same"), keras.layers.LeakyReLU(0.2),
-            keras.layers.Flatten(), keras.layers.Dense(1),
-        ])
+        self.generator = keras.Sequential(
+            [
+                keras.Input((latent,)),
+                keras.layers.Dense(base * base * 128),
+                keras.layers.LeakyReLU(0.2),
+                keras.layers.Reshape((base, base, 128)),
+                keras.layers.Conv2DTranspose(128, 4, strides=2, padding="same"),
+                keras.layers.LeakyReLU(0.2),
+                keras.layers.Conv2DTranspose(64, 4, strides=2, padding="same"),
+                keras.layers.LeakyReLU(0.2),
+                keras.layers.Conv2D(3, 3, padding="same", activation="tanh"),
+            ]
+        )
+        self.discriminator = keras.Sequential(
+            [
+                keras.Input((size, size, 3)),
+                keras.layers.Conv2D(64, 4, strides=2, padding="same"),
+                keras.layers.LeakyReLU(0.2),
+                keras.layers.Conv2D(128, 4, strides=2, padding="same"),
+                keras.layers.LeakyReLU(0.2),
+                keras.layers.Flatten(),
+                keras.layers.Dense(1),
+            ]
+        )
         self.loss_fn = keras.losses.BinaryCrossentropy(from_logits=True)
 
     def compile(self):
@@ -94,7 +114,13 @@ def _gan_images(rng, n, size):
 
 
 CNN = ModelSpec("cnn", "CNN", build_cnn, _images, 32, "keras.datasets.cifar10")
-RESNET50 = ModelSpec("resnet50", "CNN", _application(keras.applications.ResNet50, "resnet50"), _images, 32, "keras.datasets.cifar10")
-RESNET152 = ModelSpec("resnet152", "CNN", _application(keras.applications.ResNet152, "resnet152"), _images, 32, "keras.datasets.cifar10")
-VGG19 = ModelSpec("vgg19", "CNN", _application(keras.applications.VGG19, "vgg19"), _images, 32, "keras.datasets.cifar10")
+RESNET50 = ModelSpec(
+    "resnet50", "CNN", _application(keras.applications.ResNet50, "resnet50"), _images, 32, "keras.datasets.cifar10"
+)
+RESNET152 = ModelSpec(
+    "resnet152", "CNN", _application(keras.applications.ResNet152, "resnet152"), _images, 32, "keras.datasets.cifar10"
+)
+VGG19 = ModelSpec(
+    "vgg19", "CNN", _application(keras.applications.VGG19, "vgg19"), _images, 32, "keras.datasets.cifar10"
+)
 DCGAN = ModelSpec("dcgan", "GAN", build_dcgan, _gan_images, 32, "keras.datasets.cifar10")

@@ -21,7 +21,9 @@ def test_affine_quantities_are_predicted_exactly_and_oom_against_the_limit():
     p16, p64 = predict(measured, [16, 64], memory_limit_bytes=3 * 2**30)
     assert p16.proc_peak_gb == pytest.approx(2.6) and p16.proc_peak_gb_pm == pytest.approx(0, abs=1e-9)
     assert p16.step_time_s == pytest.approx(0.16)  # linear: the power law's k = 1
-    assert p16.energy_per_sample_j == pytest.approx(2.0 * 16 ** 0.5 / 16)  # saturating: k = 0.5
+    assert p16.energy_per_sample_j == pytest.approx(p16.energy_per_step_j / 16)
+    # energy = time x power; power 200 / sqrt(B) would fall as B grows: it is held at its mean (never falling)
+    assert p16.energy_per_step_j == pytest.approx(0.16 * 200 / 3 * (1 + 2 ** -0.5 + 0.5), rel=1e-6)
     assert p16.oom is False and p64.oom is True  # 2.6 - 0.5 = 2.1 GiB fits in 3; 6.1 GiB does not
     assert p16.oom_possible is False and p64.oom_possible is True
     assert largest_fitting_batch(measured, int(3.05 * 2**30)) == 25  # 1 + 0.1 * 25 - 0.5 = 3.0 GiB; 26 needs 3.1

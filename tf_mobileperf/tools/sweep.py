@@ -83,6 +83,10 @@ class SweepConfig:
     power_mode: int | None = None  #: the nvpmodel mode the configuration runs in (None: the board's, untouched)
     jetson_clocks: str | None = None  #: "on" or "off" (None: as the board had it)
     board_type: str | None = None  #: the Ray board resource it runs on, "orin-nano" (None: a local sweep)
+    #: Train each configuration until the 95% interval of its mean step time is within this fraction of the mean
+    #: (``steps``: the fewest, ``max_steps``: the most); None: exactly ``steps``.
+    precision: float | None = None
+    max_steps: int | None = None
 
     def __post_init__(self) -> None:
         self.out = local_dir(self.out)
@@ -97,6 +101,13 @@ class SweepConfig:
             check_int("memory_limit", self.memory_limit, 1)
         if not (isinstance(self.timeout_s, (int, float)) and math.isfinite(self.timeout_s) and self.timeout_s > 0):
             raise ValueError(f"timeout_s must be a finite number > 0, got {self.timeout_s!r}")
+        if self.precision is not None:
+            if not (isinstance(self.precision, (int, float)) and 0 < self.precision < 1):
+                raise ValueError(f"precision must be a fraction between 0 and 1, got {self.precision!r}")
+            self.max_steps = self.max_steps if self.max_steps is not None else max(self.steps, 200)
+            check_int("max_steps", self.max_steps, self.steps)
+        elif self.max_steps is not None:
+            raise ValueError("max_steps caps a run with a precision: give precision too")
         open_sensors_once(self.sensors)
 
     @property
@@ -109,7 +120,8 @@ class SweepConfig:
         key = {"steps": self.steps, "warmup_steps": self.warmup_steps, "input_size": self.input_size,
                "memory_limit": self.memory_limit, "sensors": self.sensors}
         # Only where set, so that the rows of sweeps that leave the board alone keep their keys.
-        board = {"power_mode": self.power_mode, "jetson_clocks": self.jetson_clocks, "board_type": self.board_type}
+        board = {"power_mode": self.power_mode, "jetson_clocks": self.jetson_clocks, "board_type": self.board_type,
+                 "precision": self.precision, "max_steps": self.max_steps}
         return key | {k: v for k, v in board.items() if v is not None}
 
     @property

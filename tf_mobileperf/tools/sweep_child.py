@@ -76,6 +76,8 @@ def options(model: str, batch_size: int, config: SweepConfig, logdir: Path) -> l
         args += ["--input-size", str(config.input_size)]
     if config.memory_limit:
         args += ["--memory-limit", str(config.memory_limit)]
+    if config.precision:
+        args += ["--precision", str(config.precision), "--max-steps", str(config.max_steps)]
     return args
 
 
@@ -215,6 +217,46 @@ def _peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30  # no procfs: the best there is
 
 
+def _until_precise(precision: float, warmup_steps: int, min_steps: int):
+    """A Keras callback that stops training once the mean of the measured steps' times is known to ``precision``
+    (``step_model.precision_reached``: the 95% interval's half-width / the mean, at least ``min_steps`` steps)."""
+    import keras
+
+    from tf_mobileperf.tools.step_model import precision_reached
+
+    class UntilPrecise(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.durations: list[float] = []
+            self.seen = 0
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self.start = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.seen += 1
+            if self.seen > warmup_steps:
+                self.durations.append(time.perf_counter() - self.start)
+                if precision_reached(self.durations, precision, max(min_steps, 2)):
+                    self.model.stop_training = True
+
+    return UntilPrecise()
+
+
+def _precision(logdir: Path, precision: float) -> dict:
+    """The 95% interval of the mean step time of the run's measured steps (steps.csv), and whether it is within
+    ``precision``."""
+    from tf_mobileperf.tools.step_model import ci95
+    from tf_mobileperf_tensorboard.reader import read_steps
+
+    durations = [s["duration_s"] for s in read_steps(logdir) if not (s["warmup"] or s["failed"])]
+    interval = ci95(durations)
+    half = None if interval is None else (interval[2] - interval[1]) / 2 / interval[0]
+    return {"step_time_s_ci95": None if interval is None else [interval[1], interval[2]],
+            "step_time_precision": precision, "step_time_precision_reached": half is not None and half <= precision,
+            "step_time_relative_half_width": half, "steps_until_precise": len(durations)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True)
@@ -225,6 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-limit", type=parse_size, default=None)
     parser.add_argument("--sensors", default="auto")
     parser.add_argument("--logdir", required=True)
+    parser.add_argument("--precision", type=float, default=None,
+                        help="train until the 95%% interval of the mean step time is within this fraction of it "
+                             "(--steps: the fewest, warm-up included; --max-steps: the most)")
+    parser.add_argument("--max-steps", type=int, default=None)
     args = parser.parse_args(argv)
     _die_with_parent()
     logging.basicConfig(level=logging.WARNING)
@@ -247,8 +293,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         model = spec.build(args.input_size)
         x, y = spec.synthetic(args.batch_size, args.steps, args.input_size)
-        model.fit(x, y, batch_size=args.batch_size, epochs=1, callbacks=[cb], verbose=0)
+        if args.precision:  # the same data as without (--steps batches), repeated up to --max-steps
+            data = tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch_size, drop_remainder=True).repeat()
+            until = _until_precise(args.precision, args.warmup_steps, args.steps - args.warmup_steps)
+            model.fit(data, steps_per_epoch=max(args.max_steps or 0, args.steps), epochs=1, callbacks=[cb, until],
+                      verbose=0)
+        else:
+            model.fit(x, y, batch_size=args.batch_size, epochs=1, callbacks=[cb], verbose=0)
         summary = cb.report.summary()
+        if args.precision:
+            summary.update(_precision(cb.monitor.logdir, args.precision))
     except (tf.errors.ResourceExhaustedError, MemoryError) as exc:  # before the first step: building, data
         summary = cb.monitor.end().summary() if cb.report is None else cb.report.summary()
         summary.update(success=False, failed_step=None, error=f"{type(exc).__name__} before training: {str(exc)[:500]}")

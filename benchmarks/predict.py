@@ -19,6 +19,7 @@ configuration run several times), and running the benchmark under ``nice -n -5``
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import tempfile
@@ -49,12 +50,13 @@ def _stats(values: list[float | None]) -> dict:
             "n": len(got)}
 
 
-def one_model(model: str, args: argparse.Namespace) -> dict:
+def one_model(model: str, args: argparse.Namespace, stored: list[dict] | None = None) -> dict:
+    """``stored``: the rows of an earlier run of this benchmark (--refit): sizes found there are not run again."""
     config = SweepConfig(out=Path(tempfile.mkdtemp(prefix=f"predict-{model}-")), warmup_steps=3, steps=13,
                          input_size=INPUT_SIZE.get(model), sensors=args.sensors, precision=args.precision,
                          max_steps=args.max_steps)
     started = time.monotonic()
-    rows: dict[int, dict] = {}
+    rows: dict[int, dict] = {r["batch_size"]: r for r in stored or []}
 
     def run(b: int) -> dict:
         if b not in rows:
@@ -161,20 +163,31 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=0,
                         help="first run batch 16 of each model this many times: the run-to-run noise")
     parser.add_argument("--name", default="predict", help="results file: benchmarks/results/NAME.json")
+    parser.add_argument("--refit", type=Path, default=None,
+                        help="a results file of an earlier run: fit and choose again on its measurements, running "
+                             "only the sizes it lacks")
     args = parser.parse_args()
+    stored = {}
+    if args.refit:
+        earlier = json.loads(args.refit.read_text())
+        stored = {m["model"]: m["rows"] for m in earlier["models"]}
+        args.models = ",".join(stored)
     results = {"grid": GRID, "precision": args.precision, "max_steps": args.max_steps, "budget": args.budget,
                "sensors": args.sensors, "nice": os.nice(0), "models": []}
-    if args.repeat:
+    if args.repeat and not args.refit:
         results["repeatability"] = repeatability(args, args.repeat)
         save(args.name, results)
     for model in args.models.split(","):
-        results["models"].append(one_model(model, args))
+        results["models"].append(one_model(model, args, stored.get(model)))
         save(args.name, results)
         m = results["models"][-1]
         print(f"{model}: measured {m['chosen']} ({m['measuring_s']} s); targets {len(m['targets'])}", flush=True)
         for line in m["why_chosen"]:
             print(f"    {line}", flush=True)
-    if not args.no_oom:
+    if args.refit and "oom" in earlier:
+        results["oom"], results["refit_of"] = earlier["oom"], str(args.refit)
+        results["repeatability"] = earlier.get("repeatability")
+    elif not args.no_oom:
         results["oom"] = oom_case(args)
         save(args.name, results)
     print(f"\n{'model':<6} {'measured':<22} {'time med':>9} {'time max':>9} {'in 95%':>7} {'energy med':>11} "

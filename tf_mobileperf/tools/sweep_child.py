@@ -9,6 +9,12 @@ device with that memory limit.
 
     python -m tf_mobileperf.tools.sweep_child --model cnn --batch-size 8 --steps 10 --logdir DIR
 
+With ``--precision 0.03 --max-steps 400`` it trains until the 95% interval of
+the mean step time of its measured steps is within 3% of the mean (at least
+``--steps`` steps, at most ``--max-steps``; the same ``--steps`` batches of
+data, repeated), and its summary gives ``step_time_s_ci95`` (low, high),
+``step_time_precision_reached`` and ``steps_until_precise``.
+
 It writes ``summary.json`` into the directory its measurement claimed (DIR,
 or DIR/run-N if DIR held another one), or exits with ``SETUP_FAILED`` and
 one line on stderr if it could not set the run up.

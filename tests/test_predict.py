@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tf_mobileperf.tools import sweep_child
 from tf_mobileperf.tools.predict import Line, PowerLaw, largest_fitting_batch, predict
 from tf_mobileperf.tools.search import search_largest
 from tf_mobileperf.tools.sweep import SweepConfig, sweep
@@ -30,7 +31,9 @@ def test_affine_quantities_are_predicted_exactly_and_oom_against_the_limit():
     p16, p64 = predict(measured, [16, 64], memory_limit_bytes=3 * 2**30)
     assert p16.proc_peak_gb == pytest.approx(2.6) and p16.proc_peak_gb_pm == pytest.approx(0, abs=1e-9)
     assert p16.step_time_s == pytest.approx(0.16)  # linear: the power law's k = 1
-    assert p16.energy_per_sample_j == pytest.approx(2.0 * 16**0.5 / 16)  # saturating: k = 0.5
+    assert p16.energy_per_sample_j == pytest.approx(p16.energy_per_step_j / 16)
+    # energy = time x power; power 200 / sqrt(B) would fall as B grows: it is held at its mean (never falling)
+    assert p16.energy_per_step_j == pytest.approx(0.16 * 200 / 3 * (1 + 2**-0.5 + 0.5), rel=1e-6)
     assert p16.oom is False and p64.oom is True  # 2.6 - 0.5 = 2.1 GiB fits in 3; 6.1 GiB does not
     assert p16.oom_possible is False and p64.oom_possible is True
     assert largest_fitting_batch(measured, int(3.05 * 2**30)) == 25  # 1 + 0.1 * 25 - 0.5 = 3.0 GiB; 26 needs 3.1
@@ -78,3 +81,44 @@ def test_real_sweep_predictions_against_measured_targets(tmp_path, model, input_
             assert p.proc_peak_gb == pytest.approx(truth[b]["proc_peak_gb"], rel=0.10)
     if limit:
         assert truth[8]["success"] and truth[64]["success"] is False  # the grid holds both verdicts
+
+
+def test_energy_cannot_be_predicted_without_a_power_sensor_and_says_why():
+    measured = [
+        {
+            "batch_size": b,
+            "success": True,
+            "proc_peak_gb": 1.0 + 0.1 * b,
+            "step_time_s_mean": 0.01 * b,
+            "energy_per_step_j": None,
+            "unavailable": {"energy": "no power sensor found"},
+        }
+        for b in (1, 4, 16)
+    ]
+    (p,) = predict(measured, [32])
+    assert p.step_time_s == pytest.approx(0.32, rel=0.05) and p.step_time_s_ci95[0] <= 0.32 <= p.step_time_s_ci95[1]
+    assert p.energy_per_step_j is None and p.energy_per_sample_j is None
+    assert "no power sensor found" in p.energy_unavailable
+
+
+def test_precision_option_is_in_the_key_and_the_childs_options_only_when_given(tmp_path):
+    plain = SweepConfig(out=tmp_path)
+    assert "precision" not in plain.key() and "--precision" not in sweep_child.options("dqn", 1, plain, tmp_path)
+    precise = SweepConfig(out=tmp_path, precision=0.03, max_steps=50)
+    assert precise.key()["precision"] == 0.03 and precise.key()["max_steps"] == 50
+    assert sweep_child.options("dqn", 1, precise, tmp_path)[-4:] == ["--precision", "0.03", "--max-steps", "50"]
+    with pytest.raises(ValueError, match="give precision"):
+        SweepConfig(out=tmp_path, max_steps=50)
+    with pytest.raises(ValueError, match="max_steps must be >= 13"):
+        SweepConfig(out=tmp_path, precision=0.03, max_steps=5)
+
+
+def test_a_precise_run_stops_when_its_mean_is_known_or_at_the_cap(tmp_path):
+    loose = SweepConfig(out=tmp_path / "loose", steps=13, warmup_steps=3, precision=0.9, max_steps=40)
+    tight = SweepConfig(out=tmp_path / "tight", steps=13, warmup_steps=3, precision=1e-6, max_steps=20)
+    (a,), (b,) = sweep(["dqn"], [2], loose), sweep(["dqn"], [2], tight)
+    assert a["steps_measured"] == 10 and a["step_time_precision_reached"]  # the fewest: 10 measured steps
+    assert b["steps_measured"] == 17 and not b["step_time_precision_reached"]  # the cap: 20 - 3 warm-up
+    for row in (a, b):
+        low, high = row["step_time_s_ci95"]
+        assert low < row["step_time_s_mean"] < high

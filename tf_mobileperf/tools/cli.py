@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tf_mobileperf.sampling.sampler import check_period
-from tf_mobileperf.tools.cli_commands import MEASURE_DEFAULT, cmd_combine, cmd_plot, cmd_predict, cmd_sensors, cmd_sweep
+from tf_mobileperf.tools.cli_commands import cmd_combine, cmd_plot, cmd_predict, cmd_sensors, cmd_sweep
 from tf_mobileperf.tools.sizes import parse_size
 from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
 from tf_mobileperf.tools.sweep_results import SweepError
@@ -232,11 +232,23 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--measure",
-        type=_ints,
-        default=",".join(map(str, MEASURE_DEFAULT)),
-        help="batch sizes to run (sizes as close as 1,2,4 give noisy slopes)",
+        type=lambda text: None if text == "auto" else _ints(text),
+        default="auto",
+        help="batch sizes to run; auto (default): 1, 4, 16, then doubling until the device saturates, "
+        "then the gaps where the fit is least certain, at most --budget sizes up to the largest target",
     )
+    p.add_argument("--budget", type=int_at_least(2), default=7, help="with --measure auto: the most sizes measured")
     p.add_argument("--target", type=_ints, default="8,16,32,64", help="batch sizes to predict")
+    p.add_argument(
+        "--precision",
+        type=lambda text: _finite(text, 0.0),
+        default=0.03,
+        help="run each measured size until the 95%% interval of its mean step time is within this "
+        "fraction of the mean (0: exactly --steps steps)",
+    )
+    p.add_argument(
+        "--max-steps", type=int_at_least(1), default=400, help="with --precision: the most steps a size runs"
+    )
     _add_run_options(p)
     p.add_argument("--memory-limit", type=_size, default=None, help="say which targets would run out of it")
     p.set_defaults(func=cmd_predict)

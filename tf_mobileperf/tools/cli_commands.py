@@ -129,6 +129,7 @@ def _sweep_config(args: argparse.Namespace, models: list[str]) -> SweepConfig:
     each of ``models``; then one warning if it measures too few steps, after any error of the arguments."""
     from tf_mobileperf.tools.sweep import SweepConfig, check_models, warn_few_measured_steps
 
+    precision = getattr(args, "precision", None) or None  # predict's; 0 or absent: exactly --steps
     config = SweepConfig(
         out=args.out,
         steps=args.steps,
@@ -136,6 +137,8 @@ def _sweep_config(args: argparse.Namespace, models: list[str]) -> SweepConfig:
         input_size=args.input_size,
         memory_limit=args.memory_limit,
         sensors=args.sensors,
+        precision=precision,
+        max_steps=max(args.max_steps, args.steps) if precision else None,
     )
     check_models(models, config)
     warn_few_measured_steps(config)
@@ -249,34 +252,67 @@ def _cell(value, width: int = 10) -> str:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from tf_mobileperf.output.files import write_json
-    from tf_mobileperf.tools.predict import predict
+    from tf_mobileperf.tools.predict import describe, predict
+    from tf_mobileperf.tools.step_model import choose_sizes
     from tf_mobileperf.tools.sweep import sweep
 
     config = _sweep_config(args, [args.model])
-    rows = sweep([args.model], args.measure, config)
+    if args.measure is None:
+
+        def measure(b: int):
+            row = sweep([args.model], [b], config)[0]
+            ci = row.get("step_time_s_ci95")
+            return (row["step_time_s_mean"], tuple(ci) if ci else None) if row.get("success") else None
+
+        measured, why, _ = choose_sizes(measure, max(args.target), args.budget)
+    else:
+        measured, why = args.measure, ["given by --measure"]
+    rows = [r for r in sweep([args.model], measured, config) if r["model"] == args.model]
     try:
-        predictions = predict([r for r in rows if r["model"] == args.model], args.target, args.memory_limit)
+        predictions = predict(rows, args.target, args.memory_limit)
     except ValueError as exc:
         raise ValueError(f"cannot predict {args.model}: {exc}") from None
-    print(f"{args.model}, fitted on batch sizes {','.join(map(str, args.measure))}:")
-    print(f"{'batch':>5} {'peak RSS GiB':>16} {'step time s':>18} {'J/step':>18} {'J/sample':>10}  out of memory?")
+    print(f"{args.model}, measured at batch sizes {','.join(map(str, measured))}:")
+    for line in why:
+        print(f"  {line}")
+    for r in sorted(rows, key=lambda r: r["batch_size"]):
+        ci = r.get("step_time_s_ci95")
+        print(
+            f"  batch {r['batch_size']}: step time {_cell(r.get('step_time_s_mean'), 0).strip()} s"
+            + (f", 95% interval {ci[0]:.4g}..{ci[1]:.4g} s over {r.get('steps_measured')} steps" if ci else "")
+        )
+    print(
+        f"{'batch':>5} {'peak RSS GiB':>16} {'step time s (95%)':>24} {'J/step (95%)':>24} {'J/sample':>10}  out of memory?"
+    )
     for p in predictions:
         oom = "n/a (no --memory-limit)" if p.oom is None else ("yes" if p.oom else "no")
         print(
-            f"{p.batch_size:>5} {_pm(p.proc_peak_gb, p.proc_peak_gb_pm)} {_pm(p.step_time_s, p.step_time_s_pm)} "
-            f"{_pm(p.energy_per_step_j, p.energy_per_step_j_pm)} {_cell(p.energy_per_sample_j)}  {oom}"
+            f"{p.batch_size:>5} {_pm(p.proc_peak_gb, p.proc_peak_gb_pm)} {_range(p.step_time_s, p.step_time_s_ci95)} "
+            f"{_range(p.energy_per_step_j, p.energy_per_step_j_ci95)} {_cell(p.energy_per_sample_j)}  {oom}"
         )
+    if predictions and predictions[0].energy_unavailable:
+        print(predictions[0].energy_unavailable)
     write_json(
         args.out / "prediction.json",
         {
             "model": args.model,
-            "measured": args.measure,
+            "measured": measured,
+            "why_measured": why,
+            "precision": config.precision,
+            "max_steps": config.max_steps,
             "memory_limit_bytes": args.memory_limit,
+            "fitted": describe(rows),
             "predictions": [dataclasses.asdict(p) for p in predictions],
         },
     )
     print(f"-> {args.out / 'prediction.json'}")
     return 0
+
+
+def _range(value: float | None, interval) -> str:
+    if value is None:
+        return f"{'n/a':>24}"
+    return f"{value:>9.4g} ({interval[0]:.3g}..{interval[1]:.3g})".rjust(24) if interval else f"{value:>24.4g}"
 
 
 def _pm(value: float | None, plus_minus: float | None) -> str:

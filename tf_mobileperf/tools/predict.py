@@ -1,23 +1,29 @@
 """Predict before you run: memory, step time and energy at larger batch sizes.
 
 Training workloads are regular (the seed's finding; Prashanthi et al.,
-POMACS 2022): from a few short runs at small batch sizes, each quantity is
-fitted as a straight line in the batch size B, by least squares:
+POMACS 2022): from runs at a few batch sizes, each quantity is fitted as a
+function of the batch size B:
 
 * peak memory of the training process, a straight line in B (its peak RSS;
   the model, optimizer state and runtime are the intercept, activations
   grow with B);
-* step time and energy per step, a power law a * B^k with 0 <= k <= 1 (a
-  straight line in log-log): flat while fixed costs dominate (k near 0),
-  linear once the device is busy (k = 1), saturating in between, which a
-  straight line through small batches over-predicts;
+* step time, the saturating law of ``step_model``: a fixed cost per step,
+  a cost per sample, and a larger cost per sample past the batch size where
+  the device saturates (t(B) = a + b1*B + (b2-b1)*max(0, B-Bs)), with a 95%
+  interval (bootstrap and the saturation points the measurements cannot rule
+  out, widened by the run-to-run noise);
+* energy per step, the predicted step time times the mean power at B, which
+  is fitted as rising then flat (power saturates too); None, with the reason,
+  where no energy was measured (no power sensor);
 * J/sample is energy per step / B.
 
-None of these shrinks as B grows: a fit that falls across the measured
-sizes (noise at B = 1, 2, 4) is made flat. Sizes further apart (1, 4, 16)
-give better slopes: benchmarks/predict.py shows both.
+None of these shrinks as B grows. Measured sizes are best chosen by
+``step_model.choose_sizes`` (1, 4, 16, then doubling until the device
+saturates, then the gaps where the fit is least certain) and each measured
+until its mean step time is known to a few percent (a sweep's
+``precision``): benchmarks/predict.py.
 
-Each prediction carries an uncertainty: two standard errors of prediction
+Peak memory's uncertainty is two standard errors of prediction
 of the line at that B (from the residuals; with only two measured sizes the
 line is exact and the uncertainty unknown, None). A target is predicted to
 run out of memory (``oom``) when its predicted memory above the process's
@@ -31,12 +37,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-#: Quantities fitted, from a sweep row.
-QUANTITIES = ("proc_peak_gb", "step_time_s_mean", "energy_per_step_j")
+from tf_mobileperf.tools.step_model import Estimate, StepTimeModel, predict_energy
 
 
 @dataclasses.dataclass(frozen=True)
@@ -51,7 +56,7 @@ class Line:
     residual_sd: float | None
 
     @classmethod
-    def fit(cls, b: Sequence[float], y: Sequence[float], max_slope: float = math.inf) -> "Line":
+    def fit(cls, b: Sequence[float], y: Sequence[float], max_slope: float = math.inf) -> Line:
         b, y = np.asarray(b, float), np.asarray(y, float)
         if len(b) < 2 or len(set(b.tolist())) < 2:
             raise ValueError(f"need at least two different batch sizes to fit a line, got {b.tolist()}")
@@ -60,7 +65,7 @@ class Line:
             slope = min(max(slope, 0.0), max_slope)
             intercept = float(y.mean() - slope * b.mean())
         residuals = y - (intercept + slope * b)
-        sd = float(np.sqrt((residuals ** 2).sum() / (len(b) - 2))) if len(b) > 2 else None
+        sd = float(np.sqrt((residuals**2).sum() / (len(b) - 2))) if len(b) > 2 else None
         return cls(float(intercept), float(slope), len(b), float(b.mean()), float(((b - b.mean()) ** 2).sum()), sd)
 
     def __call__(self, b: float) -> float:
@@ -80,7 +85,7 @@ class PowerLaw:
     line: Line
 
     @classmethod
-    def fit(cls, b: Sequence[float], y: Sequence[float]) -> "PowerLaw":
+    def fit(cls, b: Sequence[float], y: Sequence[float]) -> PowerLaw:
         return cls(Line.fit(np.log(b), np.log(y), max_slope=1.0))
 
     def __call__(self, b: float) -> float:
@@ -94,7 +99,8 @@ class PowerLaw:
 
 @dataclasses.dataclass
 class Prediction:
-    """Predicted figures of one batch size; ``*_pm`` are the uncertainties."""
+    """Predicted figures of one batch size; ``*_pm`` are the uncertainties (the larger side of a 95% interval for
+    time and energy), ``*_ci95`` the 95% intervals (low, high)."""
 
     batch_size: int
     proc_peak_gb: float | None
@@ -106,17 +112,44 @@ class Prediction:
     energy_per_sample_j: float | None
     oom: bool | None  # predicted memory above the start exceeds the limit; None: no limit given
     oom_possible: bool | None  # ... within the uncertainty
+    step_time_s_ci95: tuple[float, float] | None = None
+    energy_per_step_j_ci95: tuple[float, float] | None = None
+    energy_per_sample_j_ci95: tuple[float, float] | None = None
+    energy_unavailable: str | None = None  # why energy is None
 
 
-def fit(rows: Sequence[dict]) -> dict[str, Line | PowerLaw | None]:
-    """A fit per quantity through the successful rows; None where the rows lack it."""
+def fit(rows: Sequence[dict]) -> dict:
+    """The fits through the successful rows: ``proc_peak_gb`` (a ``Line``), ``step_time_s_mean`` (a
+    ``StepTimeModel``) and ``power_w`` (the measured (B, mean power) points); None where the rows lack them."""
     good = [r for r in rows if r.get("success")]
-    fits: dict[str, Line | PowerLaw | None] = {}
-    for quantity in QUANTITIES:
-        points = [(r["batch_size"], r[quantity]) for r in good if r.get(quantity) is not None and r[quantity] > 0]
-        model = Line if quantity == "proc_peak_gb" else PowerLaw
-        fits[quantity] = model.fit(*zip(*points)) if len({b for b, _ in points}) >= 2 else None
-    return fits
+    memory = [(r["batch_size"], r["proc_peak_gb"]) for r in good if (r.get("proc_peak_gb") or 0) > 0]
+    times = [
+        (r["batch_size"], r["step_time_s_mean"], _interval(r)) for r in good if (r.get("step_time_s_mean") or 0) > 0
+    ]
+    power = [
+        (r["batch_size"], r["energy_per_step_j"] / r["step_time_s_mean"])
+        for r in good
+        if (r.get("energy_per_step_j") or 0) > 0 and (r.get("step_time_s_mean") or 0) > 0
+    ]
+    return {
+        "proc_peak_gb": Line.fit(*zip(*memory)) if len({b for b, _ in memory}) >= 2 else None,
+        "step_time_s_mean": StepTimeModel.fit(times) if len({b for b, *_ in times}) >= 2 else None,
+        "power_w": power,
+    }
+
+
+def _interval(row: dict) -> tuple[float, float] | None:
+    ci = row.get("step_time_s_ci95")
+    return (float(ci[0]), float(ci[1])) if ci and None not in ci else None
+
+
+def no_energy_reason(rows: Sequence[dict]) -> str:
+    """Why the rows have no energy: their reports' words, or that no power sensor measured it."""
+    for r in rows:
+        said = (r.get("unavailable") or {}).get("energy")
+        if said:
+            return f"energy cannot be predicted: none was measured ({said})"
+    return "energy cannot be predicted: none was measured at the measured sizes (no power sensor)"
 
 
 def predict(rows: Sequence[dict], targets: Sequence[int], memory_limit_bytes: int | None = None) -> list[Prediction]:
@@ -130,24 +163,65 @@ def predict(rows: Sequence[dict], targets: Sequence[int], memory_limit_bytes: in
         raise ValueError("need at least two batch sizes that trained successfully to predict")
     start = [r["rss_at_start_gb"] for r in rows if r.get("success") and r.get("rss_at_start_gb") is not None]
     baseline = float(np.median(start)) if start else None
+    reason = None if fitted["power_w"] else no_energy_reason(rows)
     out = []
     for b in targets:
-        values = {}
-        for quantity, curve in fitted.items():
-            values[quantity] = (curve(b), curve.uncertainty(b)) if curve else (None, None)
-        memory, memory_pm = values["proc_peak_gb"]
-        energy, energy_pm = values["energy_per_step_j"]
+        line = fitted["proc_peak_gb"]
+        memory, memory_pm = (line(b), line.uncertainty(b)) if line else (None, None)
+        time = fitted["step_time_s_mean"].predict(b) if fitted["step_time_s_mean"] else Estimate(None)
+        energy, per_sample, _ = predict_energy(time, fitted["power_w"], b, reason)
         oom = possible = None
         if memory_limit_bytes is not None and memory is not None and baseline is not None:
             oom = (memory - baseline) * 2**30 > memory_limit_bytes
             possible = (memory + (memory_pm or 0.0) - baseline) * 2**30 > memory_limit_bytes
-        out.append(Prediction(b, memory, memory_pm, *values["step_time_s_mean"], energy, energy_pm,
-                              energy / b if energy is not None else None, oom, possible))
+        out.append(
+            Prediction(
+                b,
+                memory,
+                memory_pm,
+                time.value,
+                _pm(time),
+                energy.value,
+                _pm(energy),
+                per_sample.value,
+                oom,
+                possible,
+                _ci(time),
+                _ci(energy),
+                _ci(per_sample),
+                energy.reason,
+            )
+        )
     return out
+
+
+def describe(rows: Sequence[dict]) -> dict:
+    """The fitted laws, for prediction.json: step time's parameters and noise, power's, memory's line."""
+    fitted = fit(rows)
+    line, times, power = fitted["proc_peak_gb"], fitted["step_time_s_mean"], fitted["power_w"]
+    energy = predict_energy(times.predict(1), power, 1)[2] if times and power else None
+    return {
+        "step_time": times.describe() if times else None,
+        "power": energy or {"unavailable": no_energy_reason(rows)},
+        "proc_peak_gb": {"intercept": line.intercept, "slope_per_sample": line.slope} if line else None,
+    }
+
+
+def _pm(estimate: Estimate) -> float | None:
+    if estimate.value is None or estimate.low is None:
+        return None
+    return max(estimate.high - estimate.value, estimate.value - estimate.low)
+
+
+def _ci(estimate: Estimate) -> tuple[float, float] | None:
+    return None if estimate.low is None else (estimate.low, estimate.high)
 
 
 def largest_fitting_batch(rows: Sequence[dict], memory_limit_bytes: int, ceiling: int = 4096) -> int | None:
     """The largest batch size predicted not to run out of memory (None if even 1 is predicted to)."""
-    fitting = [b for b, p in zip(range(1, ceiling + 1), predict(rows, range(1, ceiling + 1), memory_limit_bytes))
-               if p.oom is False]
+    fitting = [
+        b
+        for b, p in zip(range(1, ceiling + 1), predict(rows, range(1, ceiling + 1), memory_limit_bytes))
+        if p.oom is False
+    ]
     return max(fitting) if fitting else None

@@ -37,24 +37,24 @@ import os
 import re
 import shutil
 import signal
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from tf_mobileperf.output.files import StepProgress, local_dir
-from tf_mobileperf.sensors.board import identify
-from tf_mobileperf.session.options import check_int, resolve_sensors
 from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.format.reader import read_steps, read_sweep_summary
 from tf_mobileperf.format.schema import ENVELOPE
+from tf_mobileperf.output.files import StepProgress, local_dir
+from tf_mobileperf.sensors.board import identify
+from tf_mobileperf.session.options import check_int, resolve_sensors
 from tf_mobileperf.tools import power_modes, sweep_child
-from tf_mobileperf.tools.zoo import check_input_size
 from tf_mobileperf.tools.power_modes import PowerPlan
 from tf_mobileperf.tools.search import search_largest
 from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
 from tf_mobileperf.tools.sweep_results import Results, SweepError
+from tf_mobileperf.tools.zoo import check_input_size
 
 #: Words of the causes (``_cause``, ``_exit_cause``) that mean the configuration ran out of memory.
 OOM_WORDS = ("out of memory", "OOM killer", "allocation failure")
@@ -84,20 +84,32 @@ class SweepConfig:
     power_mode: int | None = None  #: the nvpmodel mode the configuration runs in (None: the board's, untouched)
     jetson_clocks: str | None = None  #: "on" or "off" (None: as the board had it)
     board_type: str | None = None  #: the Ray board resource it runs on, "orin-nano" (None: a local sweep)
+    #: Train each configuration until the 95% interval of its mean step time is within this fraction of the mean
+    #: (``steps``: the fewest, ``max_steps``: the most); None: exactly ``steps``.
+    precision: float | None = None
+    max_steps: int | None = None
 
     def __post_init__(self) -> None:
         self.out = local_dir(self.out)
         check_int("steps", self.steps, 1)
         check_int("warmup_steps", self.warmup_steps, 0)
         if self.warmup_steps >= self.steps:
-            raise ValueError(f"steps ({self.steps}) must be more than warmup_steps ({self.warmup_steps}): "
-                             "no step would be measured")
+            raise ValueError(
+                f"steps ({self.steps}) must be more than warmup_steps ({self.warmup_steps}): no step would be measured"
+            )
         if self.input_size is not None:
             check_int("input_size", self.input_size, 1)
         if self.memory_limit is not None:
             check_int("memory_limit", self.memory_limit, 1)
         if not (isinstance(self.timeout_s, (int, float)) and math.isfinite(self.timeout_s) and self.timeout_s > 0):
             raise ValueError(f"timeout_s must be a finite number > 0, got {self.timeout_s!r}")
+        if self.precision is not None:
+            if not (isinstance(self.precision, (int, float)) and 0 < self.precision < 1):
+                raise ValueError(f"precision must be a fraction between 0 and 1, got {self.precision!r}")
+            self.max_steps = self.max_steps if self.max_steps is not None else max(self.steps, 200)
+            check_int("max_steps", self.max_steps, self.steps)
+        elif self.max_steps is not None:
+            raise ValueError("max_steps caps a run with a precision: give precision too")
         open_sensors_once(self.sensors)
 
     @property
@@ -107,10 +119,21 @@ class SweepConfig:
 
     def key(self) -> dict:
         """What a result depends on besides its model and batch size."""
-        key = {"steps": self.steps, "warmup_steps": self.warmup_steps, "input_size": self.input_size,
-               "memory_limit": self.memory_limit, "sensors": self.sensors}
+        key = {
+            "steps": self.steps,
+            "warmup_steps": self.warmup_steps,
+            "input_size": self.input_size,
+            "memory_limit": self.memory_limit,
+            "sensors": self.sensors,
+        }
         # Only where set, so that the rows of sweeps that leave the board alone keep their keys.
-        board = {"power_mode": self.power_mode, "jetson_clocks": self.jetson_clocks, "board_type": self.board_type}
+        board = {
+            "power_mode": self.power_mode,
+            "jetson_clocks": self.jetson_clocks,
+            "board_type": self.board_type,
+            "precision": self.precision,
+            "max_steps": self.max_steps,
+        }
         return key | {k: v for k, v in board.items() if v is not None}
 
     @property
@@ -129,10 +152,16 @@ def warn_few_measured_steps(config: SweepConfig) -> None:
     """One warning where each configuration measures fewer than ``MEASURED_STEPS`` steps: its mean step time and
     energy are those of a step or two, not an average."""
     if config.measured_steps < MEASURED_STEPS:
-        log.warning("--steps %d with %d warm-up steps measures %d step%s per configuration: step times and energy "
-                    "are noise, not averages (measure %d or more: --steps %d)", config.steps, config.warmup_steps,
-                    config.measured_steps, "" if config.measured_steps == 1 else "s", MEASURED_STEPS,
-                    config.warmup_steps + MEASURED_STEPS)
+        log.warning(
+            "--steps %d with %d warm-up steps measures %d step%s per configuration: step times and energy "
+            "are noise, not averages (measure %d or more: --steps %d)",
+            config.steps,
+            config.warmup_steps,
+            config.measured_steps,
+            "" if config.measured_steps == 1 else "s",
+            MEASURED_STEPS,
+            config.warmup_steps + MEASURED_STEPS,
+        )
 
 
 def open_sensors_once(spec: str) -> None:
@@ -157,15 +186,17 @@ def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
     """Runs one configuration in a child process; returns its result row (``retry: True`` if it is not one)."""
     logdir = config.runs / run_name(model, batch_size, config)
     shutil.rmtree(logdir, ignore_errors=True)  # what an unfinished earlier try left: this run replaces it
-    done = sweep_child.run(sweep_child.options(model, batch_size, config, logdir), config.memory_limit,
-                           config.timeout_s, config.board_type)
+    done = sweep_child.run(
+        sweep_child.options(model, batch_size, config, logdir), config.memory_limit, config.timeout_s, config.board_type
+    )
     logdir = _claimed_by(logdir, done.pid)
     row = _row(done.returncode, done.stderr, logdir, config)
     sweep_child.record_end(logdir, done, row, is_oom(row))  # a run without a report says how it ended
     row.update(model=model, batch_size=batch_size, config=config.key(), logdir=str(logdir), **_where(config))
     for total, per_step in (("energy_total", "energy_per_step_j"), ("energy_active_total", "energy_active_per_step_j")):
-        row[per_step] = (row[total] / row["steps_measured"]
-                         if row.get(total) is not None and row.get("steps_measured") else None)
+        row[per_step] = (
+            row[total] / row["steps_measured"] if row.get(total) is not None and row.get("steps_measured") else None
+        )
     row["step_time_s_mean"] = (row.get("step_time_s") or {}).get("mean")
     return row
 
@@ -173,8 +204,12 @@ def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
 def _where(config: SweepConfig) -> dict:
     """Where a row ran: the host, its board and JetPack (``sensors.board``), the fleet's board type (or None)."""
     found = identify()
-    return {"host": os.uname().nodename, "board": found.board, "jetpack": found.jetpack,
-            "board_type": config.board_type}
+    return {
+        "host": os.uname().nodename,
+        "board": found.board,
+        "jetpack": found.jetpack,
+        "board_type": config.board_type,
+    }
 
 
 def _claimed_by(logdir: Path, pid: int) -> Path:
@@ -227,9 +262,12 @@ def _steps_on_disk(logdir: Path) -> dict:
     """What a child that died without a report had measured: its steps.csv (whole rows only) and progress."""
     steps = read_steps(logdir)
     durations = [s["duration_s"] for s in steps if not (s["warmup"] or s["failed"])]
-    return {"failed_step": StepProgress.read(RunLayout(logdir).progress), "steps_on_disk": len(steps),
-            "steps_measured": len(durations),
-            "step_time_s": {"mean": sum(durations) / len(durations) if durations else None}}
+    return {
+        "failed_step": StepProgress.read(RunLayout(logdir).progress),
+        "steps_on_disk": len(steps),
+        "steps_measured": len(durations),
+        "step_time_s": {"mean": sum(durations) / len(durations) if durations else None},
+    }
 
 
 def _cause(error: str | None) -> str:
@@ -265,7 +303,7 @@ def exception_message(stderr: str) -> str | None:
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
     if not starts:
         return None
-    after = lines[starts[-1] + 1:]
+    after = lines[starts[-1] + 1 :]
     first = next((i for i, line in enumerate(after) if line and not line[0].isspace()), None)
     if first is None:
         return None
@@ -277,8 +315,9 @@ def exception_message(stderr: str) -> str | None:
     return " ".join(" ".join(message).split())
 
 
-def sweep(models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig,
-          plan: PowerPlan | None = None) -> list[dict]:
+def sweep(
+    models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig, plan: PowerPlan | None = None
+) -> list[dict]:
     """Runs every (model, batch size) of ``config`` not yet in the results; returns their rows, in order.
 
     With a ``plan`` (power modes, jetson_clocks), every configuration runs in each of its modes, mode after
@@ -297,13 +336,13 @@ def sweep(models: Iterable[str], batch_sizes: Iterable[int], config: SweepConfig
         if plan is None or not plan.active:
             return _run_pairs(results, pairs, [config])
         with power_modes.controlled(plan, config.out) as board:
-            configs = [dataclasses.replace(config, power_mode=m, jetson_clocks=plan.jetson_clocks)
-                       for m in board.modes]
+            configs = [dataclasses.replace(config, power_mode=m, jetson_clocks=plan.jetson_clocks) for m in board.modes]
             return _run_pairs(results, pairs, configs, board)
 
 
-def _run_pairs(results: Results, pairs: list[tuple[str, int]], configs: list[SweepConfig],
-               board: power_modes.Board | None = None) -> list[dict]:
+def _run_pairs(
+    results: Results, pairs: list[tuple[str, int]], configs: list[SweepConfig], board: power_modes.Board | None = None
+) -> list[dict]:
     """Runs the pairs not yet in ``results``, config after config (setting each one's mode on ``board``)."""
     todo = [(i, p) for i, c in enumerate(configs) for p in pairs if results.done(*p, c.key()) is None]
     ran: dict[tuple, dict] = {}
@@ -324,7 +363,9 @@ def _run_pairs(results: Results, pairs: list[tuple[str, int]], configs: list[Swe
     return [ran.get((i, p)) or results.done(*p, c.key()) for i, c in enumerate(configs) for p in pairs]
 
 
-def find_max_batch(model: str, config: SweepConfig, start: int = 1, ceiling: int = 4096) -> tuple[int | None, list[dict]]:
+def find_max_batch(
+    model: str, config: SweepConfig, start: int = 1, ceiling: int = 4096
+) -> tuple[int | None, list[dict]]:
     """Largest batch size that trains, searched from ``start``. Returns (size, rows of ``model`` and ``config``).
 
     Raises:
@@ -342,4 +383,3 @@ def find_max_batch(model: str, config: SweepConfig, start: int = 1, ceiling: int
 
         size, _ = search_largest(fits, start, ceiling)
         return size, [r for r in results.rows if r["model"] == model and r.get("config") == config.key()]
-

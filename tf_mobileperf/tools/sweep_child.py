@@ -9,6 +9,12 @@ device with that memory limit.
 
     python -m tf_mobileperf.tools.sweep_child --model cnn --batch-size 8 --steps 10 --logdir DIR
 
+With ``--precision 0.03 --max-steps 400`` it trains until the 95% interval of
+the mean step time of its measured steps is within 3% of the mean (at least
+``--steps`` steps, at most ``--max-steps``; the same ``--steps`` batches of
+data, repeated), and its summary gives ``step_time_s_ci95`` (low, high),
+``step_time_precision_reached`` and ``steps_until_precise``.
+
 It writes ``summary.json`` into the directory its measurement claimed (DIR,
 or DIR/run-N if DIR held another one), atomically, a report of kind
 ``sweep_summary`` (``format.schema``), or exits with ``SETUP_FAILED`` and
@@ -43,12 +49,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tf_mobileperf.sensors.board import BOARD_TYPE_ENV
-from tf_mobileperf.tools.sizes import parse_size
-from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
 from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.format.schema import SWEEP_SUMMARY
 from tf_mobileperf.format.writer import write_json, write_report
+from tf_mobileperf.sensors.board import BOARD_TYPE_ENV
+from tf_mobileperf.tools.sizes import parse_size
+from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
 
 if TYPE_CHECKING:
     from tf_mobileperf.tools.sweep import SweepConfig
@@ -71,12 +77,26 @@ class Exit:
 
 def options(model: str, batch_size: int, config: SweepConfig, logdir: Path) -> list[str]:
     """The child's command-line options for one configuration."""
-    args = ["--model", model, "--batch-size", str(batch_size), "--steps", str(config.steps),
-            "--warmup-steps", str(config.warmup_steps), "--sensors", config.sensors, "--logdir", str(logdir)]
+    args = [
+        "--model",
+        model,
+        "--batch-size",
+        str(batch_size),
+        "--steps",
+        str(config.steps),
+        "--warmup-steps",
+        str(config.warmup_steps),
+        "--sensors",
+        config.sensors,
+        "--logdir",
+        str(logdir),
+    ]
     if config.input_size:
         args += ["--input-size", str(config.input_size)]
     if config.memory_limit:
         args += ["--memory-limit", str(config.memory_limit)]
+    if config.precision:
+        args += ["--precision", str(config.precision), "--max-steps", str(config.max_steps)]
     return args
 
 
@@ -92,9 +112,15 @@ def run(args: list[str], memory_limit: int | None, timeout_s: float, board_type:
         # oneDNN's CPU kernels (TF's default on x86) crash with SIGSEGV when an allocation fails under
         # RLIMIT_AS (seen on AVX-512/AMX CPUs); TF's own kernels raise ResourceExhaustedError.
         env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
-    proc = subprocess.Popen([sys.executable, "-m", "tf_mobileperf.tools.sweep_child", *args],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace", env=env,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tf_mobileperf.tools.sweep_child", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        env=env,
+        start_new_session=True,
+    )
     try:
         _, stderr = proc.communicate(timeout=timeout_s)
         return Exit(proc.pid, proc.returncode, stderr or "")
@@ -126,10 +152,21 @@ def record_end(logdir: Path, done: Exit, row: dict, oom: bool) -> Path | None:
     said = ": ".join(part for part in (signal_name, _last_words(done.stderr)) if part)
     head = "out of memory" if oom else str(row.get("cause") or "its process ended")
     path = layout.ended
-    write_json(path, {"pid": done.pid, "host": socket.gethostname(), "ended_wall_s": time.time(),
-                      "exit_status": done.returncode, "signal": signal_name, "cause": row.get("cause"),
-                      "error": f"{head} ({said})" if said else head, "failed_step": row.get("failed_step"),
-                      "steps_on_disk": row.get("steps_on_disk"), "written_by": "mobileperf sweep"})
+    write_json(
+        path,
+        {
+            "pid": done.pid,
+            "host": socket.gethostname(),
+            "ended_wall_s": time.time(),
+            "exit_status": done.returncode,
+            "signal": signal_name,
+            "cause": row.get("cause"),
+            "error": f"{head} ({said})" if said else head,
+            "failed_step": row.get("failed_step"),
+            "steps_on_disk": row.get("steps_on_disk"),
+            "written_by": "mobileperf sweep",
+        },
+    )
     return path
 
 
@@ -176,16 +213,26 @@ def _emulate_memory_limit(limit: int) -> dict:
 
     gpus = tf.config.list_physical_devices("GPU")
     if gpus:
-        tf.config.set_logical_device_configuration(gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=limit // 2**20)])
-        return {"memory_limit_bytes": limit, "memory_limit_emulated_by": "tf logical GPU device memory_limit",
-                "limited_quantity": "GPU memory (TF allocator)", "limited_how": "logical device memory_limit",
-                "limited_cap_gb": limit / 2**30}
+        tf.config.set_logical_device_configuration(
+            gpus[0], [tf.config.LogicalDeviceConfiguration(memory_limit=limit // 2**20)]
+        )
+        return {
+            "memory_limit_bytes": limit,
+            "memory_limit_emulated_by": "tf logical GPU device memory_limit",
+            "limited_quantity": "GPU memory (TF allocator)",
+            "limited_how": "logical device memory_limit",
+            "limited_cap_gb": limit / 2**30,
+        }
     vm = _status_bytes("VmSize")
     resource.setrlimit(resource.RLIMIT_AS, (vm + limit, vm + limit))
-    return {"memory_limit_bytes": limit, "memory_limit_emulated_by": f"RLIMIT_AS = address space at start ({vm} B) + "
-            f"limit; oneDNN {'off' if os.environ.get('TF_ENABLE_ONEDNN_OPTS') == '0' else 'on'}",
-            "limited_quantity": "address space", "limited_cap_gb": (vm + limit) / 2**30,
-            "limited_how": f"RLIMIT_AS = address space at start + {limit / 2**30:g} GiB"}
+    return {
+        "memory_limit_bytes": limit,
+        "memory_limit_emulated_by": f"RLIMIT_AS = address space at start ({vm} B) + "
+        f"limit; oneDNN {'off' if os.environ.get('TF_ENABLE_ONEDNN_OPTS') == '0' else 'on'}",
+        "limited_quantity": "address space",
+        "limited_cap_gb": (vm + limit) / 2**30,
+        "limited_how": f"RLIMIT_AS = address space at start + {limit / 2**30:g} GiB",
+    }
 
 
 def _status_bytes(field: str) -> int:
@@ -217,6 +264,51 @@ def _peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30  # no procfs: the best there is
 
 
+def _until_precise(precision: float, warmup_steps: int, min_steps: int):
+    """A Keras callback that stops training once the mean of the measured steps' times is known to ``precision``
+    (``step_model.precision_reached``: the 95% interval's half-width / the mean, at least ``min_steps`` steps)."""
+    import keras
+
+    from tf_mobileperf.tools.step_model import precision_reached
+
+    class UntilPrecise(keras.callbacks.Callback):
+        def __init__(self):
+            super().__init__()
+            self.durations: list[float] = []
+            self.seen = 0
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self.start = time.perf_counter()
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.seen += 1
+            if self.seen > warmup_steps:
+                self.durations.append(time.perf_counter() - self.start)
+                if precision_reached(self.durations, precision, max(min_steps, 2)):
+                    self.model.stop_training = True
+
+    return UntilPrecise()
+
+
+def _precision(logdir: Path, precision: float) -> dict:
+    """The 95% interval of the mean step time of the run's measured steps (steps.csv), and whether it is within
+    ``precision``."""
+    from tf_mobileperf.format.reader import read_steps
+
+    from tf_mobileperf.tools.step_model import ci95
+
+    durations = [s["duration_s"] for s in read_steps(logdir) if not (s["warmup"] or s["failed"])]
+    interval = ci95(durations)
+    half = None if interval is None else (interval[2] - interval[1]) / 2 / interval[0]
+    return {
+        "step_time_s_ci95": None if interval is None else [interval[1], interval[2]],
+        "step_time_precision": precision,
+        "step_time_precision_reached": half is not None and half <= precision,
+        "step_time_relative_half_width": half,
+        "steps_until_precise": len(durations),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True)
@@ -227,30 +319,48 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-limit", type=parse_size, default=None)
     parser.add_argument("--sensors", default="auto")
     parser.add_argument("--logdir", required=True)
+    parser.add_argument(
+        "--precision",
+        type=float,
+        default=None,
+        help="train until the 95%% interval of the mean step time is within this fraction of it "
+        "(--steps: the fewest, warm-up included; --max-steps: the most)",
+    )
+    parser.add_argument("--max-steps", type=int, default=None)
     args = parser.parse_args(argv)
     _die_with_parent()
     logging.basicConfig(level=logging.WARNING)
 
     import tensorflow as tf
 
-    from tf_mobileperf.tools import zoo
     from tf_mobileperf.callback import MobilePerfCallback
+    from tf_mobileperf.tools import zoo
 
     rss_at_start = _peak_rss_gb()  # TF imported, no model yet
     try:
         spec = zoo.get(args.model)
         Path(args.logdir).mkdir(parents=True, exist_ok=True)
         limit = _emulate_memory_limit(args.memory_limit) if args.memory_limit else {}
-        cb = MobilePerfCallback(args.logdir, warmup_steps=args.warmup_steps, sensors=args.sensors,
-                                batch_size=args.batch_size)
+        cb = MobilePerfCallback(
+            args.logdir, warmup_steps=args.warmup_steps, sensors=args.sensors, batch_size=args.batch_size
+        )
     except (ValueError, TypeError, OSError) as exc:  # not the model's run: the sweep retries it
         print(f"sweep child: cannot set up {args.model} batch {args.batch_size}: {exc}", file=sys.stderr)
         return SETUP_FAILED
     try:
         model = spec.build(args.input_size)
         x, y = spec.synthetic(args.batch_size, args.steps, args.input_size)
-        model.fit(x, y, batch_size=args.batch_size, epochs=1, callbacks=[cb], verbose=0)
+        if args.precision:  # the same data as without (--steps batches), repeated up to --max-steps
+            data = tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch_size, drop_remainder=True).repeat()
+            until = _until_precise(args.precision, args.warmup_steps, args.steps - args.warmup_steps)
+            model.fit(
+                data, steps_per_epoch=max(args.max_steps or 0, args.steps), epochs=1, callbacks=[cb, until], verbose=0
+            )
+        else:
+            model.fit(x, y, batch_size=args.batch_size, epochs=1, callbacks=[cb], verbose=0)
         summary = cb.report.summary()
+        if args.precision:
+            summary.update(_precision(cb.monitor.logdir, args.precision))
     except (tf.errors.ResourceExhaustedError, MemoryError) as exc:  # before the first step: building, data
         summary = cb.monitor.end().summary() if cb.report is None else cb.report.summary()
         summary.update(success=False, failed_step=None, error=f"{type(exc).__name__} before training: {str(exc)[:500]}")

@@ -18,19 +18,50 @@ import logging
 import os
 from pathlib import Path
 
-from tf_mobileperf.output.files import write_json
 from tf_mobileperf.format import finite_json, schema
+from tf_mobileperf.output.files import write_json
 
 log = logging.getLogger(__name__)
 
 #: Summary keys copied to results.csv (scalars only): where the row ran, then its configuration and results.
-CSV_KEYS = ["board_type", "host", "board", "jetpack", "model", "batch_size", "power_mode",
-            "power_mode_name", "jetson_clocks", "steps", "warmup_steps", "input_size", "sensors", "success",
-            "failed_step", "cause", "steps_measured", "energy_total", "energy_per_step_j",
-            "energy_per_sample_j", "energy_active_total", "energy_active_per_step_j",
-            "energy_active_per_sample_j", "samples_per_s", "power_avg", "gpu_util_avg", "cpu_util_avg",
-            "mem_peak_gb", "gpu_mem_peak_gb", "gpu_device_mem_peak_gb", "proc_peak_gb", "step_time_s_mean", "memory_limit_bytes", "limited_quantity",
-            "limited_peak_gb", "limited_cap_gb"]
+CSV_KEYS = [
+    "board_type",
+    "host",
+    "board",
+    "jetpack",
+    "model",
+    "batch_size",
+    "power_mode",
+    "power_mode_name",
+    "jetson_clocks",
+    "steps",
+    "warmup_steps",
+    "input_size",
+    "sensors",
+    "success",
+    "failed_step",
+    "cause",
+    "steps_measured",
+    "energy_total",
+    "energy_per_step_j",
+    "energy_per_sample_j",
+    "energy_active_total",
+    "energy_active_per_step_j",
+    "energy_active_per_sample_j",
+    "samples_per_s",
+    "power_avg",
+    "gpu_util_avg",
+    "cpu_util_avg",
+    "mem_peak_gb",
+    "gpu_mem_peak_gb",
+    "gpu_device_mem_peak_gb",
+    "proc_peak_gb",
+    "step_time_s_mean",
+    "memory_limit_bytes",
+    "limited_quantity",
+    "limited_peak_gb",
+    "limited_cap_gb",
+]
 LOCK_FILE = ".sweep.lock"
 
 
@@ -48,8 +79,10 @@ def read_rows(path: Path) -> list[dict]:
     except (OSError, ValueError) as exc:
         raise SweepError(f"{path} is not a sweep's results.json ({exc}); move it away to start over") from None
     if not (isinstance(rows, list) and all(isinstance(r, dict) and {"model", "batch_size"} <= r.keys() for r in rows)):
-        raise SweepError(f"{path} is not a sweep's results.json (not a list of rows with model and batch_size); "
-                         "move it away to start over")
+        raise SweepError(
+            f"{path} is not a sweep's results.json (not a list of rows with model and batch_size); "
+            "move it away to start over"
+        )
     return rows
 
 
@@ -94,7 +127,7 @@ class Results:
             os.close(self._lock)  # releases the flock
             self._lock = None
 
-    def __enter__(self) -> "Results":
+    def __enter__(self) -> Results:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -102,14 +135,20 @@ class Results:
 
     def done(self, model: str, batch_size: int, key: dict) -> dict | None:
         """The recorded row of this configuration (``key``: the rest of its configuration), if any."""
-        return next((r for r in self.rows
-                     if r["model"] == model and r["batch_size"] == batch_size and r.get("config") == key), None)
+        return next(
+            (r for r in self.rows if r["model"] == model and r["batch_size"] == batch_size and r.get("config") == key),
+            None,
+        )
 
     def add(self, row: dict) -> dict:
         """Records ``row`` unless it is not a result (``retry``); returns it."""
         if row.get("retry"):
-            log.warning("%s batch %s did not run (%s); it is not recorded and the next sweep retries it",
-                        row.get("model"), row.get("batch_size"), row.get("cause"))
+            log.warning(
+                "%s batch %s did not run (%s); it is not recorded and the next sweep retries it",
+                row.get("model"),
+                row.get("batch_size"),
+                row.get("cause"),
+            )
             return row
         self.rows.append(row)
         write_json(self.path, self.rows)
@@ -128,8 +167,10 @@ def _lock(path: Path) -> int:
     except BlockingIOError:
         holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
         os.close(fd)
-        raise SweepError(f"{path.parent} is in use by another sweep (pid {holder}); "
-                         "wait for it to end or choose another output directory") from None
+        raise SweepError(
+            f"{path.parent} is in use by another sweep (pid {holder}); "
+            "wait for it to end or choose another output directory"
+        ) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, str(os.getpid()).encode(), 0)
     return fd

@@ -1,0 +1,371 @@
+"""How a training step's time, power and energy scale with the batch size B, fitted from a few measured sizes.
+
+Step time follows how training uses a device: a fixed cost per step (launching
+kernels, the optimizer's update, Python), a cost per sample while the device
+still has idle parallel units (``b1``), and, past the batch size where the
+device saturates (``Bs``), a larger cost per sample (``b2 >= b1``): time grows
+linearly after it::
+
+    t(B) = a + b1 * B + (b2 - b1) * max(0, B - Bs),   a, b1, b2 - b1 >= 0
+
+On a CPU the opposite bend is measured too: the cost per sample falls as the
+batch grows (wider matrix products use the cores better) until it settles
+(b2 < b1, concave: the CNN here costs 0.9 ms per sample from 4 to 16 and 0.5
+ms from 16 to 32); the fit tries both bends, each with a, b1, b2 >= 0.
+
+It is fitted by weighted non-negative least squares for each candidate ``Bs``
+(every measured size, and points between them), keeping the best; a straight
+line (no saturation seen) is kept unless the bend fits clearly better (a
+penalty of 2 per extra parameter on the weighted sum of squares). Each
+measured size weighs by the inverse square of its mean's standard error
+(from the 95% interval its run reports, ``step_time_s_ci95``).
+
+Uncertainty: a parametric bootstrap, and every saturation point the
+measurements cannot rule out (profile likelihood: a weighted sum of squares
+within 3.84 of the best). Each bootstrap resample draws each measured mean
+from its interval widened by the run-to-run noise (how far the measured means
+scatter about the fit beyond their own intervals, or ``RUN_NOISE`` where too
+few sizes were measured to tell), refits, and predicts; the stated 95%
+interval of a prediction spans the bootstrap's 2.5..97.5 percentiles and
+those saturation points' fits, widened by
+the run-to-run noise of a new run at that size (a prediction is of what a run
+at B will measure).
+
+Power saturates too: the mean power of a step, P(B) = energy per step / step
+time, is fitted as ``p0 + p1 * min(B, Bp)`` (rising, then flat), and energy
+per step is predicted as t(B) * P(B), with the relative uncertainties of
+both combined. Without measured energy (no power sensor) there is no energy
+prediction, and the reason is given.
+
+``choose_sizes`` picks the sizes to measure: 1, 4, 16, then doubling while
+the marginal cost per sample is still changing (the device not yet
+saturated), within a budget.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from scipy.optimize import nnls
+
+#: Relative run-to-run noise of a mean step time (between fresh processes), used where too few sizes were measured
+#: to estimate it from the residuals. Measured on this 2-core machine: the means of repeated runs of one size
+#: scatter by 2-5%.
+RUN_NOISE = 0.04
+#: Bootstrap resamples of a fit.
+RESAMPLES = 400
+#: z of a two-sided 95% interval.
+Z95 = 1.959964
+
+
+def ci95(durations: Sequence[float]) -> tuple[float, float, float] | None:
+    """(mean, low, high) of the mean of ``durations`` (Student t, 95%); None for fewer than two."""
+    x = np.asarray(durations, float)
+    if len(x) < 2:
+        return None
+    mean = float(x.mean())
+    half = _t95(len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
+    return mean, mean - half, mean + half
+
+
+def precision_reached(durations: Sequence[float], precision: float, min_steps: int = 10) -> bool:
+    """Whether the 95% interval of the mean of ``durations`` is within ``precision`` (relative half-width), with at
+    least ``min_steps`` of them."""
+    if len(durations) < max(min_steps, 2):
+        return False
+    mean, low, high = ci95(durations)
+    return mean > 0 and (high - low) / 2 / mean <= precision
+
+
+def _t95(df: int) -> float:
+    from scipy.stats import t
+
+    return float(t.ppf(0.975, df))
+
+
+@dataclasses.dataclass(frozen=True)
+class Hinge:
+    """t(B) = a + b1 * B + c * max(0, B - bs); c = b2 - b1 (0: a straight line, ``bs`` None); b1, b2 >= 0."""
+
+    a: float
+    b1: float
+    c: float
+    bs: float | None
+
+    @property
+    def b2(self) -> float:
+        return self.b1 + self.c
+
+    def __call__(self, b):
+        b = np.asarray(b, float)
+        return self.a + self.b1 * b + (self.c * np.maximum(0.0, b - self.bs) if self.bs is not None else 0.0)
+
+    @classmethod
+    def fit(cls, b: Sequence[float], y: Sequence[float], sd: Sequence[float]) -> tuple[Hinge, float]:
+        """The best fit to (b, y) weighted by 1/sd^2, and its weighted sum of squares."""
+        fits = cls.fit_all(b, y, sd)
+        best = min(fits, key=lambda f: f[1] + (4.0 if f[0].bs is not None else 0.0))  # 2 per extra parameter
+        return best
+
+    @classmethod
+    def fit_all(cls, b: Sequence[float], y: Sequence[float], sd: Sequence[float]) -> list[tuple[Hinge, float]]:
+        """The fit of each candidate saturation point (and the straight line), with its weighted sum of squares."""
+        b, y, w = np.asarray(b, float), np.asarray(y, float), 1.0 / np.asarray(sd, float)
+        fits = []
+        for bs in [None, *_breaks(b)]:
+            for bend in ("saturates", "speeds up") if bs is not None else ("line",):
+                third = [np.maximum(0.0, b - bs)] if bend == "saturates" else [np.minimum(b, bs)] if bs else []
+                x = np.column_stack([np.ones_like(b), b, *third])
+                theta, _ = nnls(x * w[:, None], y * w)
+                chi2 = float(((((x @ theta) - y) * w) ** 2).sum())
+                a, slope, d = float(theta[0]), float(theta[1]), float(theta[2]) if third else 0.0
+                if bend == "speeds up":  # a + b2*B + d*min(B, bs): b1 = b2 + d before bs, b2 after
+                    hinge = cls(a, slope + d, -d, bs if d > 0 else None)
+                else:
+                    hinge = cls(a, slope, d, bs if d > 0 else None)
+                fits.append((hinge, chi2))
+        return fits
+
+
+def _breaks(b: np.ndarray) -> list[float]:
+    """Candidate saturation points: the measured sizes but the largest, and 7 points in each gap (log-spaced)."""
+    sizes = sorted(set(b.tolist()))
+    out = []
+    for lo, hi in zip(sizes, sizes[1:]):
+        out += [float(v) for v in np.geomspace(lo, hi, 9)[:-1]]
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Saturating:
+    """P(B) = p0 + p1 * min(B, bp): rising, then flat once the device is saturated (``bp`` None: flat)."""
+
+    p0: float
+    p1: float
+    bp: float | None
+
+    def __call__(self, b):
+        b = np.asarray(b, float)
+        return self.p0 + (self.p1 * np.minimum(b, self.bp) if self.bp is not None else 0.0)
+
+    @classmethod
+    def fit(cls, b: Sequence[float], y: Sequence[float]) -> tuple[Saturating, float | None]:
+        """The least-squares fit and the relative residual SD (None with fewer than 3 sizes)."""
+        b, y = np.asarray(b, float), np.asarray(y, float)
+        best, best_sse = cls(float(y.mean()), 0.0, None), float(((y - y.mean()) ** 2).sum())
+        for bp in sorted(set(b.tolist()))[1:]:
+            x = np.column_stack([np.ones_like(b), np.minimum(b, bp)])
+            theta, _ = nnls(x, y)
+            sse = float(((x @ theta - y) ** 2).sum())
+            if sse < best_sse * 0.8 - 1e-15:  # a rise kept only where it fits clearly better than flat
+                best, best_sse = cls(float(theta[0]), float(theta[1]), bp), sse
+        n, p = len(b), 1 if best.bp is None else 3
+        rel = None if n <= p else math.sqrt(best_sse / (n - p)) / float(y.mean())
+        return best, rel
+
+
+@dataclasses.dataclass
+class Estimate:
+    """A predicted value and its 95% interval (None: unknown)."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    reason: str | None = None  # why value is None
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass
+class StepTimeModel:
+    """The fitted step-time law of one (model, device), its bootstrap and its noise."""
+
+    law: Hinge
+    sizes: list[float]
+    means: list[float]
+    sds: list[float]  # standard errors of the measured means
+    run_noise: float  # relative run-to-run noise
+    run_noise_from: str
+    resamples: list[Hinge]
+    plausible: list[Hinge]  # fits whose saturation point the measurements cannot rule out
+
+    @classmethod
+    def fit(
+        cls, points: Sequence[tuple[int, float, tuple[float, float] | None]], resamples: int = RESAMPLES, seed: int = 0
+    ) -> StepTimeModel:
+        """``points``: (batch size, mean step time, its 95% interval or None) of each measured size."""
+        points = sorted(points)
+        if len({p[0] for p in points}) < 2:
+            raise ValueError(f"need at least two different batch sizes to fit step time, got {[p[0] for p in points]}")
+        b = np.array([p[0] for p in points], float)
+        y = np.array([p[1] for p in points], float)
+        sd = np.array([(p[2][1] - p[2][0]) / 2 / Z95 if p[2] else RUN_NOISE * p[1] for p in points])
+        sd = np.maximum(sd, 0.005 * y)  # an interval of a few steps can be too narrow to believe
+        law, _ = Hinge.fit(b, y, np.sqrt(sd**2 + (RUN_NOISE * y) ** 2))
+        params = 2 if law.bs is None else 4
+        rel_resid = (y - law(b)) / y
+        if len(b) > params + 1:
+            excess = float((rel_resid**2).sum() / (len(b) - params)) - float(((sd / y) ** 2).mean())
+            noise, source = math.sqrt(max(excess, 0.01**2)), f"residuals of {len(b)} sizes"
+            noise = max(noise, 0.02)
+        else:
+            noise, source = RUN_NOISE, f"assumed ({len(b)} sizes are too few to tell)"
+        total_sd = np.sqrt(sd**2 + (noise * y) ** 2)
+        law, best = Hinge.fit(b, y, total_sd)
+        # Saturation points the measurements cannot tell from the best one (profile likelihood, 95%: chi2 + 3.84).
+        plausible = [h for h, chi2 in Hinge.fit_all(b, y, total_sd) if chi2 <= best + 3.84]
+        rng = np.random.default_rng(seed)
+        boots = [Hinge.fit(b, np.maximum(y + rng.normal(0.0, total_sd), 1e-9), total_sd)[0] for _ in range(resamples)]
+        return cls(law, b.tolist(), y.tolist(), sd.tolist(), noise, source, boots, plausible)
+
+    def predict(self, batch_size: float) -> Estimate:
+        value = float(self.law(batch_size))
+        boot = np.array([float(h(batch_size)) for h in self.resamples])
+        lo, hi = np.percentile(boot, [2.5, 97.5])
+        others = [float(h(batch_size)) for h in self.plausible]
+        lo, hi = min([lo, *others]), max([hi, *others])
+        new_run = Z95 * self.run_noise * value  # a new run's own scatter about the law
+        return Estimate(
+            value, max(value - math.hypot(value - lo, new_run), 0.0), value + math.hypot(hi - value, new_run)
+        )
+
+    def fit_spread(self, batch_size: float) -> float:
+        """Relative half-width of the bootstrap's 95% interval of the law at ``batch_size`` (no new-run noise)."""
+        boot = np.array([float(h(batch_size)) for h in self.resamples])
+        lo, hi = np.percentile(boot, [2.5, 97.5])
+        others = [float(h(batch_size)) for h in self.plausible]
+        lo, hi = min([lo, *others]), max([hi, *others])
+        return float((hi - lo) / 2 / self.law(batch_size))
+
+    def describe(self) -> dict:
+        law = self.law
+        return {
+            "a_s": law.a,
+            "b1_s_per_sample": law.b1,
+            "b2_s_per_sample": law.b2,
+            "saturates_at": law.bs,
+            "run_noise": self.run_noise,
+            "run_noise_from": self.run_noise_from,
+            "law": "t(B) = a + b1*B + (b2-b1)*max(0, B - saturates_at)",
+        }
+
+
+def predict_energy(
+    time: Estimate, power_points: Sequence[tuple[int, float]], batch_size: int, no_power_reason: str | None = None
+) -> tuple[Estimate, Estimate, dict | None]:
+    """Energy per step and per sample at ``batch_size`` from the predicted ``time`` and the measured mean power of
+    each measured size (``power_points``: (B, watts)); with no power measured, both None with the reason."""
+    if len(power_points) < 1 or time.value is None:
+        reason = no_power_reason or "no energy measured at the measured sizes (no power sensor)"
+        return Estimate(None, reason=reason), Estimate(None, reason=reason), None
+    b, p = zip(*sorted(power_points))
+    power, rel = Saturating.fit(b, p)
+    rel = RUN_NOISE if rel is None else max(rel, 0.01)
+    watts = float(power(batch_size))
+    t_rel = max(time.value - time.low, time.high - time.value) / time.value / Z95 if time.value else 0.0
+    e = time.value * watts
+    e_rel = math.hypot(t_rel, rel) * Z95
+    energy = Estimate(e, max(e * (1 - e_rel), 0.0), e * (1 + e_rel))
+    per_sample = Estimate(e / batch_size, energy.low / batch_size, energy.high / batch_size)
+    return (
+        energy,
+        per_sample,
+        {
+            "p0_w": power.p0,
+            "p1_w_per_sample": power.p1,
+            "saturates_at": power.bp,
+            "relative_sd": rel,
+            "law": "P(B) = p0 + p1*min(B, saturates_at)",
+        },
+    )
+
+
+#: The sizes every choice starts with.
+FIRST_SIZES = (1, 4, 16)
+
+
+def choose_sizes(
+    measure: Callable[[int], tuple[float, tuple[float, float] | None] | None],
+    largest: int,
+    budget: int = 7,
+    tolerance: float = 0.15,
+    goal: float = 0.04,
+) -> tuple[list[int], list[str], list]:
+    """Sizes to measure for predictions at 1..``largest``, why each was chosen, and their measured points.
+
+    ``measure(B)`` runs batch size B and returns (mean step time, its 95% interval or None), or None where it
+    failed (out of memory). Starts with 1, 4, 16 (those not above ``largest``); then doubles while the marginal
+    cost per sample between the last two sizes differs by more than ``tolerance`` from the one before (the
+    device not yet saturated: time is not yet linear in B), never above ``largest`` (the largest target is
+    measured last if the doubling would pass it); then, while the budget lasts, halves (geometrically) the gap
+    between measured sizes where the fit is least certain (the bootstrap's 95% interval of the law at the gap's
+    middle), until it is within ``goal`` (relative half-width) at every gap's middle.
+    At most ``budget`` sizes in all. The points are ``StepTimeModel.fit``'s.
+    """
+    chosen, why, points = [], [], {}
+
+    def run(b: int, reason: str) -> bool:
+        chosen.append(b)
+        why.append(f"{b}: {reason}")
+        got = measure(b)
+        if got is None:
+            why.append(f"stopped: {b} failed")
+            return False
+        points[b] = (b, got[0], got[1])
+        return True
+
+    for b in sorted({b for b in FIRST_SIZES if b <= largest} | ({largest} if largest < FIRST_SIZES[-1] else set())):
+        if not run(b, "starting size (1: the fixed cost; 1, 4, 16: the cost per sample)"):
+            return chosen, why, list(points.values())
+    bent = False
+    while len(chosen) < budget:
+        b0, b1, b2 = sorted(points)[-3:] if len(points) >= 3 else (None, None, None)
+        if b0 is None:
+            break
+        t = {b: points[b][1] for b in (b0, b1, b2)}
+        s1, s2 = (t[b1] - t[b0]) / (b1 - b0), (t[b2] - t[b1]) / (b2 - b1)
+        slopes = f"{b0}..{b1}: {s1 * 1e3:.3g} ms, {b1}..{b2}: {s2 * 1e3:.3g} ms per sample"
+        if s1 > 0 and abs(s2 / s1 - 1) <= tolerance and bent:
+            why.append(
+                f"doubling stopped: past the bend the cost per sample agrees within {tolerance:.0%} "
+                f"({slopes}): time is linear in B, the device is saturated"
+            )
+            break
+        # The cost per sample rose, by more than the runs' noise can make it: the device began to saturate.
+        noise = {
+            b: math.hypot(RUN_NOISE * t[b], ((points[b][2][1] - points[b][2][0]) / 2 / Z95) if points[b][2] else 0)
+            for b in (b0, b1, b2)
+        }
+        slope_sd = math.sqrt(
+            (noise[b0] ** 2 + noise[b1] ** 2) / (b1 - b0) ** 2 + (noise[b1] ** 2 + noise[b2] ** 2) / (b2 - b1) ** 2
+        )
+        bent = bent or (s2 > s1 * (1 + tolerance) and s2 - s1 > 2 * slope_sd)
+        if b2 >= largest:
+            why.append(f"doubling stopped at the largest target {largest}")
+            break
+        if not run(min(2 * b2, largest), f"the cost per sample still changes ({slopes}): not yet saturated"):
+            return chosen, why, list(points.values())
+    while len(chosen) < budget and len(points) >= 2:
+        model = StepTimeModel.fit(list(points.values()), resamples=100)
+        sizes = sorted(points)
+        middles = {round(math.sqrt(lo * hi)) for lo, hi in zip(sizes, sizes[1:])} - set(sizes)
+        widths = {b: model.fit_spread(b) for b in middles}
+        if not widths:
+            break
+        worst = max(widths, key=widths.get)
+        if widths[worst] <= goal:
+            why.append(
+                f"stopped: the fit is known within {goal:.0%} between the measured sizes (95%, the widest "
+                f"+-{widths[worst]:.1%} at {worst})"
+            )
+            break
+        if not run(worst, f"the middle of the gap where the fit is least certain (95% +-{widths[worst]:.1%})"):
+            break
+    else:
+        if len(chosen) >= budget:
+            why.append(f"stopped: the budget of {budget} sizes is spent")
+    return chosen, why, list(points.values())

@@ -35,8 +35,11 @@ def _empty() -> Report:
 
 def summaries() -> dict[str, dict]:
     windows = [(0.5, 1.0), (1.0, 2.0), (2.1, 3.5)]
+    gapped = steps_of(windows, idle_w=IDLE_W)
+    for step, gap in zip(gapped, [0.25, 0.0, 0.1]):
+        step.gap_before_s = gap  # as the collector sets it: the time since the previous step ended
     return {
-        "idle_and_batch": report_of(steps_of(windows, idle_w=IDLE_W), batch_size=8, idle_w=IDLE_W).summary(),
+        "idle_and_batch": report_of(gapped, batch_size=8, idle_w=IDLE_W).summary(),
         "plain": report_of(steps_of(windows)).summary(),
         "empty": _empty().summary(),
     }

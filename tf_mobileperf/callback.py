@@ -39,7 +39,7 @@ from tf_mobileperf.keras_seam import PROPAGATE, FitSeam
 from tf_mobileperf.session import backend
 from tf_mobileperf.session.interrupts import STOP_SIGNALS, ChainedHandler, in_main_thread
 from tf_mobileperf.session.monitor import PerfMonitor
-from tf_mobileperf.session.options import MonitorOptions
+from tf_mobileperf.session.options import MonitorOptions, check_logdir
 from tf_mobileperf.steps.report import Report
 
 log = logging.getLogger(__name__)
@@ -76,8 +76,8 @@ class MobilePerfCallback(keras.callbacks.Callback):
             raise ValueError(f"on_oom must be 'stop' or 'raise', got {on_oom!r}")
         self.on_oom = on_oom
         self.options = MonitorOptions(**options)
-        self._logdir = logdir
-        self.monitor = PerfMonitor(logdir, options=self.options)
+        self._logdir = check_logdir(logdir)
+        self.monitor = PerfMonitor(self._logdir, options=self.options)
         self.report: Report | None = None
         self._running = False
         self._pid = os.getpid()

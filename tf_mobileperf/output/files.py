@@ -66,7 +66,7 @@ def local_dir(path: str | os.PathLike) -> Path:
     return Path(text)
 
 
-def claim_logdir(logdir: str | Path) -> Path:
+def claim_logdir(logdir: Path) -> Path:
     """Claims ``logdir`` for one measurement, or the first free ``logdir/run-N``.
 
     The claim is an exclusive create of ``mobileperf.claim`` (who, when), so
@@ -75,7 +75,7 @@ def claim_logdir(logdir: str | Path) -> Path:
     Raises:
         OSError: the directory cannot be created or written, with its path.
     """
-    base = Path(logdir)
+    base = logdir
     candidate, n = base, 1
     while True:
         try:

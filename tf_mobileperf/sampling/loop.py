@@ -6,45 +6,31 @@ fresh, or forked), or in thread mode in a thread of the trainer.
 
 Sensors are read one after the other in the sampling thread (in C for those
 declared as kernel files, ``native``), so a fast rail pays no thread
-hand-off. A watchdog replaces a sampling thread that stays inside one
-sensor's read longer than ``inline_budget_s`` by a new one, and that sensor
-is read in its own thread (``offload.OffloadedSensor``) with a deadline: a
-read that misses it is a failed read, its channels NaN. A sensor that
-declares ``own_thread`` is read in its own thread from the start. In the
-sampler process SIGALRM, armed while a row is filled, wakes the watchdog only
-when a read overran the budget.
-
-Every failed read counts in the sensor's error counter and leaves its words
-as the failed channels' last error text (``ring.SharedRing.set_text``). A
-value outside what its kind can be (``base.reading_range``: negative power,
-a utilization over 100 %) is a failed read too, its channel NaN: checked
-here for sensors read in Python, in C for the others, from one definition.
+hand-off. The rows and failed reads are ``rows.SampleRows``'; a read that
+hangs is handed to a thread of its own by ``watchdog.HungReadWatchdog``.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-import select
 import signal
-import threading
 import time
-from typing import Any
 
 import numpy as np
 
 from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.native import NativeTables
 from tf_mobileperf.sampling.offload import OffloadedSensor, read_sensor
-from tf_mobileperf.sampling.ring import COUNT, EPOCH, SharedRing, store_reading
-from tf_mobileperf.sampling.schedule import NEVER, grid_periods, inline_budget_s, next_due, next_wake, plan
-from tf_mobileperf.sensors.base import Sensor, reading_range
+from tf_mobileperf.sampling.ring import SharedRing
+from tf_mobileperf.sampling.schedule import grid_periods, next_due, next_wake, plan
+from tf_mobileperf.sampling.watchdog import HungReadWatchdog
+from tf_mobileperf.sensors.base import Sensor
 
 log = logging.getLogger(__name__)
 
 
-class SamplingLoop:
+class SamplingLoop(HungReadWatchdog):
     """One worker's sampling: a sampling thread, and the watchdog that replaces it when a read hangs.
 
     The loop wakes only on ticks of the grid where a sensor is due: every
@@ -58,46 +44,17 @@ class SamplingLoop:
     """
 
     def __init__(self, sensors: list[Sensor], period_s: float, shared: SharedRing, epoch: int, parent: int | None):
-        self.sensors = sensors
-        self.period_s = period_s
-        self.shared = shared
-        self.epoch = epoch
-        self.parent = parent
-        self.budget_s = inline_budget_s(period_s)
+        super().__init__(sensors, period_s, shared, epoch, parent)
         self.deadline_s = [max(self.budget_s, s.min_period_s) for s in sensors]
-        self.columns: list[list[tuple[str, int]]] = []
-        self.ranges: list[tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = []  # each sensor's reading_range
-        col = 1
-        for sensor in sensors:
-            self.columns.append([(c.name, col + k) for k, c in enumerate(sensor.channels)])
-            low, high, why = zip(*(reading_range(sensor, c) for c in sensor.channels)) if sensor.channels else ((),) * 3
-            self.ranges.append((np.arange(col, col + len(sensor.channels)), np.array(low), np.array(high), list(why)))
-            col += len(sensor.channels)
         self.every, self.stride = plan(grid_periods(sensors), period_s)
         self.due = [0] * len(sensors)  # the tick each sensor is due (Python ticks)
         self.tick = 0  # the tick of the row being filled; a new leader goes on from it
         self.origin = time.monotonic()  # the grid's tick 0: set again when the first row is read
-        self.offloaded: list[OffloadedSensor | None] = [None] * len(sensors)
-        self.reading: tuple[int, float] | None = None  # (sensor, start) of the leader's Python read in flight
-        self.leader = 0
-        self.lock = threading.Lock()
-        self.side_lock = threading.Lock()  # the threads of sensors read in their own thread share the side ring
-        self.done = threading.Event()
-        self.failed = False
-        self.alarm = False
-        self.tables: native.NativeTables | None = None  # the C loop's tables, where it runs
-        self.current: native.NativeLoop | None = None  # the leader's C loop
-        self._wake: tuple[int, int] | None = None  # the sampler process's watchdog's wake-up when sampling ends
-        self._texts: dict[int, str] = {}  # column -> its last error text written to the shared memory
 
     @property
     def native(self) -> bool:
         """Whether the ticks run in C."""
         return self.tables is not None
-
-    def alive(self) -> bool:
-        """Whether this worker should go on: not stopped or replaced (a shared-memory read, no system call)."""
-        return self.shared.header[EPOCH] == self.epoch
 
     def run(self, alarm: bool, death_fd: int | None = None) -> int:
         """Samples until stopped or the parent dies; this thread is the watchdog. 1 if sampling failed.
@@ -129,93 +86,6 @@ class SamplingLoop:
         self.done.set()
         return int(self.failed)
 
-    def _watch_child(self, death_fd: int | None) -> None:
-        assert self._wake is not None  # run() makes the pipe with the alarm
-        fds = [self._wake[0]] + ([death_fd] if death_fd is not None else [])
-        while not self.done.is_set() and self.alive() and os.getppid() == self.parent:
-            ready, _, _ = select.select(fds, [], [], 1.0)
-            if death_fd in ready:
-                return  # EOF: the parent is gone
-
-    def _finish(self) -> None:
-        self.done.set()
-        if self._wake is not None:
-            os.write(self._wake[1], b"x")
-
-    def _lead(self, generation: int) -> None:
-        threading.Thread(target=self._sample, args=(generation,), daemon=True, name="mobileperf-sampling").start()
-
-    def _on_alarm(self, *_) -> None:
-        if self.lock.acquire(blocking=False):  # else the read has just returned (or an alarm is being handled)
-            try:
-                generation = self._take_over_hung_read()
-            finally:
-                self.lock.release()
-            if generation is not None:
-                self._lead(generation)
-
-    def _replace_if_hung(self) -> None:
-        with self.lock:
-            generation = self._take_over_hung_read()
-        if generation is not None:
-            self._lead(generation)
-
-    def _take_over_hung_read(self) -> int | None:
-        """With the lock held: if the leader's read is over budget, moves that sensor to its
-        own thread and returns the generation of a new leader to start."""
-        if self.reading is not None:
-            i, since = self.reading
-            left = since + self.budget_s - time.monotonic()
-            if left >= 0:
-                self._rearm(left)
-                return None
-        elif self.current is not None:
-            taken, left = self.current.take_over(self.budget_s)
-            if taken is None:
-                if left > 0:
-                    self._rearm(left)
-                return None
-            i, since = taken, self.current.loop.reading_since
-        else:
-            return None
-        self._offload(i, since)
-        self.reading = None
-        self.leader += 1
-        if self.tables is not None:
-            self.tables.leader.value = self.leader
-        log.debug(
-            "sensor %s held up sampling for > %.3f s; it is read in its own thread now",
-            self.sensors[i].name,
-            self.budget_s,
-        )
-        return self.leader
-
-    def _rearm(self, left_s: float) -> None:
-        if self.alarm:
-            signal.setitimer(signal.ITIMER_REAL, left_s + 0.001)
-
-    def _offload(self, i: int, since: float | None) -> None:
-        """Reads sensor i in its own thread from now on: its inline read in flight since ``since`` overran the
-        budget (a failed read), or (None) it declares ``own_thread`` and this thread is started for it."""
-        publish = functools.partial(self._publish_side, i) if since is None else None
-        paced_s = max(self.sensors[i].min_period_s, self.period_s) if since is None else None
-        self.offloaded[i] = offloaded = OffloadedSensor(self.sensors[i], since, publish, paced_s)
-        if since is not None:  # taken over: the C loop hands every wake-up back to Python to poll it
-            if self.tables is not None:
-                self.tables.sensors[i].offloaded = 1
-        else:  # paced by its own thread: neither loop reads it nor wakes for it
-            self.due[i] = NEVER
-            if self.tables is not None:
-                self.tables.sensors[i].due = NEVER
-        if since is None:
-            threading.Thread(
-                target=offloaded.serve, args=(self.alive,), daemon=True, name=f"mobileperf-{self.sensors[i].name}"
-            ).start()
-        else:
-            self._fail(
-                i, f"read held up sampling over {self.budget_s * 1e3:.0f} ms (read in its own thread from then on)"
-            )
-
     def _sample(self, generation: int) -> None:
         try:
             if self.alarm:  # SIGALRM goes to the watchdog, never interrupts a sensor's system call
@@ -234,11 +104,6 @@ class SamplingLoop:
             log.exception("mobileperf: the sampling loop failed")
             self.failed = True
             self._finish()
-
-    def _slot(self) -> np.ndarray:
-        """The ring's row after the last published one: the row being filled, in place."""
-        ring = self.shared.ring
-        return ring[self.shared.count() % len(ring)]
 
     def _sample_rows(self, generation: int) -> None:
         """The Python loop: fills a row at each wake-up, publishes it, sleeps to the next."""
@@ -313,13 +178,6 @@ class SamplingLoop:
             return False
         return True
 
-    def _serve_after_hang(self, i: int | None) -> None:
-        """This thread's read of sensor i hung and the watchdog moved the sensor to its own thread
-        (``_offload``): this thread serves that sensor's reads from now on."""
-        offloaded = None if i is None else self.offloaded[i]
-        assert offloaded is not None, "the watchdog offloads the sensor whose read it took over"
-        offloaded.serve_after_hung_read(self.alive)
-
     def _read_inline(self, i: int, generation: int, row: np.ndarray) -> bool:
         """Reads sensor i in this thread; False if the watchdog replaced this thread meanwhile."""
         self.reading = (i, time.monotonic())
@@ -333,15 +191,6 @@ class SamplingLoop:
         self._store(i, values, row)
         return True
 
-    def _publish(self) -> bool:
-        """Publishes the row filled in place, unless this worker was stopped or replaced."""
-        shared = self.shared
-        with self.lock:
-            if shared.header[EPOCH] != self.epoch:
-                return False
-            shared.header[COUNT] = shared.count() + 1
-        return True
-
     def _poll(self, i: int, offloaded: OffloadedSensor, due: bool, now: float, row: np.ndarray) -> None:
         """Takes an offloaded sensor's finished read and asks for the next one when due."""
         values, failed = offloaded.poll(due, now, self.deadline_s[i], self.budget_s)
@@ -353,39 +202,3 @@ class SamplingLoop:
             self.offloaded[i] = None
             if self.tables is not None:
                 self.tables.sensors[i].offloaded = 0
-
-    def _publish_side(self, i: int, instant: float, values: Any) -> None:
-        """Writes a reading of sensor i, read in its own thread, as a row of its own at ``instant``."""
-        with self.side_lock:
-            if not self.alive():
-                return
-            row = self.shared.side[self.shared.side_count() % len(self.shared.side)]
-            row[:] = np.nan
-            row[0] = instant
-            self._store(i, values, row)
-            self.shared.publish_side()
-
-    def _store(self, i: int, values: Any, row: np.ndarray) -> None:
-        """Puts sensor i's reading into ``row``; a read that raised, is not real numbers or is out of its
-        channels' range (``base.reading_range``: NaN in the row) counts as failed."""
-        failed = store_reading(values, self.columns[i], row)
-        columns, low, high, why = self.ranges[i]
-        values = row[columns]
-        for k in np.flatnonzero((values < low) | (values > high)):  # what the C loop checks (_tick.c)
-            row[columns[k]] = np.nan
-            failed = (failed or {}) | {int(columns[k]): why[k] % float(values[k])}
-        if failed is not None:
-            self.shared.fail(i)
-            for column, text in failed.items():
-                self._set_text(column, text)
-
-    def _fail(self, i: int, text: str) -> None:
-        """Counts a failed read of sensor i, and ``text`` as the last error of each of its channels."""
-        self.shared.fail(i)
-        for _, column in self.columns[i]:
-            self._set_text(column, text)
-
-    def _set_text(self, column: int, text: str) -> None:
-        if self._texts.get(column) != text:  # a sensor failing every read writes its words once
-            self._texts[column] = text
-            self.shared.set_text(column, text)

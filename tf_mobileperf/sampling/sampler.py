@@ -22,7 +22,7 @@ it died or stalled; ``restart()`` starts a new one that goes on writing into
 the same ring. A read that raises, or gives an exception or anything but a
 real number as a channel's value, is a failed read of that sensor
 (``errors()``), its words kept per channel (``error_texts()``); a hung read
-is taken over by the watchdog (``loop.SamplingLoop``).
+is taken over by the watchdog (``watchdog.HungReadWatchdog``).
 
 This module is the owner's side; the worker's loop is ``loop``, the sampler
 process's life ``child`` (and ``worker``), the memory they share ``ring``.

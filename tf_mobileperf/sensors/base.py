@@ -332,7 +332,7 @@ def reading_range(sensor: Sensor, channel: Channel) -> tuple[float, float, str]:
     ``text % value``, a printf format that ``_tick.c`` formats the same way: a GPU load of -5 per mille reads
     "reading -0.5 % outside [0, 100] %, the util range of jetson gpu (sysfs)".
 
-    It is checked where each loop stores a reading: ``loop.SamplingLoop._store`` for sensors read in Python,
+    It is checked where each loop stores a reading: ``rows.SampleRows._store`` for sensors read in Python,
     ``_tick.c`` for those it reads (``native.NativeTables`` copies the ranges).
     """
     low, high = RANGES.get(channel.kind, (-math.inf, math.inf))

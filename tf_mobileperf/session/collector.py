@@ -39,6 +39,7 @@ through a ``Guard``, which logs a failure and goes on.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import logging
 import threading
 import time
@@ -104,6 +105,26 @@ def unread_reasons(names: list[str], sampler: Sampler | None, default: str) -> d
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class IdleBaseline:
+    """The idle baseline's outcome, as measured before the first step and read by the report.
+
+    ``power_w``: each rail's and the total's idle power (None for a rail with no complete power), or None
+    when none was measured; ``reason``: why it, or some rail of it, has no value; ``measured_s``: the
+    window's length, when one was sampled."""
+
+    power_w: dict[str, float | None] | None = None
+    reason: str | None = None
+    measured_s: float | None = None
+
+    @classmethod
+    def not_measured(cls, options: MonitorOptions) -> IdleBaseline:
+        """The outcome before (or without) a measurement: skipped by ``idle_s=0``, else failed until it succeeds."""
+        if options.idle_s == 0:
+            return cls(reason="idle_s=0: no idle baseline was measured")
+        return cls(reason="the idle baseline failed (see the log)")
+
+
 class Guard:
     """Runs monitoring work; a failure is logged (a warning the first time per ``what``), never raised."""
 
@@ -142,8 +163,7 @@ class Collector:
         self.count = 0  # steps closed so far
         self.last_end: float | None = None  # when the last step closed
         self.open: StepRecord | None = None
-        self.idle_power_w: dict[str, float | None] | None = None  # per rail and "total", from start()
-        self.idle_problem: str | None = None  # why the baseline has no value of some rail
+        self.idle = IdleBaseline.not_measured(options)  # measured by start()
         self.lock = threading.RLock()
         self._options = options
         self._slowest_s = slowest_s
@@ -251,14 +271,15 @@ class Collector:
             join_mod.join(t, values, self.channels, np.array([start]), np.array([end]), self._options.period_s),
             self.channels,
         )
-        self.idle_power_w = window.power_w
         unknown = [rail for rail, w in window.power_w.items() if w is None]
+        reason = None
         if unknown:
-            self.idle_problem = (
+            reason = (
                 f"the {end - start:.3g} s idle window before the first step has no complete "
                 f"power of {', '.join(unknown)} (a sensor gap, or a clock that did not advance)"
             )
-            log.warning("mobileperf: %s; their active energy is null", self.idle_problem)
+            log.warning("mobileperf: %s; their active energy is null", reason)
+        self.idle = IdleBaseline(window.power_w, reason, end - start)
 
     def _settle(self, until_s: float, final: bool) -> None:
         """Drains samples past ``until_s``, and until every energy counter has updated after it (at most
@@ -456,7 +477,7 @@ class Collector:
                 np.array([s.end_s for s in steps]),
                 self._options.period_s,
             )
-            fill_steps(steps, joined, self.channels, self.idle_power_w)
+            fill_steps(steps, joined, self.channels, self.idle.power_w)
             self.totals.note_update_periods(joined)
             self._note_counter_margin(joined)
         for step in steps:

@@ -34,9 +34,10 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from tf_mobileperf.format.layout import RunLayout
-from tf_mobileperf.output.files import claim_logdir, local_dir
+from tf_mobileperf.output.files import claim_logdir
 from tf_mobileperf.output.writers import RunWriters
 from tf_mobileperf.sampling.priority import choose
 from tf_mobileperf.sampling.sampler import Sampler
@@ -45,7 +46,7 @@ from tf_mobileperf.session.cluster import combine, from_tf_config
 from tf_mobileperf.session.collector import Collector, Guard
 from tf_mobileperf.session.gpu_memory import GpuMemory
 from tf_mobileperf.session.interrupts import deferred
-from tf_mobileperf.session.options import MonitorOptions, resolve_sensors
+from tf_mobileperf.session.options import MonitorOptions, check_logdir, resolve_sensors
 from tf_mobileperf.session.profiling import Profiler
 from tf_mobileperf.session.reporting import build_report, device_metadata, log_absent_power
 from tf_mobileperf.steps.records import StepRecord, csv_fields
@@ -86,9 +87,9 @@ class PerfMonitor:
             raise TypeError(f"pass either options= or option keywords, not both (got {sorted(values)})")
         self.options = options if options is not None else MonitorOptions(**values)
         self.worker = from_tf_config()
-        logdir = local_dir(logdir)
+        logdir = check_logdir(logdir)
         self.cluster_logdir = logdir if self.worker else None
-        self.logdir = logdir / self.worker.name if self.worker else logdir
+        self.layout = RunLayout(logdir / self.worker.name if self.worker else logdir, self.options.run)
         self.model_name: str | None = None  # set by the callback from the Keras model
         self._probe = resolve_sensors(self.options.sensors)
         realtime, why = choose(self.options.sampler_priority)
@@ -115,6 +116,12 @@ class PerfMonitor:
         """Static facts of the machine and its sensors, read once per session."""
         return device_metadata(self._probe.sensors, self._guard)
 
+    @property
+    def logdir(self) -> Path:
+        """Where this measurement writes: the logdir asked for, or, from ``begin()`` on, the one it
+        claimed (``<logdir>/run-N`` when that one already held a measurement)."""
+        return self.layout.logdir
+
     # -- session -----------------------------------------------------------
     @property
     def started(self) -> bool:
@@ -129,8 +136,8 @@ class PerfMonitor:
         self.gpu_memory.start()
         if self.profiler.unavailable:
             log.warning("mobileperf: %s; no trace", self.profiler.unavailable)
-        self.logdir = claim_logdir(self.logdir)  # or the first free <logdir>/run-N, with a warning
-        self.layout = RunLayout(self.logdir, self.options.run)
+        # the logdir asked for, or the first free <logdir>/run-N, with a warning
+        self.layout = RunLayout(claim_logdir(self.layout.logdir), self.options.run)
         self.device["started_wall_s"] = time.time()  # for reference; steps use the monotonic clock
         self._writers = RunWriters.open(self.layout, self.channels, self.device, csv_fields(self.channels))
         self._guard(

@@ -3,7 +3,8 @@
 ``MonitorOptions`` holds every option of ``PerfMonitor``; the Keras callback
 passes its keywords straight through, so ``fit`` reaches all of them and a
 wrong one is refused, with the same message, before any measurement starts.
-``resolve_sensors`` turns the ``sensors`` option into the sensors to read.
+``resolve_sensors`` turns the ``sensors`` option into the sensors to read;
+``check_logdir`` turns the logdir into a ``Path``, once, where it is given.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 
+from tf_mobileperf.output.files import local_dir
 from tf_mobileperf.sampling.priority import PRIORITIES
 from tf_mobileperf.sampling.sampler import check_period
 from tf_mobileperf.sensors import Probe, ReplaySensor, Sensor, probe
@@ -38,6 +41,14 @@ def _check_seconds(name: str, value, positive: bool) -> float:
     if value < 0 or (positive and value == 0):
         raise ValueError(f"{name} must be {'> 0' if positive else '>= 0'} s, got {value}")
     return float(value)
+
+
+def check_logdir(logdir: str | os.PathLike) -> Path:
+    """``logdir`` as a local ``Path``: the one conversion, where the callback or monitor is given it.
+
+    A ``Path`` passes through as it is, so a value checked here once is never converted again.
+    Raises ValueError if it names a remote file system (``output.files.local_dir``)."""
+    return logdir if isinstance(logdir, Path) else local_dir(logdir)
 
 
 def _replay_spec(spec: str) -> tuple[str, float]:

@@ -20,7 +20,7 @@ from tf_mobileperf.sensors import Probe, Sensor
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.sensors.power_mode import power_mode
-from tf_mobileperf.session.collector import Collector, Guard, never_valued, unread_reasons
+from tf_mobileperf.session.collector import Collector, Guard, IdleBaseline, never_valued, unread_reasons
 from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.steps.records import Roles
 from tf_mobileperf.steps.report import Report
@@ -83,18 +83,14 @@ def missing_sensors(channels: list[Channel], probe: Probe) -> dict[str, str]:
     return out
 
 
-def board_reasons(
-    channels: list[Channel], probe: Probe, options: MonitorOptions, idle_problem: str | None, idle_measured: bool
-) -> dict[str, str]:
+def board_reasons(channels: list[Channel], probe: Probe, idle: IdleBaseline) -> dict[str, str]:
     """Why the idle baseline, the throttled steps and the input rail have no value."""
     roles = Roles.of(channels)
     out = {}
     if not roles.rails:
         out["idle_power_w"] = out["energy_active"] = out["input_rail"] = "no power sensor: " + probe.why_absent("power")
-    elif options.idle_s == 0:
-        out["idle_power_w"] = out["energy_active"] = "idle_s=0: no idle baseline was measured"
-    elif idle_problem or not idle_measured:
-        out["idle_power_w"] = out["energy_active"] = idle_problem or "the idle baseline failed (see the log)"
+    elif idle.reason:
+        out["idle_power_w"] = out["energy_active"] = idle.reason
     if roles.rails and roles.input_rail is None:
         out["input_rail"] = (
             "the board has no input rail (no rail of group 'total'): the total is the sum of "
@@ -126,7 +122,7 @@ def unavailable(
     out = missing_sensors(collector.channels, probe)
     if collector.stats.rows:
         out |= unread_reasons(never_valued(collector.stats), sampler, "no valid reading in the run")
-    out |= board_reasons(collector.channels, probe, options, collector.idle_problem, collector.idle_power_w is not None)
+    out |= board_reasons(collector.channels, probe, collector.idle)
     if options.batch_size is None:
         out["energy_per_sample_j"] = out["samples_per_s"] = "batch size unknown: pass batch_size="
     if no_profiler:
@@ -170,5 +166,5 @@ def build_report(
         unavailable=unavailable(options, probe, collector, failure, no_profiler, sampler),
         batch_size=options.batch_size,
         model=model,
-        idle_power_w=collector.idle_power_w,
+        idle_power_w=collector.idle.power_w,
     )

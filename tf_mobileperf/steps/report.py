@@ -89,70 +89,122 @@ class Report:
         return [s for s in self.steps if not s.warmup and not s.failed]
 
     def summary(self) -> dict[str, Any]:
-        totals = self.totals
-        durations = totals.durations
-        total_time = float(durations.sum())
-        roles = Roles.of(self.channels)
+        """The run's quantities, by concern: the run, its headline numbers, energy, CPU and channels,
+        step timing, throughput, and what it was measured with."""
+        energy_j = self._energy_j()
+        power_avg_w = {r: _per_second(e, self.totals.rail(r).time_s) for r, e in energy_j.items()}
+        return (
+            self._run_fields()
+            | self._headline(energy_j, power_avg_w)
+            | self._energy_fields(energy_j, power_avg_w)
+            | self._completeness(list(energy_j))
+            | self._cpu_and_channels()
+            | self._timing()
+            | self._throughput(energy_j.get("total"))
+            | self._context()
+        )
+
+    def _energy_j(self) -> dict[str, float | None]:
+        """Energy per rail and, with any rail, in total, over the measured steps with it known."""
         rails = [c.name for c in energy_rails(self.channels)]
-        energy_j = {r: totals.energy(r) for r in rails + (["total"] if rails else [])}
-        power_avg_w = {r: _per_second(e, totals.rail(r).time_s) for r, e in energy_j.items()}
-        energy_time = totals.energy_time_s
-        per_core = {core: totals.mean(f"core/{core}") for core in totals.cores or []}
-        per_cluster = {
-            name: _mean_known([per_core.get(core) for core in cores])
-            for name, cores in core_clusters(roles.cores).items()
-        }
-        samples = self.batch_size * totals.batches if self.batch_size else None
-        energy_total = energy_j.get("total")
-        measured = len(durations) > 0
-        gaps = totals.total("gap_before_s")
+        return {r: self.totals.energy(r) for r in rails + (["total"] if rails else [])}
+
+    def _run_fields(self) -> dict[str, Any]:
+        """Which run and how it ended."""
         return {
             "model": self.model,
             "success": self.success,
             "failed_step": self.failed_step,
             "error": self.error,
-            "steps_measured": totals.count,
+            "steps_measured": self.totals.count,
             "warmup_steps": self.warmup_steps,
-            "gpu_util_avg": totals.mean("gpu_util"),
-            "cpu_util_avg": totals.mean("cpu_util"),
+        }
+
+    def _headline(self, energy_j: dict[str, float | None], power_avg_w: dict[str, float | None]) -> dict[str, Any]:
+        """The seed's quantities (utilization, power, energy, memory) and the GPU allocator's memory."""
+        return {
+            "gpu_util_avg": self.totals.mean("gpu_util"),
+            "cpu_util_avg": self.totals.mean("cpu_util"),
             "power_avg": power_avg_w.get("total"),
-            "energy_total": energy_total,
-            "mem_peak_gb": totals.mem_peak_gb,
+            "energy_total": energy_j.get("total"),
+            "mem_peak_gb": self.totals.mem_peak_gb,
             **self.gpu_memory,
+        }
+
+    def _energy_fields(self, energy_j: dict[str, float | None], power_avg_w: dict[str, float | None]) -> dict[str, Any]:
+        """Energy and power per rail, above idle, which rails the total sums, throttling, and where energy came from."""
+        roles = Roles.of(self.channels)
+        return {
             "power_avg_w": power_avg_w,
             "energy_j": energy_j,
             **self._active_energy(list(energy_j)),
             "total_rails": [c.name for c in roles.total],
             "input_rail": roles.input_rail,
-            "throttled_steps": totals.throttled if roles.throttle else None,
+            "throttled_steps": self.totals.throttled if roles.throttle else None,
             "energy_sources": self._energy_sources(),
             "energy_method_rule": METHOD_RULE,
-            "energy_total_methods": totals.methods.get("total"),
+            "energy_total_methods": self.totals.methods.get("total"),
+        }
+
+    def _completeness(self, rails: list[str]) -> dict[str, Any]:
+        """In how many measured steps, and over how much time, the total's and each rail's energy is known."""
+        totals = self.totals
+        return {
             "energy_steps_complete": {
                 "complete": totals.energy_complete,
                 "measured": totals.count,
-                "time_s": energy_time,
-                "measured_time_s": total_time,
+                "time_s": totals.energy_time_s,
+                "measured_time_s": float(totals.durations.sum()),
             },
             "energy_steps_complete_per_rail": {
-                r: {"complete": totals.rail(r).complete, "time_s": totals.rail(r).time_s} for r in energy_j
+                r: {"complete": totals.rail(r).complete, "time_s": totals.rail(r).time_s} for r in rails
             },
-            "incomplete_rails": self._incomplete_rails(list(energy_j), roles),
+            "incomplete_rails": self._incomplete_rails(rails, Roles.of(self.channels)),
+        }
+
+    def _cpu_and_channels(self) -> dict[str, Any]:
+        """CPU utilization per core and per cluster, and every channel over the measured steps."""
+        per_core = {core: self.totals.mean(f"core/{core}") for core in self.totals.cores or []}
+        per_cluster = {
+            name: _mean_known([per_core.get(core) for core in cores])
+            for name, cores in core_clusters(Roles.of(self.channels).cores).items()
+        }
+        return {
             "cpu_util_per_core": per_core,
             "cpu_util_per_cluster": per_cluster,
-            "channels": totals.channel_summary(self.channels),
+            "channels": self.totals.channel_summary(self.channels),
+        }
+
+    def _timing(self) -> dict[str, Any]:
+        """Step times, and the time between steps."""
+        durations = self.totals.durations
+        total_time, measured = float(durations.sum()), len(durations) > 0
+        gaps = self.totals.total("gap_before_s")
+        return {
             "step_time_s": {
                 "mean": float(durations.mean()) if measured else None,
                 "p50": float(np.percentile(durations, 50)) if measured else None,
                 "p99": float(np.percentile(durations, 99)) if measured else None,
             },
-            "gap_before_step_s": {"mean": gaps / totals.count if gaps is not None else None},
+            "gap_before_step_s": {"mean": gaps / self.totals.count if gaps is not None else None},
             "between_steps_fraction": gaps / (gaps + total_time)
             if gaps is not None and gaps + total_time > 0
             else None,
+        }
+
+    def _throughput(self, energy_total: float | None) -> dict[str, Any]:
+        """Per sample: energy and rate; None without a batch size."""
+        samples = self.batch_size * self.totals.batches if self.batch_size else None
+        total_time = float(self.totals.durations.sum())
+        return {
             "batch_size": self.batch_size,
             "energy_per_sample_j": self._per_sample(energy_total),
             "samples_per_s": samples / total_time if samples and total_time > 0 else None,
+        }
+
+    def _context(self) -> dict[str, Any]:
+        """What the run was measured with and on, and why a quantity has no value."""
+        return {
             "sampling": self.sampling,
             "sensors": self.sensors,
             "device": self.device,

@@ -72,6 +72,10 @@ def label(row: dict) -> str:
 
 
 def pick(browser, select: str, text: str) -> None:
+    """Picks the option of ``select`` that starts with ``text`` and waits until the chart it asked the server
+    for is drawn (the cross-run box's data-ready)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
     browser.execute_script(
         """
         const select = document.querySelector(arguments[0]);
@@ -80,6 +84,9 @@ def pick(browser, select: str, text: str) -> None:
     """,
         select,
         text,
+    )
+    WebDriverWait(browser, 30).until(
+        lambda d: d.execute_script("return document.querySelector('.crossrun').dataset.ready === 'true'")
     )
 
 

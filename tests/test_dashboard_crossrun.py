@@ -145,22 +145,16 @@ def test_crossrun_chart_has_one_series_per_model_on_a_log2_batch_axis_and_marks_
         assert wanted in choices
     assert "GPU utilization (%): not measured" in choices  # the synthetic sensor has no GPU load
     # The y select redraws the chart; the 8 W model draws more power than the 5 W one.
-    values = browser.execute_script("""
-        const select = document.querySelector('.crossrun select.quantity');
-        select.value = [...select.options].find((o) => o.textContent === 'mean power: total rail group (W)').value;
-        select.dispatchEvent(new Event('change'));
-        return [...document.querySelectorAll('.crossrun .u-legend .u-series')].map((s) => s.textContent);
-    """)
+    pick(browser, ".crossrun select.quantity", "mean power: total rail group (W)")
+    values = browser.execute_script(
+        "return [...document.querySelectorAll('.crossrun .u-legend .u-series')].map((s) => s.textContent);"
+    )
     assert len(values) == 3
     state = crossrun_state(browser)
     assert state["y"] == "mean power: total rail group (W)" and state["series"] == ["batch size", "mlp", "wide"]
     screenshot(browser, ".crossrun", "crossrun-power.png")
     # One series per run folder instead: every run is directly in the logdir, each in a folder of its own.
-    browser.execute_script("""
-        const select = document.querySelector('.crossrun select.grouping');
-        select.value = [...select.options].find((o) => o.textContent === 'run folder').value;
-        select.dispatchEvent(new Event('change'));
-    """)
+    pick(browser, ".crossrun select.grouping", "run folder")
     assert crossrun_state(browser)["series"] == ["batch size", *(f"{m}-bs{s}" for m in ("mlp", "wide") for s in SIZES)]
     assert browser.find_elements("css selector", ".crossrun .spread") == []  # no point of several runs
     errors = [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]

@@ -1,4 +1,4 @@
-"""Serves the MobilePerf dashboard: runs, step tables, sample series, traces.
+"""Serves the MobilePerf dashboard: runs, the chart across runs, step tables, sample series, traces.
 
 Runs are found through ``context.data_provider`` (the run summary tensor
 written by the callback); a run's step table and samples are then read from
@@ -36,6 +36,7 @@ from werkzeug import wrappers
 
 from tf_mobileperf.format import finite_json, names, reader, schema
 from tf_mobileperf.format.layout import RunLayout
+from tf_mobileperf.tools import crossrun
 
 from . import missing_bundle, run_status
 from .downsample import ChannelRate, declared_period_s, min_max
@@ -129,6 +130,7 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
         return {
             "/index.js": self._serve_js,
             "/runs": self._serve_runs,
+            "/crossrun": self._serve_crossrun,
             "/steps": self._serve_steps,
             "/channels": self._serve_channels,
             "/series": self._serve_series,
@@ -183,14 +185,32 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
             raise errors.NotFoundError(f"run {run[:100]!r} is outside the logdir")
         return run, path, summary
 
-    @_route
-    def _serve_runs(self, request):
+    def _listed(self, request) -> list[tuple[str, dict]]:
+        """Every run and its summary, sorted by name, with its status as it is."""
         out = []
         for run, summary in sorted(self._summaries(request).items()):
             if summary.get("status") != run_status.UNREADABLE:
                 summary = self._status(run, summary).applied(summary)
-            out.append({"run": run, "summary": summary})
+            out.append((run, summary))
         return out
+
+    @_route
+    def _serve_runs(self, request):
+        return [{"run": run, "summary": summary} for run, summary in self._listed(request)]
+
+    @_route
+    def _serve_crossrun(self, request):
+        """The cross-run chart (``crossrun.chart``) of the runs' summaries: ``quantity`` and ``grouping`` keys
+        choose it, the first measured quantity and the first grouping by default."""
+        rows = [
+            crossrun.row_of_summary(run, summary)
+            for run, summary in self._listed(request)
+            if summary.get("status") != run_status.UNREADABLE
+        ]
+        try:
+            return crossrun.chart(rows, request.args.get("quantity") or None, request.args.get("grouping") or None)
+        except crossrun.UnknownKey as exc:
+            raise errors.InvalidArgumentError(str(exc)) from None
 
     @_route
     def _serve_steps(self, request):

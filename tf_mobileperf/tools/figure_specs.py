@@ -12,22 +12,27 @@ and the reason from the rows' ``unavailable``.
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Callable
 
 from tf_mobileperf.tools.colours import short_reason
+from tf_mobileperf.tools.crossrun import (  # noqa: F401 (grouping is the analysis module's; re-exported)
+    BOARD_KEYS,
+    GROUP_ORDER,
+    SETTING_LABELS,
+    UNKNOWN_BOARD,
+    Getter,
+    Row,
+    board_of,
+    boards,
+    cpu_util_all_cores,
+    field,
+    line_groups,
+    lines,
+    rail_groups,
+    why_missing,
+)
+from tf_mobileperf.tools.crossrun import cluster_util as _cluster_util
+from tf_mobileperf.tools.crossrun import group_power as _group_power
 from tf_mobileperf.tools.sweep import is_oom
-
-Row = dict
-Getter = Callable[[Row], "float | None"]
-#: Rail groups in the order their panels appear; any other group follows, "" is "other".
-GROUP_ORDER = ("total", "cpu", "gpu", "mem", "soc")
-#: How a setting that differs between the lines of a model is named in their labels ("cnn (mode 2)").
-SETTING_LABELS = {"power_mode": "mode"}
-#: A row's fields that name its board, the one that names it best first (per the fleet sweep's rows).
-BOARD_KEYS = ("board_type", "board", "host")
-#: The board of a row that names none, in a sweep whose other rows do.
-UNKNOWN_BOARD = "(board not recorded)"
 
 
 @dataclasses.dataclass
@@ -80,68 +85,6 @@ class FigureSpec:
     title: str
     panels: list[Panel]
     batch_sizes: list[int] = dataclasses.field(default_factory=list)
-
-
-def board_of(row: Row) -> str | None:
-    """The board a row ran on: its board type (a fleet sweep's), else its board's name, else its host; None
-    where the row records none (a sweep from before boards were recorded)."""
-    return next((str(row[k]) for k in BOARD_KEYS if row.get(k)), None)
-
-
-def boards(rows: list[Row]) -> list[str]:
-    """The distinct boards of the rows, sorted: one (or none) for a sweep on one board. Rows that record no
-    board beside rows that do are on a board of their own (UNKNOWN_BOARD), never on another's line."""
-    named = {board_of(r) or UNKNOWN_BOARD for r in rows}
-    return sorted(named) if named != {UNKNOWN_BOARD} else []
-
-
-def line_groups(rows: list[Row]) -> dict[tuple[str | None, str], list[Row]]:
-    """Rows by (board, line), sorted by batch size: a line per model, or per configuration of a model with
-    several on that board, named with the settings that differ; the board is None for rows of one board."""
-    several = len(boards(rows)) > 1
-
-    def board(row: Row) -> str | None:
-        return (board_of(row) or UNKNOWN_BOARD) if several else None
-
-    def setting(row: Row, key: str):
-        return (row.get("config") or {}).get(key)
-
-    keys = sorted({k for r in rows for k in (r.get("config") or {}) if k not in BOARD_KEYS})
-    varying = {}
-    for where, model in {(board(r), r["model"]) for r in rows}:
-        same = [r for r in rows if board(r) == where and r["model"] == model]
-        varying[where, model] = [k for k in keys if len({json.dumps(setting(r, k)) for r in same}) > 1]
-    out: dict[tuple[str | None, str], list[Row]] = {}
-    for row in sorted(rows, key=lambda r: (board(r) or "", r["model"], r["batch_size"])):
-        where = board(row)
-        differs = ", ".join(
-            f"{SETTING_LABELS.get(k, k)} {_value(setting(row, k))}" for k in varying[where, row["model"]]
-        )
-        out.setdefault((where, f"{row['model']} ({differs})" if differs else row["model"]), []).append(row)
-    return out
-
-
-def _value(setting) -> str:
-    """A setting as a line's label shows it: None (the model's own default) as "default"."""
-    return "default" if setting is None else str(setting)
-
-
-def lines(rows: list[Row]) -> dict[str, list[Row]]:
-    """Rows by line label: "cnn" (or "cnn (mode 2)") on one board, "cnn on orin-nano" where several boards ran."""
-    groups = line_groups(rows).items()
-    return {line if where is None else f"{line} on {where}": group for (where, line), group in groups}
-
-
-def why_missing(rows: list[Row], *keys: str) -> str:
-    """The first reason the rows give (``unavailable``) for any of ``keys``, else a generic one."""
-    for key in keys:
-        for row in rows:
-            reason = (row.get("unavailable") or {}).get(key)
-            if reason:
-                return reason
-    if not any(r.get("success") for r in rows):
-        return "no configuration trained successfully"
-    return "not in this sweep's results"
 
 
 def panel(groups: dict[str, list[Row]], title: str, ylabel: str, get: Getter, *reason_keys: str) -> Panel:
@@ -197,44 +140,6 @@ def failures(groups: dict[str, list[Row]]) -> list[Failures]:
     return out
 
 
-def rail_groups(rows: list[Row]) -> dict[str, list[str]]:
-    """Rail group -> the rails (channel names of ``power_avg_w``) in it, from the sensors' declared roles."""
-    out: dict[str, list[str]] = {}
-    for row in rows:
-        rails = set(row.get("power_avg_w") or {})
-        for sensor in row.get("sensors") or []:
-            for channel in sensor.get("channels") or []:
-                if channel["name"] in rails and channel["name"] not in out.get(channel.get("group") or "other", []):
-                    out.setdefault(channel.get("group") or "other", []).append(channel["name"])
-    order = {g: i for i, g in enumerate(GROUP_ORDER)}
-    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
-
-
-def _group_power(rails: list[str]) -> Getter:
-    def get(row: Row) -> float | None:
-        values = [(row.get("power_avg_w") or {}).get(r) for r in rails]
-        known = [v for v in values if v is not None]
-        return sum(known) if len(known) == len(values) else None
-
-    return get
-
-
-def cpu_util_all_cores(row: Row) -> float | None:
-    """The CPU's utilization where its cores have no cluster: the overall channel's, else the cores' mean."""
-    if row.get("cpu_util_avg") is not None:
-        return row["cpu_util_avg"]
-    cores = [v for v in (row.get("cpu_util_per_core") or {}).values() if v is not None]
-    return sum(cores) / len(cores) if cores else None
-
-
-def _cluster_util(cluster: str) -> Getter:
-    return lambda row: (row.get("cpu_util_per_cluster") or {}).get(cluster)
-
-
-def _scaled(key: str, factor: float) -> Getter:
-    return lambda row: None if row.get(key) is None else row[key] * factor
-
-
 def figures(rows: list[Row]) -> list[FigureSpec]:
     """Every figure of ``rows``: step time and samples/s, GPU, CPU per cluster, power per rail group, energy,
     memory."""
@@ -256,7 +161,7 @@ def figures(rows: list[Row]) -> list[FigureSpec]:
                     groups,
                     "mean step time (measured steps)",
                     "step time (ms)",
-                    _scaled("step_time_s_mean", 1e3),
+                    field("step_time_s_mean", 1e3),
                     "step_time_s",
                 )
             ],
@@ -269,7 +174,7 @@ def figures(rows: list[Row]) -> list[FigureSpec]:
                     groups,
                     "samples per second (measured steps)",
                     "samples/s",
-                    lambda r: r.get("samples_per_s"),
+                    field("samples_per_s"),
                     "samples_per_s",
                 )
             ],
@@ -277,7 +182,7 @@ def figures(rows: list[Row]) -> list[FigureSpec]:
         FigureSpec(
             "gpu_util",
             "GPU utilization",
-            [panel(groups, "mean GPU utilization", "utilization (%)", lambda r: r.get("gpu_util_avg"), "gpu_util")],
+            [panel(groups, "mean GPU utilization", "utilization (%)", field("gpu_util_avg"), "gpu_util")],
         ),
         FigureSpec("cpu_util", "CPU utilization per cluster", cpu),
         FigureSpec(
@@ -292,15 +197,15 @@ def figures(rows: list[Row]) -> list[FigureSpec]:
                 energy_panel(
                     groups,
                     "energy per step",
-                    _scaled("energy_per_step_j", 1.0),
-                    _scaled("energy_active_per_step_j", 1.0),
+                    field("energy_per_step_j", 1.0),
+                    field("energy_active_per_step_j", 1.0),
                     "energy",
                 ),
                 energy_panel(
                     groups,
                     "energy per sample",
-                    _scaled("energy_per_sample_j", 1.0),
-                    _scaled("energy_active_per_sample_j", 1.0),
+                    field("energy_per_sample_j", 1.0),
+                    field("energy_active_per_sample_j", 1.0),
                     "energy_per_sample_j",
                     "energy",
                 ),
@@ -374,7 +279,7 @@ def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
         groups,
         "peak memory of the training process (RSS)",
         "memory (GiB)",
-        lambda r: r.get("proc_peak_gb"),
+        field("proc_peak_gb"),
         "proc_peak_gb",
     )
     process.failures = failures(groups)
@@ -414,7 +319,7 @@ def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
     process.limits = merge_limits(limits)
     empty_if(process, [r for rows in groups.values() for r in rows], "proc_peak_gb")
     system = panel(
-        groups, "RAM in use on the board (every process)", "memory (GiB)", lambda r: r.get("mem_peak_gb"), "mem_peak_gb"
+        groups, "RAM in use on the board (every process)", "memory (GiB)", field("mem_peak_gb"), "mem_peak_gb"
     )
     gpu = gpu_memory_panel(groups)
     return FigureSpec("memory", "Peak memory", [process, system] + ([gpu] if gpu.series else []))
@@ -423,9 +328,7 @@ def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
 def gpu_memory_panel(groups: dict[str, list[Row]]) -> Panel:
     """GPU memory apart from system RAM: the framework allocator's peak (solid), and beside it (dashed) the
     device memory in use by NVML (every process's, the allocator's cache included). No line on a CPU sweep."""
-    out = panel(
-        groups, "GPU memory: allocator peak", "GPU memory (GiB)", lambda r: r.get("gpu_mem_peak_gb"), "gpu_mem_peak_gb"
-    )
+    out = panel(groups, "GPU memory: allocator peak", "GPU memory (GiB)", field("gpu_mem_peak_gb"), "gpu_mem_peak_gb")
     device = panel(groups, out.title, "GPU memory (GiB)", lambda r: r.get("gpu_device_mem_peak_gb")).series
     out.series += [
         Series(

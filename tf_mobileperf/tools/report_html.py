@@ -5,7 +5,7 @@ Python, TensorBoard or a network: the figures are embedded as ``data:``
 PNGs, there is no script and no external style sheet, and every value from
 the results is HTML-escaped. A value not measured reads "n/a", never 0.
 Where the rows come from several boards, a column names each row's board
-and a table gives each board's best batch size (``boards``).
+and a table gives each board's best batch size (``crossrun``, as the MobilePerf tab's).
 """
 
 from __future__ import annotations
@@ -15,8 +15,16 @@ import html
 from collections.abc import Callable
 from pathlib import Path
 
-from tf_mobileperf.tools.boards import best_batch
-from tf_mobileperf.tools.figure_specs import UNKNOWN_BOARD, Row, board_of, boards, cpu_util_all_cores, lines
+from tf_mobileperf.tools.crossrun import (
+    BEST_COLUMNS,
+    UNKNOWN_BOARD,
+    Row,
+    best_batch,
+    board_of,
+    boards,
+    cpu_util_all_cores,
+    lines,
+)
 
 #: Table columns: heading and how a row's cell is written.
 COLUMNS: list[tuple[str, Callable[[Row], str]]] = [
@@ -85,8 +93,11 @@ def _best_table(rows: list[Row]) -> str:
     )
     return (
         "<h2>Best batch size per board</h2><p>Among the successful configurations: the most samples/s and "
-        "the fewest joules per sample.</p><table id=best-batch><thead><tr><th>board</th><th>model</th>"
-        "<th>most samples/s</th><th>fewest J/sample</th></tr></thead><tbody>" + cells + "</tbody></table>"
+        "the fewest joules per sample.</p><table id=best-batch><thead><tr>"
+        + "".join(f"<th>{html.escape(title)}</th>" for title in BEST_COLUMNS)
+        + "</tr></thead><tbody>"
+        + cells
+        + "</tbody></table>"
     )
 
 

@@ -14,3 +14,4 @@ export const listRuns = () => getJson("runs");
 export const getSteps = (run) => getJson("steps", { run });
 export const getChannels = (run) => getJson("channels", { run });
 export const getSeries = (run, channel, maxPoints) => getJson("series", { run, channel, max_points: maxPoints });
+export const getCrossrun = (quantity, grouping) => getJson("crossrun", { ...(quantity ? { quantity } : {}), ...(grouping ? { grouping } : {}) });

@@ -8,89 +8,28 @@
 // highest. A configuration that failed is a red cross at its batch size (on
 // its series' value where it has one, else on the x axis) with its cause on
 // hover, and listed under the chart.
+//
+// What is drawn is the server's analysis (the /crossrun route, tf_mobileperf/tools/crossrun.py, which
+// `mobileperf plot` and report.html use too): the quantities and groupings to pick from, the lines with
+// their colours and points (mean, n, range, runs), the failures and the best batch sizes. Here it is only
+// laid out: log2 positions, the legend's text, the bars and crosses over the plot.
 import uPlot from "uplot";
+import { getCrossrun } from "./api.js";
 import { el, fmt } from "./format.js";
-import { bestBatchTable, boardAndModel, boardsOf, successStats } from "./boards.js";
-import { modelColour, shade } from "./colours.js";
-import { channelsOf, processPeak } from "./header.js";
-import { energyPerStep, naturalCompare } from "./runs.js";
+import { bestBatchTable } from "./boards.js";
 
-const finite = (v) => (typeof v === "number" && Number.isFinite(v) ? v : null);
-
-// The run's folder, without the train (or validation) folder the callback writes:
-// a sweep's configuration is in the sweep's folder ("tx2/cnn-bs4/train" -> "tx2"),
-// a run directly in the logdir is in its own ("cnn-bs4/train" -> "cnn-bs4").
-function folderOf(run) {
-  const parts = run.split("/");
-  if (parts.length > 1 && ["train", "validation"].includes(parts[parts.length - 1])) parts.pop();
-  return parts.length > 1 ? parts.slice(0, -1).join("/") : parts[0];
-}
-const GROUPINGS = [
-  ["model", (r) => r.summary.model ?? "(no model)"],
-  ["run folder", (r) => folderOf(r.run)],
-];
-// Several boards: a line per board and model first.
-const groupings = (runs) => (boardsOf(runs).length > 1 ? [["board and model", boardAndModel], ...GROUPINGS] : GROUPINGS);
-
-// Mean power of a rail group: the total is the report's own (the input rail, or
-// the sum of the rails); another group sums its rails' means.
-function groupPower(s, group) {
-  if (group === "total") return s.power_avg;
-  const rails = channelsOf(s).filter((c) => c.kind === "power" && (c.group || c.name) === group);
-  const watts = rails.map((c) => finite((s.power_avg_w || {})[c.name]));
-  return watts.length && !watts.includes(null) ? watts.reduce((a, b) => a + b, 0) : null;
-}
-
-// Every quantity the runs carry: {label, unit, get(summary)}.
-function quantities(runs) {
-  const all = (f) => [...new Set(runs.flatMap((r) => f(r.summary)))].sort(naturalCompare);
-  const powerGroups = all((s) => channelsOf(s).filter((c) => c.kind === "power").map((c) => c.group || c.name));
-  const clusters = all((s) => Object.keys(s.cpu_util_per_cluster || {}));
-  return [
-    { label: "energy per step", unit: "J", get: energyPerStep },
-    { label: "energy per sample", unit: "J", get: (s) => s.energy_per_sample_j },
-    { label: "samples per second", unit: "samples/s", get: (s) => s.samples_per_s },
-    { label: "step time (mean)", unit: "ms", get: (s) => (s.step_time_s && s.step_time_s.mean != null ? s.step_time_s.mean * 1e3 : null) },
-    ...powerGroups.map((g) => ({ label: `mean power: ${g} rail group`, unit: "W", get: (s) => groupPower(s, g) })),
-    { label: "GPU utilization", unit: "%", get: (s) => s.gpu_util_avg },
-    { label: "CPU utilization (all cores)", unit: "%", get: (s) => s.cpu_util_avg },
-    ...clusters.map((c) => ({ label: `CPU utilization: ${c} cluster`, unit: "%", get: (s) => (s.cpu_util_per_cluster || {})[c] })),
-    { label: "peak memory: process (peak RSS)", unit: "GiB", get: (s) => (processPeak(s) || {}).gib },
-    { label: "peak memory: system RAM in use", unit: "GiB", get: (s) => s.mem_peak_gb },
-    { label: "peak memory: GPU allocator", unit: "GiB", get: (s) => s.gpu_mem_peak_gb },
-  ];
-}
-
-// The chart's data: x = log2(batch size) of every run, a series per group
-// (the mean of its successful runs at each batch size, with their count and
-// range in stats), the points of several runs, and the failed runs.
-function chartData(points, groupKey, get) {
-  const sizes = [...new Set(points.map((r) => r.summary.batch_size))].sort((a, b) => a - b);
-  const groups = [...new Set(points.map(groupKey))].sort(naturalCompare);
-  const stats = groups.map((g) => sizes.map((bs) =>
-    successStats(points.filter((r) => groupKey(r) === g && r.summary.batch_size === bs), get)));
-  const series = stats.map((row) => row.map((s) => s?.mean ?? null));
-  const colours = groupColours(points, groupKey, groups);
-  const shared = stats.flatMap((row, i) => row.flatMap((s, j) => (s && s.n > 1
-    ? [{ ...s, colour: colours[i], group: groups[i], size: sizes[j], x: Math.log2(sizes[j]) }] : [])));
-  const failed = points.filter((r) => r.summary.success === false).map((r) => ({
-    x: Math.log2(r.summary.batch_size), y: finite(get(r.summary)), group: groupKey(r),
-    text: `${r.run}: batch size ${r.summary.batch_size} failed at step ${r.summary.failed_step ?? "?"}: ${(r.summary.error || "no error recorded").split("\n")[0]}`,
-  }));
-  return { x: sizes.map(Math.log2), groups, series, stats, shared, failed, colours };
-}
-
-// Each line's colour: its model's (plot and dashboard alike), a shade of it for
-// the model's further lines (another device); a line of several models (a run
-// folder) takes the colour its name picks.
-function groupColours(points, groupKey, groups) {
-  const used = {};
-  return groups.map((g) => {
-    const models = new Set(points.filter((r) => groupKey(r) === g).map((r) => r.summary.model ?? "(no model)"));
-    const base = modelColour(models.size === 1 ? [...models][0] : g);
-    used[base] = (used[base] ?? -1) + 1;
-    return shade(base, used[base]);
-  });
+// The route's answer as the chart draws it: x = log2(batch size), a series per line (its points' means),
+// the points of several runs, and the failed runs.
+function chartData(data) {
+  const stats = data.lines.map((line) => line.points);
+  const shared = data.lines.flatMap((line) => line.points.flatMap((p) => (p && p.n > 1
+    ? [{ ...p, colour: line.colour, group: line.label, size: p.batch_size, x: Math.log2(p.batch_size) }] : [])));
+  return {
+    x: data.x.map(Math.log2), groups: data.lines.map((line) => line.label), stats,
+    series: stats.map((row) => row.map((p) => p?.mean ?? null)), shared,
+    failed: data.failed.map((f) => ({ ...f, x: Math.log2(f.batch_size) })),
+    colours: data.lines.map((line) => line.colour),
+  };
 }
 
 // A value with, where several runs make it, their count and range: "0.128 J (n=2, 0.0740–0.182)".
@@ -108,7 +47,7 @@ function drawSpreads(shared, unit) {
       const [top, bottom, colour] = [u.valToPos(s.max, "y"), u.valToPos(s.min, "y"), s.colour];
       u.over.append(el("span", { class: "spread", "data-group": s.group, "data-batch-size": String(s.size),
         "data-n": String(s.n), "data-min": String(s.min), "data-max": String(s.max),
-        title: `${s.group}, batch size ${s.size}: mean of ${s.n} runs, ${valueText(s.mean, s, unit)}: ${s.runs.map((r) => r.run).join(", ")}`,
+        title: `${s.group}, batch size ${s.size}: mean of ${s.n} runs, ${valueText(s.mean, s, unit)}: ${s.runs.join(", ")}`,
         style: `position:absolute;left:${u.valToPos(s.x, "x") - 6}px;top:${top - 1}px;width:12px;height:${bottom - top}px;`
           + `border-top:2px solid ${colour};border-bottom:2px solid ${colour};`
           + `background:linear-gradient(${colour},${colour}) center/2px 100% no-repeat;pointer-events:auto;cursor:help` }));
@@ -128,12 +67,14 @@ function drawFailures(failed) {
   };
 }
 
-function drawChart(box, data, q, width) {
-  const values = [...data.series.flat(), ...data.failed.map((f) => f.y)].filter((v) => v !== null);
-  if (!values.length) {
-    box.append(el("p", { class: "note", text: `no run measured ${q.label} (not measured on this device)` }));
+function drawChart(box, answer, width) {
+  if (answer.empty_reason) {
+    box.append(el("p", { class: "note", text: answer.empty_reason }));
     return;
   }
+  const data = chartData(answer);
+  const q = answer.quantities.find((c) => c.key === answer.quantity);
+  const values = [...data.series.flat(), ...data.failed.map((f) => f.y)].filter((v) => v !== null);
   const [lo, hi] = [Math.min(...data.x), Math.max(...data.x)];
   const ticks = [];
   for (let v = Math.ceil(lo); v <= Math.floor(hi); v++) ticks.push(v);
@@ -158,31 +99,52 @@ function drawChart(box, data, q, width) {
   }
 }
 
-export function batchSizeChart(runs, width) {
-  const points = runs.filter((r) => r.summary.batch_size > 0 && !r.summary.combined);
-  const box = el("div", { class: "chart crossrun" }, el("h4", { text: "Across runs, against batch size" }));
-  if (!points.length) {
-    box.append(el("p", { text: "no run reports its batch size (pass batch_size= to the callback)" }));
+// The chart's box, once the route's first answer is drawn; picking another quantity or grouping asks the
+// route again (the box's data-ready is "false" until that answer is drawn).
+export async function batchSizeChart(width) {
+  const box = el("div", { class: "chart crossrun", "data-ready": "false" }, el("h4", { text: "Across runs, against batch size" }));
+  let first;
+  try {
+    first = await getCrossrun();
+  } catch (err) {
+    box.append(el("p", { class: "error", text: String(err.message || err) }));
+    box.setAttribute("data-ready", "true");
     return box;
   }
-  const qs = quantities(points);
-  const measured = qs.map((q) => points.some((r) => finite(q.get(r.summary)) !== null));
-  const quantity = el("select", { class: "quantity" }, ...qs.map((q, i) => el("option", { value: String(i),
-    text: `${q.label} (${q.unit})${measured[i] ? "" : ": not measured"}` })));
-  quantity.value = String(Math.max(0, measured.indexOf(true)));
-  const choices = groupings(points);
-  const grouping = el("select", { class: "grouping" }, ...choices.map(([label], i) => el("option", { value: String(i), text: label })));
+  if (!first.quantities.length) {
+    box.append(el("p", { text: first.empty_reason }));
+    box.setAttribute("data-ready", "true");
+    return box;
+  }
+  const quantity = el("select", { class: "quantity" }, ...first.quantities.map((q) => el("option", { value: q.key,
+    text: `${q.label} (${q.unit})${q.measured ? "" : ": not measured"}` })));
+  quantity.value = first.quantity;
+  const grouping = el("select", { class: "grouping" }, ...first.groupings.map((g) => el("option", { value: g.key, text: g.label })));
+  grouping.value = first.grouping;
   const chart = el("div");
-  const draw = () => {
-    const q = qs[Number(quantity.value)];
+  let asked = 0;
+  const draw = (answer) => {
     chart.replaceChildren();
-    drawChart(chart, chartData(points, choices[Number(grouping.value)][1], q.get), q, width);
+    drawChart(chart, answer, width);
+    box.setAttribute("data-ready", "true");
   };
-  quantity.addEventListener("change", draw);
-  grouping.addEventListener("change", draw);
+  const redraw = async () => {
+    const mine = ++asked;
+    box.setAttribute("data-ready", "false");
+    try {
+      const answer = await getCrossrun(quantity.value, grouping.value);
+      if (mine === asked) draw(answer);
+    } catch (err) {
+      if (mine !== asked) return;
+      chart.replaceChildren(el("p", { class: "error", text: String(err.message || err) }));
+      box.setAttribute("data-ready", "true");
+    }
+  };
+  quantity.addEventListener("change", redraw);
+  grouping.addEventListener("change", redraw);
   box.append(el("div", {}, el("label", {}, "y: ", quantity), " one line per ", el("label", {}, grouping)), chart);
-  const best = bestBatchTable(points);
+  const best = bestBatchTable(first.best);
   if (best) box.append(best);
-  draw();
+  draw(first);
   return box;
 }

@@ -57,7 +57,7 @@ export async function render() {
     root.append(el("p", { text: "No run with tf-mobileperf data in this logdir." }));
     return;
   }
-  root.append(el("h3", { text: "All runs" }), runTable(runs), batchSizeChart(runs, width));
+  root.append(el("h3", { text: "All runs" }), runTable(runs), await batchSizeChart(width));
   const picker = el("div", { class: "runs" }, el("b", { text: "Show runs: " }));
   const details = el("div", { id: "run-details" });
   const selected = new Set([runs[0].run]);

@@ -191,7 +191,7 @@ def repeatability(args: argparse.Namespace, runs: int = 4, batch_size: int = 16)
     out = []
     for model in args.models.split(","):
         means = []
-        for i in range(runs):
+        for _ in range(runs):
             config = SweepConfig(
                 out=Path(tempfile.mkdtemp(prefix=f"repeat-{model}-")),
                 warmup_steps=3,

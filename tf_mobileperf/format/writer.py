@@ -15,7 +15,7 @@ from . import schema
 from .finite_json import finite
 
 
-def write_json(path: Path, data: dict) -> None:
+def write_json(path: Path, data: dict | list) -> None:
     """Writes JSON atomically (temp file + rename): readers never see half a file.
 
     The temporary file has a name of its own in the same folder, so writers

@@ -100,6 +100,7 @@ class PerfMonitor:
         )
         self.channels = self.sampler.channels if self.sampler else []
         self.report: Report | None = None
+        self.last_step: StepRecord | None = None  # the step closed last, its window as steps.csv records it
         self._guard = Guard()
         self._failure: tuple[int, str] | None = None
         self._started = False
@@ -264,6 +265,7 @@ class PerfMonitor:
         if step is self.collector.open:  # begun by step_begin: the allocator's peak since then is the step's
             step.gpu_mem_peak_gb = self.gpu_memory.end_step_gb()
         count = self.collector.close_step(step)
+        self.last_step = step
         if not (step.failed or step.warmup or self._first_measured):
             self._first_measured = True
             self._guard("name the sensors without a value", self.collector.warn_unread)

@@ -282,7 +282,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             + (f", 95% interval {ci[0]:.4g}..{ci[1]:.4g} s over {r.get('steps_measured')} steps" if ci else "")
         )
     print(
-        f"{'batch':>5} {'peak RSS GiB':>16} {'step time s (95%)':>24} {'J/step (95%)':>24} {'J/sample':>10}  out of memory?"
+        f"{'batch':>5} {'peak RSS GiB':>16} {'step time s (95%)':>24} {'J/step (95%)':>24} {'J/sample':>10}"
+        "  out of memory?"
     )
     for p in predictions:
         oom = "n/a (no --memory-limit)" if p.oom is None else ("yes" if p.oom else "no")

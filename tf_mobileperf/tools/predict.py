@@ -40,6 +40,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from tf_mobileperf.tools.step_model import Estimate, StepTimeModel, predict_energy
 
@@ -56,17 +57,17 @@ class Line:
     residual_sd: float | None
 
     @classmethod
-    def fit(cls, b: Sequence[float], y: Sequence[float], max_slope: float = math.inf) -> Line:
-        b, y = np.asarray(b, float), np.asarray(y, float)
-        if len(b) < 2 or len(set(b.tolist())) < 2:
-            raise ValueError(f"need at least two different batch sizes to fit a line, got {b.tolist()}")
-        slope, intercept = np.polyfit(b, y, 1)
+    def fit(cls, b: ArrayLike, y: ArrayLike, max_slope: float = math.inf) -> Line:
+        bx, yx = np.asarray(b, float), np.asarray(y, float)
+        if len(bx) < 2 or len(set(bx.tolist())) < 2:
+            raise ValueError(f"need at least two different batch sizes to fit a line, got {bx.tolist()}")
+        slope, intercept = np.polyfit(bx, yx, 1)
         if not 0 <= slope <= max_slope:  # noise at small sizes: the nearest allowed slope through the mean
             slope = min(max(slope, 0.0), max_slope)
-            intercept = float(y.mean() - slope * b.mean())
-        residuals = y - (intercept + slope * b)
-        sd = float(np.sqrt((residuals**2).sum() / (len(b) - 2))) if len(b) > 2 else None
-        return cls(float(intercept), float(slope), len(b), float(b.mean()), float(((b - b.mean()) ** 2).sum()), sd)
+            intercept = float(yx.mean() - slope * bx.mean())
+        residuals = yx - (intercept + slope * bx)
+        sd = float(np.sqrt((residuals**2).sum() / (len(bx) - 2))) if len(bx) > 2 else None
+        return cls(float(intercept), float(slope), len(bx), float(bx.mean()), float(((bx - bx.mean()) ** 2).sum()), sd)
 
     def __call__(self, b: float) -> float:
         return self.intercept + self.slope * b
@@ -85,7 +86,7 @@ class PowerLaw:
     line: Line
 
     @classmethod
-    def fit(cls, b: Sequence[float], y: Sequence[float]) -> PowerLaw:
+    def fit(cls, b: ArrayLike, y: ArrayLike) -> PowerLaw:
         return cls(Line.fit(np.log(b), np.log(y), max_slope=1.0))
 
     def __call__(self, b: float) -> float:
@@ -131,8 +132,9 @@ def fit(rows: Sequence[dict]) -> dict:
         for r in good
         if (r.get("energy_per_step_j") or 0) > 0 and (r.get("step_time_s_mean") or 0) > 0
     ]
+    sizes, peaks = [b for b, _ in memory], [gb for _, gb in memory]
     return {
-        "proc_peak_gb": Line.fit(*zip(*memory)) if len({b for b, _ in memory}) >= 2 else None,
+        "proc_peak_gb": Line.fit(sizes, peaks) if len(set(sizes)) >= 2 else None,
         "step_time_s_mean": StepTimeModel.fit(times) if len({b for b, *_ in times}) >= 2 else None,
         "power_w": power,
     }
@@ -208,13 +210,13 @@ def describe(rows: Sequence[dict]) -> dict:
 
 
 def _pm(estimate: Estimate) -> float | None:
-    if estimate.value is None or estimate.low is None:
+    if estimate.value is None or estimate.low is None or estimate.high is None:
         return None
     return max(estimate.high - estimate.value, estimate.value - estimate.low)
 
 
 def _ci(estimate: Estimate) -> tuple[float, float] | None:
-    return None if estimate.low is None else (estimate.low, estimate.high)
+    return None if estimate.low is None or estimate.high is None else (estimate.low, estimate.high)
 
 
 def largest_fitting_batch(rows: Sequence[dict], memory_limit_bytes: int, ceiling: int = 4096) -> int | None:

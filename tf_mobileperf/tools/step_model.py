@@ -49,6 +49,7 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import nnls
 
 #: Relative run-to-run noise of a mean step time (between fresh processes), used where too few sizes were measured
@@ -76,7 +77,10 @@ def precision_reached(durations: Sequence[float], precision: float, min_steps: i
     least ``min_steps`` of them."""
     if len(durations) < max(min_steps, 2):
         return False
-    mean, low, high = ci95(durations)
+    interval = ci95(durations)
+    if interval is None:  # not reached: the length check above leaves at least two
+        return False
+    mean, low, high = interval
     return mean > 0 and (high - low) / 2 / mean <= precision
 
 
@@ -104,23 +108,28 @@ class Hinge:
         return self.a + self.b1 * b + (self.c * np.maximum(0.0, b - self.bs) if self.bs is not None else 0.0)
 
     @classmethod
-    def fit(cls, b: Sequence[float], y: Sequence[float], sd: Sequence[float]) -> tuple[Hinge, float]:
+    def fit(cls, b: ArrayLike, y: ArrayLike, sd: ArrayLike) -> tuple[Hinge, float]:
         """The best fit to (b, y) weighted by 1/sd^2, and its weighted sum of squares."""
         fits = cls.fit_all(b, y, sd)
         best = min(fits, key=lambda f: f[1] + (4.0 if f[0].bs is not None else 0.0))  # 2 per extra parameter
         return best
 
     @classmethod
-    def fit_all(cls, b: Sequence[float], y: Sequence[float], sd: Sequence[float]) -> list[tuple[Hinge, float]]:
+    def fit_all(cls, b: ArrayLike, y: ArrayLike, sd: ArrayLike) -> list[tuple[Hinge, float]]:
         """The fit of each candidate saturation point (and the straight line), with its weighted sum of squares."""
-        b, y, w = np.asarray(b, float), np.asarray(y, float), 1.0 / np.asarray(sd, float)
+        bx, yx, w = np.asarray(b, float), np.asarray(y, float), 1.0 / np.asarray(sd, float)
         fits = []
-        for bs in [None, *_breaks(b)]:
+        for bs in [None, *_breaks(bx)]:
             for bend in ("saturates", "speeds up") if bs is not None else ("line",):
-                third = [np.maximum(0.0, b - bs)] if bend == "saturates" else [np.minimum(b, bs)] if bs else []
-                x = np.column_stack([np.ones_like(b), b, *third])
-                theta, _ = nnls(x * w[:, None], y * w)
-                chi2 = float(((((x @ theta) - y) * w) ** 2).sum())
+                if bs is None:
+                    third = []
+                elif bend == "saturates":
+                    third = [np.maximum(0.0, bx - bs)]
+                else:
+                    third = [np.minimum(bx, bs)] if bs else []
+                x = np.column_stack([np.ones_like(bx), bx, *third])
+                theta, _ = nnls(x * w[:, None], yx * w)
+                chi2 = float(((((x @ theta) - yx) * w) ** 2).sum())
                 a, slope, d = float(theta[0]), float(theta[1]), float(theta[2]) if third else 0.0
                 if bend == "speeds up":  # a + b2*B + d*min(B, bs): b1 = b2 + d before bs, b2 after
                     hinge = cls(a, slope + d, -d, bs if d > 0 else None)
@@ -152,18 +161,18 @@ class Saturating:
         return self.p0 + (self.p1 * np.minimum(b, self.bp) if self.bp is not None else 0.0)
 
     @classmethod
-    def fit(cls, b: Sequence[float], y: Sequence[float]) -> tuple[Saturating, float | None]:
+    def fit(cls, b: ArrayLike, y: ArrayLike) -> tuple[Saturating, float | None]:
         """The least-squares fit and the relative residual SD (None with fewer than 3 sizes)."""
-        b, y = np.asarray(b, float), np.asarray(y, float)
-        best, best_sse = cls(float(y.mean()), 0.0, None), float(((y - y.mean()) ** 2).sum())
-        for bp in sorted(set(b.tolist()))[1:]:
-            x = np.column_stack([np.ones_like(b), np.minimum(b, bp)])
-            theta, _ = nnls(x, y)
-            sse = float(((x @ theta - y) ** 2).sum())
+        bx, yx = np.asarray(b, float), np.asarray(y, float)
+        best, best_sse = cls(float(yx.mean()), 0.0, None), float(((yx - yx.mean()) ** 2).sum())
+        for bp in sorted(set(bx.tolist()))[1:]:
+            x = np.column_stack([np.ones_like(bx), np.minimum(bx, bp)])
+            theta, _ = nnls(x, yx)
+            sse = float(((x @ theta - yx) ** 2).sum())
             if sse < best_sse * 0.8 - 1e-15:  # a rise kept only where it fits clearly better than flat
                 best, best_sse = cls(float(theta[0]), float(theta[1]), bp), sse
-        n, p = len(b), 1 if best.bp is None else 3
-        rel = None if n <= p else math.sqrt(best_sse / (n - p)) / float(y.mean())
+        n, p = len(bx), 1 if best.bp is None else 3
+        rel = None if n <= p else math.sqrt(best_sse / (n - p)) / float(yx.mean())
         return best, rel
 
 
@@ -266,11 +275,16 @@ def predict_energy(
     power, rel = Saturating.fit(b, p)
     rel = RUN_NOISE if rel is None else max(rel, 0.01)
     watts = float(power(batch_size))
-    t_rel = max(time.value - time.low, time.high - time.value) / time.value / Z95 if time.value else 0.0
+    t_rel = 0.0
+    if time.value:
+        if time.low is None or time.high is None:
+            raise ValueError("a predicted step time needs its 95% interval (low, high) to predict energy")
+        t_rel = max(time.value - time.low, time.high - time.value) / time.value / Z95
     e = time.value * watts
     e_rel = math.hypot(t_rel, rel) * Z95
-    energy = Estimate(e, max(e * (1 - e_rel), 0.0), e * (1 + e_rel))
-    per_sample = Estimate(e / batch_size, energy.low / batch_size, energy.high / batch_size)
+    low, high = max(e * (1 - e_rel), 0.0), e * (1 + e_rel)
+    energy = Estimate(e, low, high)
+    per_sample = Estimate(e / batch_size, low / batch_size, high / batch_size)
     return (
         energy,
         per_sample,
@@ -306,7 +320,9 @@ def choose_sizes(
     middle), until it is within ``goal`` (relative half-width) at every gap's middle.
     At most ``budget`` sizes in all. The points are ``StepTimeModel.fit``'s.
     """
-    chosen, why, points = [], [], {}
+    chosen: list[int] = []
+    why: list[str] = []
+    points: dict[int, tuple[int, float, tuple[float, float] | None]] = {}
 
     def run(b: int, reason: str) -> bool:
         chosen.append(b)
@@ -323,9 +339,9 @@ def choose_sizes(
             return chosen, why, list(points.values())
     bent = False
     while len(chosen) < budget:
-        b0, b1, b2 = sorted(points)[-3:] if len(points) >= 3 else (None, None, None)
-        if b0 is None:
+        if len(points) < 3:
             break
+        b0, b1, b2 = sorted(points)[-3:]
         t = {b: points[b][1] for b in (b0, b1, b2)}
         s1, s2 = (t[b1] - t[b0]) / (b1 - b0), (t[b2] - t[b1]) / (b2 - b1)
         slopes = f"{b0}..{b1}: {s1 * 1e3:.3g} ms, {b1}..{b2}: {s2 * 1e3:.3g} ms per sample"
@@ -336,10 +352,7 @@ def choose_sizes(
             )
             break
         # The cost per sample rose, by more than the runs' noise can make it: the device began to saturate.
-        noise = {
-            b: math.hypot(RUN_NOISE * t[b], ((points[b][2][1] - points[b][2][0]) / 2 / Z95) if points[b][2] else 0)
-            for b in (b0, b1, b2)
-        }
+        noise = {b: math.hypot(RUN_NOISE * t[b], _sd_of(points[b][2])) for b in (b0, b1, b2)}
         slope_sd = math.sqrt(
             (noise[b0] ** 2 + noise[b1] ** 2) / (b1 - b0) ** 2 + (noise[b1] ** 2 + noise[b2] ** 2) / (b2 - b1) ** 2
         )
@@ -356,7 +369,7 @@ def choose_sizes(
         widths = {b: model.fit_spread(b) for b in middles}
         if not widths:
             break
-        worst = max(widths, key=widths.get)
+        worst = max(widths, key=lambda b: widths[b])
         if widths[worst] <= goal:
             why.append(
                 f"stopped: the fit is known within {goal:.0%} between the measured sizes (95%, the widest "
@@ -369,3 +382,8 @@ def choose_sizes(
         if len(chosen) >= budget:
             why.append(f"stopped: the budget of {budget} sizes is spent")
     return chosen, why, list(points.values())
+
+
+def _sd_of(interval: tuple[float, float] | None) -> float:
+    """The standard error a 95% interval (low, high) stands for; 0 without one."""
+    return (interval[1] - interval[0]) / 2 / Z95 if interval else 0

@@ -352,6 +352,8 @@ def _run_pairs(
         for i, (model, batch_size) in todo:
             config = configs[i]
             if board is not None and config.power_mode != getattr(mode, "id", None):
+                if config.power_mode is None:  # run_sweep gives every config a mode of the board's
+                    raise ValueError(f"a sweep in power modes needs each configuration's mode, {config.key()} has none")
                 mode = board.apply(config.power_mode)
             in_mode = "" if mode is None else f" mode {mode.id}"
             bar.set_postfix_str(f"{model} batch {batch_size}{in_mode}")
@@ -360,7 +362,14 @@ def _run_pairs(
                 row.update(power_mode=mode.id, power_mode_name=mode.name, jetson_clocks=config.jetson_clocks)
             ran[i, (model, batch_size)] = results.add(row)
             bar.update()
-    return [ran.get((i, p)) or results.done(*p, c.key()) for i, c in enumerate(configs) for p in pairs]
+    rows = []
+    for i, c in enumerate(configs):
+        for p in pairs:
+            got = ran.get((i, p)) or results.done(*p, c.key())
+            if got is None:  # each pair either ran above or was recorded already
+                raise RuntimeError(f"{p[0]} batch {p[1]} has no row after the sweep")
+            rows.append(got)
+    return rows
 
 
 def find_max_batch(

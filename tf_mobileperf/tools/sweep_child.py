@@ -57,6 +57,8 @@ from tf_mobileperf.tools.sizes import parse_size
 from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
 
 if TYPE_CHECKING:
+    from tf_mobileperf.callback import MobilePerfCallback
+    from tf_mobileperf.steps.records import StepRecord
     from tf_mobileperf.tools.sweep import SweepConfig
 
 #: Exit status of a child that could not set its run up (unknown model, bad sensors, unwritable logdir).
@@ -264,28 +266,33 @@ def _peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30  # no procfs: the best there is
 
 
-def _until_precise(precision: float, warmup_steps: int, min_steps: int):
+def _until_precise(cb: MobilePerfCallback, precision: float, min_steps: int):
     """A Keras callback that stops training once the mean of the measured steps' times is known to ``precision``
-    (``step_model.precision_reached``: the 95% interval's half-width / the mean, at least ``min_steps`` steps)."""
+    (``step_model.precision_reached``: the 95% interval's half-width / the mean, at least ``min_steps`` steps).
+
+    It decides from the steps ``cb``'s monitor closed (their windows, as steps.csv records them, warm-up and
+    failed steps left out), so its decision and the interval ``_precision`` reports agree; it must come after
+    ``cb`` in ``fit``'s callbacks, which closes each step first."""
     import keras
 
     from tf_mobileperf.tools.step_model import precision_reached
 
     class UntilPrecise(keras.callbacks.Callback):
-        def __init__(self):
+        def __init__(self) -> None:
             super().__init__()
             self.durations: list[float] = []
-            self.seen = 0
-
-        def on_train_batch_begin(self, batch, logs=None):
-            self.start = time.perf_counter()
+            self._last: StepRecord | None = None
 
         def on_train_batch_end(self, batch, logs=None):
-            self.seen += 1
-            if self.seen > warmup_steps:
-                self.durations.append(time.perf_counter() - self.start)
-                if precision_reached(self.durations, precision, max(min_steps, 2)):
-                    self.model.stop_training = True
+            step = cb.monitor.last_step
+            if step is None or step is self._last:
+                return
+            self._last = step
+            if step.warmup or step.failed:
+                return
+            self.durations.append(step.duration_s)
+            if precision_reached(self.durations, precision, max(min_steps, 2)):
+                self.model.stop_training = True
 
     return UntilPrecise()
 
@@ -294,7 +301,6 @@ def _precision(logdir: Path, precision: float) -> dict:
     """The 95% interval of the mean step time of the run's measured steps (steps.csv), and whether it is within
     ``precision``."""
     from tf_mobileperf.format.reader import read_steps
-
     from tf_mobileperf.tools.step_model import ci95
 
     durations = [s["duration_s"] for s in read_steps(logdir) if not (s["warmup"] or s["failed"])]
@@ -352,12 +358,14 @@ def main(argv: list[str] | None = None) -> int:
         x, y = spec.synthetic(args.batch_size, args.steps, args.input_size)
         if args.precision:  # the same data as without (--steps batches), repeated up to --max-steps
             data = tf.data.Dataset.from_tensor_slices((x, y)).batch(args.batch_size, drop_remainder=True).repeat()
-            until = _until_precise(args.precision, args.warmup_steps, args.steps - args.warmup_steps)
+            until = _until_precise(cb, args.precision, args.steps - args.warmup_steps)
             model.fit(
                 data, steps_per_epoch=max(args.max_steps or 0, args.steps), epochs=1, callbacks=[cb, until], verbose=0
             )
         else:
             model.fit(x, y, batch_size=args.batch_size, epochs=1, callbacks=[cb], verbose=0)
+        if cb.report is None:  # on_train_end ended the measurement as fit returned
+            raise RuntimeError("the measurement has no report after fit returned")
         summary = cb.report.summary()
         if args.precision:
             summary.update(_precision(cb.monitor.logdir, args.precision))

@@ -115,7 +115,7 @@ class Results:
         out.mkdir(parents=True, exist_ok=True)
         self.out = out
         self.path = out / "results.json"
-        self._lock = _lock(out / LOCK_FILE)
+        self._lock: int | None = _lock(out / LOCK_FILE)
         try:
             self.rows: list[dict] = read_rows(self.path) if self.path.exists() else []
         except BaseException:

@@ -54,10 +54,10 @@ def _stats(values: list[float | None]) -> dict:
     }
 
 
-def one_model(model: str, args: argparse.Namespace, stored: list[dict] | None = None) -> dict:
-    """``stored``: the rows of an earlier run of this benchmark (--refit): sizes found there are not run again."""
-    config = SweepConfig(
-        out=Path(tempfile.mkdtemp(prefix=f"predict-{model}-")),
+def sweep_config(model: str, args: argparse.Namespace, purpose: str) -> SweepConfig:
+    """A fresh folder and the benchmark's settings: 3 warm-up steps, then until the mean is precise."""
+    return SweepConfig(
+        out=Path(tempfile.mkdtemp(prefix=f"{purpose}-{model}-")),
         warmup_steps=3,
         steps=13,
         input_size=INPUT_SIZE.get(model),
@@ -65,6 +65,11 @@ def one_model(model: str, args: argparse.Namespace, stored: list[dict] | None = 
         precision=args.precision,
         max_steps=args.max_steps,
     )
+
+
+def one_model(model: str, args: argparse.Namespace, stored: list[dict] | None = None) -> dict:
+    """``stored``: the rows of an earlier run of this benchmark (--refit): sizes found there are not run again."""
+    config = sweep_config(model, args, "predict")
     started = time.monotonic()
     rows: dict[int, dict] = {r["batch_size"]: r for r in stored or []}
 
@@ -192,15 +197,7 @@ def repeatability(args: argparse.Namespace, runs: int = 4, batch_size: int = 16)
     for model in args.models.split(","):
         means = []
         for _ in range(runs):
-            config = SweepConfig(
-                out=Path(tempfile.mkdtemp(prefix=f"repeat-{model}-")),
-                warmup_steps=3,
-                steps=13,
-                input_size=INPUT_SIZE.get(model),
-                sensors=args.sensors,
-                precision=args.precision,
-                max_steps=args.max_steps,
-            )
+            config = sweep_config(model, args, "repeat")
             means.append(sweep([model], [batch_size], config)[0]["step_time_s_mean"])
         mid = statistics.median(means)
         out.append(

@@ -221,21 +221,20 @@ def energy_panel(groups: dict[str, list[Row]], title: str, total: Getter, active
     """Total energy, a line per group, and beside each the active energy (idle power x duration taken out,
     dashed) where the rows have an idle baseline."""
     out = panel(groups, title, "energy (J)", total, *reason_keys)
-    beside = panel(groups, title, "energy (J)", active).series
-    out.series += [
-        Series(
-            f"{s.label}: active (idle power taken out)",
-            s.points,
-            dashed=True,
-            beside=s.label,
-            model=s.model,
-            variant=s.variant,
-        )
-        for s in beside
-    ]
-    if beside:
+    if _add_beside(out, groups, active, "active (idle power taken out)"):
         out.title += " (solid: total; dashed: active, above the idle power)"
     return out
+
+
+def _add_beside(out: Panel, groups: dict[str, list[Row]], get: Getter, what: str) -> bool:
+    """Adds to each line of ``out`` a dashed line of ``get`` in its colour, labelled "<line>: <what>"; whether any
+    line had a value."""
+    beside = panel(groups, out.title, out.ylabel, get).series
+    out.series += [
+        Series(f"{s.label}: {what}", s.points, dashed=True, beside=s.label, model=s.model, variant=s.variant)
+        for s in beside
+    ]
+    return bool(beside)
 
 
 #: Limits of several lines within this share of each other at every batch size they share are one line.
@@ -329,18 +328,6 @@ def gpu_memory_panel(groups: dict[str, list[Row]]) -> Panel:
     """GPU memory apart from system RAM: the framework allocator's peak (solid), and beside it (dashed) the
     device memory in use by NVML (every process's, the allocator's cache included). No line on a CPU sweep."""
     out = panel(groups, "GPU memory: allocator peak", "GPU memory (GiB)", field("gpu_mem_peak_gb"), "gpu_mem_peak_gb")
-    device = panel(groups, out.title, "GPU memory (GiB)", lambda r: r.get("gpu_device_mem_peak_gb")).series
-    out.series += [
-        Series(
-            f"{s.label}: GPU device memory in use (NVML)",
-            s.points,
-            dashed=True,
-            beside=s.label,
-            model=s.model,
-            variant=s.variant,
-        )
-        for s in device
-    ]
-    if device:
+    if _add_beside(out, groups, field("gpu_device_mem_peak_gb"), "GPU device memory in use (NVML)"):
         out.title += " (solid: allocator peak; dashed: device memory in use, NVML)"
     return empty_if(out, [r for rows in groups.values() for r in rows], "gpu_mem_peak_gb")

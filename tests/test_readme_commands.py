@@ -17,6 +17,7 @@ earlier one wrote, as a reader following the page would.
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import re
 import shlex
@@ -144,22 +145,36 @@ def page_id(page: Path) -> str:
     return page.name
 
 
-@pytest.mark.parametrize("page", PAGES, ids=page_id)
-def test_every_command_block_works_in_a_fresh_shell(page, tmp_path):
-    if not (ROOT / ".venv" / "bin" / "python").exists():
-        pytest.fail("no .venv: run `make test`, which makes it, as the README says")
-    work, home = mirror(tmp_path), tmp_path / "home"
+def run_page(page: Path, folder: Path) -> list[str]:
+    """Runs the page's blocks in order in its own mirror of the checkout; what failed (the first failure ends the
+    page: later blocks may need what it would have made)."""
+    work, home = mirror(folder), folder / "home"
     home.mkdir()
     for block in blocks(page):
         started = time.monotonic()
         status, output = run(block, work, home)
         took = time.monotonic() - started
         print(f"{block}: {took:.1f} s, exit status {status}")
-        if block.runs_for_s and status is None:
-            continue
-        assert status == 0, (
-            f"{block} ({block.language}, {took:.0f} s) failed with exit status {status}:\n{output[-3000:]}"
-        )
+        if status != 0 and not (block.runs_for_s and status is None):
+            return [f"{block} ({block.language}, {took:.0f} s) failed with exit status {status}:\n{output[-3000:]}"]
+    return []
+
+
+@pytest.fixture(scope="module")
+def page_runs(tmp_path_factory):
+    """Every page started at once, two at a time (each page in its own folder, so they cannot meet), longest
+    first: {page name: its future list of failures}."""
+    if not (ROOT / ".venv" / "bin" / "python").exists():
+        pytest.fail("no .venv: run `make test`, which makes it, as the README says")
+    longest_first = sorted(PAGES, key=lambda p: -len(blocks(p)))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        yield {p.name: pool.submit(run_page, p, tmp_path_factory.mktemp(p.stem)) for p in longest_first}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_command_block_works_in_a_fresh_shell(page, page_runs):
+    failures = page_runs[page.name].result()
+    assert not failures, failures[0]
 
 
 def test_the_readme_shows_the_two_set_up_commands_first_and_how_to_enter_the_environment():

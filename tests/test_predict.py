@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from tf_mobileperf.format.reader import read_steps
 from tf_mobileperf.tools import sweep_child
 from tf_mobileperf.tools.predict import Line, PowerLaw, largest_fitting_batch, predict
 from tf_mobileperf.tools.search import search_largest
+from tf_mobileperf.tools.step_model import precision_reached
 from tf_mobileperf.tools.sweep import SweepConfig, sweep
 
 
@@ -117,7 +119,12 @@ def test_a_precise_run_stops_when_its_mean_is_known_or_at_the_cap(tmp_path):
     loose = SweepConfig(out=tmp_path / "loose", steps=13, warmup_steps=3, precision=0.9, max_steps=40)
     tight = SweepConfig(out=tmp_path / "tight", steps=13, warmup_steps=3, precision=1e-6, max_steps=20)
     (a,), (b,) = sweep(["dqn"], [2], loose), sweep(["dqn"], [2], tight)
-    assert a["steps_measured"] == 10 and a["step_time_precision_reached"]  # the fewest: 10 measured steps
+    # The loose run stops at the first step at which its measured steps' interval is within 90% of their mean:
+    # the 10th (the fewest) on any machine seen so far, later where a step paused far longer than the others.
+    durations = [s["duration_s"] for s in read_steps(a["logdir"]) if not (s["warmup"] or s["failed"])]
+    found = next((k for k in range(10, len(durations) + 1) if precision_reached(durations[:k], 0.9, 10)), None)
+    assert a["steps_measured"] == (found or 37) == len(durations)
+    assert a["step_time_precision_reached"] == (found is not None)
     assert b["steps_measured"] == 17 and not b["step_time_precision_reached"]  # the cap: 20 - 3 warm-up
     for row in (a, b):
         low, high = row["step_time_s_ci95"]

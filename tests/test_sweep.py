@@ -17,14 +17,14 @@ from tf_mobileperf.tools.sizes import parse_size
 
 def test_tiny_sweep_with_a_real_oom(tmp_path, capsys):
     out = tmp_path / "sweep"
-    assert main(["sweep", "--models", "cnn,lstm", "--batch-sizes", "1,2", "--steps", "5", "--out", str(out)]) == 0
+    assert main(["sweep", "--models", "cnn,dqn", "--batch-sizes", "1", "--steps", "5", "--out", str(out)]) == 0
     rows = json.loads((out / "results.json").read_text())
-    assert [(r["model"], r["batch_size"]) for r in rows] == [(m, b) for m in ("cnn", "lstm") for b in (1, 2)]
+    assert [(r["model"], r["batch_size"]) for r in rows] == [("cnn", 1), ("dqn", 1)]
     assert all(r["success"] for r in rows)
     assert all(r["steps_measured"] == 2 and r["mem_peak_gb"] > 0.1 for r in rows)
     assert all(Path(r["logdir"]).parent == out / "runs" and (Path(r["logdir"]) / "train").is_dir() for r in rows)
     with open(out / "results.csv") as f:
-        assert len(list(csv.DictReader(f))) == 4
+        assert len(list(csv.DictReader(f))) == 2
 
     # 224x224 inputs at batch 64 need far more than 1 GiB: a real allocation failure in the child, raised as
     # ResourceExhaustedError or, where the allocation that fails is TensorFlow's own C++, a SIGSEGV.

@@ -9,8 +9,9 @@ import pytest
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.session.collector import unread_reasons
 from tf_mobileperf.steps.join import INTERPOLATED, MEASURED, join
-from tf_mobileperf.steps.records import StepRecord, StepTotals, csv_fields, fill_steps
-from tf_mobileperf.steps.report import Report
+from tf_mobileperf.steps.records import StepRecord, csv_fields, fill_steps
+
+from helpers.reports import report_of
 
 CHANNELS = [
     Channel("VDD_IN", "power", "synthetic", group="total", device="board"),
@@ -64,23 +65,7 @@ def test_steps_csv_has_an_energy_method_column_per_rail():
 
 def test_the_report_says_where_each_rails_energy_comes_from_and_how_many_steps_it_resolved():
     steps, joined = joined_steps([(1.0, 1.3), (1.3, 1.31), (1.31, 1.32), (2.0, 2.5)])
-    totals = StepTotals()
-    totals.note_update_periods(joined)
-    for step in steps:
-        totals.add(step)
-    report = Report(
-        success=True,
-        failed_step=None,
-        error=None,
-        warmup_steps=0,
-        steps=steps,
-        totals=totals,
-        channels=CHANNELS,
-        sampling={},
-        sensors=[],
-        device={},
-        unavailable={},
-    )
+    report = report_of(steps, CHANNELS, joined=joined)
     sources = report.summary()["energy_sources"]
     assert sources["gpu0_energy"] == {
         "rail": "gpu0",

@@ -19,8 +19,9 @@ from tf_mobileperf import PerfMonitor
 from tf_mobileperf.sensors import Ina3221IioSensor
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.steps.join import join
-from tf_mobileperf.steps.records import StepRecord, StepTotals, fill_steps
-from tf_mobileperf.steps.report import Report
+from tf_mobileperf.steps.records import StepRecord, fill_steps
+
+from helpers.reports import report_of
 
 IIO = "sys/bus/i2c/drivers/ina3221x"
 #: TX2 rail -> its power file in ``tx2_tree``, and its power (W).
@@ -114,22 +115,7 @@ def test_a_summed_total_covers_the_steps_in_which_every_part_is_known():
     joined = join(t, values, ORIN, np.array([w[0] for w in windows]), np.array([w[1] for w in windows]), period_s=0.005)
     steps = [StepRecord(step=i, start_s=s, end_s=e) for i, (s, e) in enumerate(windows)]
     fill_steps(steps, joined, ORIN)
-    totals = StepTotals()
-    for s in steps:
-        totals.add(s)
-    summary = Report(
-        success=True,
-        failed_step=None,
-        error=None,
-        warmup_steps=0,
-        steps=steps,
-        totals=totals,
-        channels=ORIN,
-        sampling={},
-        sensors=[],
-        device={},
-        unavailable={},
-    ).summary()
+    summary = report_of(steps, ORIN).summary()
     # Steps 0-4 end by 3.0 s: VDD_CPU_CV, and so the total, is known in those only.
     assert summary["energy_steps_complete"]["complete"] == 5
     assert summary["energy_total"] == pytest.approx(9.0 * 2.5)

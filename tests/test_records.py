@@ -7,8 +7,9 @@ import pytest
 
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.steps.join import join
-from tf_mobileperf.steps.records import GIB, StepRecord, StepTotals, csv_fields, energy_rails, fill_steps
-from tf_mobileperf.steps.report import Report
+from tf_mobileperf.steps.records import GIB, StepRecord, csv_fields, energy_rails, fill_steps
+
+from helpers import reports
 
 CHANNELS = [
     Channel("VDD_IN", "power", "synthetic", group="total", device="board"),
@@ -80,24 +81,7 @@ def test_seed_quantities_are_derived_by_role_not_by_name():
 
 
 def report_of(steps, channels=CHANNELS, batch_size=None, idle_w=None):
-    totals = StepTotals()
-    for s in steps:
-        totals.add(s)
-    return Report(
-        success=True,
-        failed_step=None,
-        error=None,
-        warmup_steps=0,
-        steps=steps,
-        totals=totals,
-        channels=channels,
-        sampling={},
-        sensors=[],
-        device={},
-        unavailable={},
-        batch_size=batch_size,
-        idle_power_w=idle_w,
-    )
+    return reports.report_of(steps, channels, batch_size, idle_w)
 
 
 #: Idle power per rail and in total, as the session measures it before the first step; none for NVML's counter.
@@ -241,22 +225,7 @@ def test_steps_csv_has_a_column_for_every_reduction_and_the_row_fills_it():
 
 def test_the_summary_carries_each_channel_over_the_measured_steps():
     steps = steps_of([(0.5, 1.0), (1.0, 2.0), (2.0, 3.5)])
-    totals = StepTotals()
-    for s in steps:
-        totals.add(s)
-    report = Report(
-        success=True,
-        failed_step=None,
-        error=None,
-        warmup_steps=0,
-        steps=steps,
-        totals=totals,
-        channels=CHANNELS,
-        sampling={},
-        sensors=[],
-        device={},
-        unavailable={},
-    )
+    report = report_of(steps)
     summary = report.summary()
     assert summary["channels"]["ram_used"] == pytest.approx(
         {"peak": 4.5 * GIB, "mean": GIB * (1 + (0.75 + 1.5 + 2.75) / 3)}

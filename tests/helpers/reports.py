@@ -1,0 +1,30 @@
+"""A run's Report over steps the test made itself: a success without sampling, sensors or device facts."""
+
+from __future__ import annotations
+
+from tf_mobileperf.steps.records import StepTotals
+from tf_mobileperf.steps.report import Report
+
+
+def report_of(steps, channels, batch_size=None, idle_w=None, joined=None) -> Report:
+    """The Report of ``steps`` (all measured, no warm-up); ``joined``: the join whose update periods it keeps."""
+    totals = StepTotals()
+    if joined is not None:
+        totals.note_update_periods(joined)
+    for step in steps:
+        totals.add(step)
+    return Report(
+        success=True,
+        failed_step=None,
+        error=None,
+        warmup_steps=0,
+        steps=steps,
+        totals=totals,
+        channels=channels,
+        sampling={},
+        sensors=[],
+        device={},
+        unavailable={},
+        batch_size=batch_size,
+        idle_power_w=idle_w,
+    )

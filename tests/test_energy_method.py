@@ -117,3 +117,17 @@ def test_a_channel_without_a_value_is_explained_in_its_librarys_words_with_its_f
     assert unread_reasons(["gpu0_energy"], None, "no valid reading in the run") == {
         "gpu0_energy": "no valid reading in the run"
     }
+
+
+def test_a_step_whose_edge_lies_where_the_reads_stalled_past_a_counter_update_is_interpolated():
+    # The synthetic counter of ``joined_steps``, read every 5 ms except for 250 ms around 1.3 s (the sampler
+    # was starved, as on a board at 100% CPU): the updates at 1.2 and 1.3 s (and 1.4 s) were never seen on
+    # their own, so the 300 ms step ending at 1.3 s gets its end from a 300 ms interpolation, not 100 ms.
+    t = np.arange(0.0, 4.0, 0.005) + 0.0013
+    t = t[(t < 1.17) | (t > 1.42)]
+    channels = CHANNELS[2:]
+    values = (200.0 * np.floor(t / 0.1) * 0.1)[:, None]
+    starts, ends = np.array([1.0, 2.0]), np.array([1.3, 2.3])
+    joined = join(t, values, channels, starts, ends, period_s=0.005, min_gap_s=1.0)
+    assert list(joined["gpu0_energy"].method) == [INTERPOLATED, MEASURED]
+    assert joined["gpu0_energy"].value[1] == pytest.approx(60.0, rel=0.01)

@@ -34,7 +34,9 @@ changed (``update_period_s``), which is not its read period. Every step says
 how its energy was obtained (``StepValues.method``): "measured" when the
 step lasts at least two update periods of the sensor (at least one whole
 update interval lies inside it, and each interpolated edge is at most half
-its length), else "interpolated": its energy is the counter (or the
+its length) and, for a counter, no update near either edge went unseen (the
+reads stalled past it: the edge lies in an interval of over 1.5 update
+periods), else "interpolated": its energy is the counter (or the
 power) interpolated between update instants, right on average and in total
 but not resolved per step. A channel whose value never changed is taken to
 update at every read.
@@ -271,23 +273,48 @@ def window_energy(t, power, starts, ends, max_gap_s) -> tuple[np.ndarray, np.nda
     return _per_window(_energy, t, power, starts, ends, max_gap_s)
 
 
-def window_counter_delta(
-    t, counter, starts, ends, max_gap_s, read_s: float | None = None
-) -> tuple[np.ndarray, np.ndarray, float | None]:
-    """Increase of a cumulative counter (J) over each window, interpolated between its change points;
-    NaN where incomplete. Also returns the counter's update period (``counter_series``)."""
+#: A counter interval longer than this many update periods hides an update (the reads stalled past it).
+MISSED_UPDATE = 1.5
+
+
+@dataclasses.dataclass
+class CounterWindows:
+    """``window_counter_delta``'s result: per window the counter's increase (NaN where incomplete),
+    ``complete``, and ``edges_seen``: both edges lie in intervals of the series no longer than
+    ``MISSED_UPDATE`` update periods (an edge in a longer one is interpolated across a hidden update);
+    and the counter's ``update_period_s``."""
+
+    delta: np.ndarray
+    complete: np.ndarray
+    edges_seen: np.ndarray
+    update_period_s: float | None
+
+
+def _edge_span(series_t: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The length of the series interval that holds each instant ``x`` (inside the series)."""
+    i = np.clip(np.searchsorted(series_t, x, "right"), 1, len(series_t) - 1)
+    return series_t[i] - series_t[i - 1]
+
+
+def window_counter_delta(t, counter, starts, ends, max_gap_s, read_s: float | None = None) -> CounterWindows:
+    """Increase of a cumulative counter (J) over each window, interpolated between its change points
+    (``counter_series``); see ``CounterWindows``."""
     ok = np.isfinite(counter)
     t, counter = t[ok], counter[ok]
     out = np.full(len(starts), np.nan)
     complete = _coverage(t, starts, ends, max_gap_s)
+    edges_seen = np.ones(len(starts), dtype=bool)
     if not complete.any():
-        return out, complete, None
+        return CounterWindows(out, complete, edges_seen, None)
     series = counter_series(t, counter, read_s)
     complete &= (series.t[0] <= starts) & (ends <= series.t[-1])
     if len(series.t) > 1:
         complete &= ~(_interval_max(series.t, series.broken.astype(np.float64), starts, ends) > 0)
+        if series.update_period_s is not None:
+            longest = np.maximum(_edge_span(series.t, starts), _edge_span(series.t, ends))
+            edges_seen = longest <= MISSED_UPDATE * series.update_period_s
     out[complete] = np.interp(ends[complete], series.t, series.cum) - np.interp(starts[complete], series.t, series.cum)
-    return out, complete, series.update_period_s
+    return CounterWindows(out, complete, edges_seen, series.update_period_s)
 
 
 def window_peak(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
@@ -302,12 +329,16 @@ PRIMARY = {kind: reductions[0].name for kind, reductions in BY_KIND.items()}
 MEASURED, INTERPOLATED = "measured", "interpolated"
 
 
-def energy_method(durations: np.ndarray, energy: np.ndarray, resolution_s: float) -> np.ndarray:
-    """Per window: MEASURED where it lasts at least two update periods (``resolution_s``), else
+def energy_method(
+    durations: np.ndarray, energy: np.ndarray, resolution_s: float, edges_seen: np.ndarray | None = None
+) -> np.ndarray:
+    """Per window: MEASURED where it lasts at least two update periods (``resolution_s``) and the
+    sensor's updates around both edges were seen (``edges_seen``, a counter's; all when None), else
     INTERPOLATED; None where its energy is unknown."""
-    method = np.where(durations >= 2.0 * resolution_s * (1 - 1e-9), MEASURED, INTERPOLATED).astype(
-        object
-    )  # float noise
+    long_enough = durations >= 2.0 * resolution_s * (1 - 1e-9)  # float noise
+    if edges_seen is not None:
+        long_enough &= edges_seen
+    method = np.where(long_enough, MEASURED, INTERPOLATED).astype(object)
     method[~np.isfinite(energy)] = None
     return method
 
@@ -329,7 +360,7 @@ class Windows:
         return window_energy(self.t, self.column, self.starts, self.ends, self.max_gap_s)
 
     @functools.cached_property
-    def _counter(self) -> tuple[np.ndarray, np.ndarray, float | None]:
+    def _counter(self) -> CounterWindows:
         return window_counter_delta(self.t, self.column, self.starts, self.ends, self.max_gap_s, self.read_s)
 
     def _per_second(self, total: np.ndarray) -> np.ndarray:
@@ -343,10 +374,14 @@ class Windows:
         return self._per_second(self._integral[0])
 
     def counter_delta(self) -> np.ndarray:
-        return self._counter[0]
+        return self._counter.delta
 
     def counter_mean(self) -> np.ndarray:
-        return self._per_second(self._counter[0])
+        return self._per_second(self._counter.delta)
+
+    def edges_seen(self) -> np.ndarray:
+        """The column read as a counter: ``CounterWindows.edges_seen``."""
+        return self._counter.edges_seen
 
     def peak(self) -> np.ndarray:
         return window_peak(self.t, self.column, self.starts, self.ends, self.max_gap_s)[0]
@@ -359,7 +394,7 @@ class Windows:
         energy channels (None for the other kinds)."""
         values = {r.name: getattr(self, r.computed_by)() for r in BY_KIND[kind]}
         if kind == "energy":
-            return values, self._counter[1], self._counter[2]
+            return values, self._counter.complete, self._counter.update_period_s
         return values, self._integral[1], update_period_s(self.t, self.column) if kind == "power" else None
 
 
@@ -402,9 +437,11 @@ def join(
         column = values[:, i]
         read = max(period_s, period_s if (own := own_period_s(t, column)) is None else own)
         max_gap = allowed_gap_s(read, gap_factor, min_gap_s)
-        reductions, complete, update = Windows(t, column, starts, ends, max_gap, read).reduce(channel.kind)
-        method = (
-            energy_method(ends - starts, reductions["energy_j"], update or read) if channel.kind in RAIL_KINDS else None
-        )
+        windows = Windows(t, column, starts, ends, max_gap, read)
+        reductions, complete, update = windows.reduce(channel.kind)
+        method = None
+        if channel.kind in RAIL_KINDS:
+            seen = windows.edges_seen() if channel.kind == "energy" else None
+            method = energy_method(ends - starts, reductions["energy_j"], update or read, seen)
         out[channel.name] = StepValues(channel, reductions, complete, update, method)
     return out

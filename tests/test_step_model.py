@@ -87,3 +87,23 @@ def test_energy_from_time_and_saturating_power_and_none_without_power():
     assert fitted["saturates_at"] == 16
     none, _, _ = predict_energy(model.predict(48), [], 48, "no power sensor on this machine")
     assert none.value is None and none.reason == "no power sensor on this machine"
+
+
+def test_a_step_up_in_time_is_found_and_the_interval_spans_it_where_it_cannot_be_placed():
+    # The char-LSTM measured here (interleaved, one process): ~1.2 ms per sample throughout, and a step of
+    # ~25 ms between batch 12 and 16 (another kernel from 16 on). A bend cannot follow a step; the law's
+    # step term can, once the sizes chosen bracket it.
+    base = lambda b: 0.026 + 0.0012 * b  # noqa: E731
+    true = lambda b: base(b) + (0.025 if b >= 14 else 0.0)  # noqa: E731
+    rng = np.random.default_rng(0)
+    measure, rows = measure_runs(true, rng)
+    chosen, why, points = choose_sizes(measure, 64, budget=8)
+    model = StepTimeModel.fit(points, resamples=200)
+    assert model.law.bj is not None and model.law.jump == pytest.approx(0.025, rel=0.25)
+    below, above = max(b for b in chosen if b < 14), min(b for b in chosen if b >= 14)
+    errors = {b: abs(model.predict(b).value / true(b) - 1) for b in range(1, 65) if b not in chosen}
+    placed = {b: e for b, e in errors.items() if not below < b < above}
+    assert np.median(list(errors.values())) <= 0.10 and max(placed.values()) <= 0.10, (chosen, errors)
+    for b in range(below + 1, above):  # where the step may lie, both levels are inside the interval
+        p = model.predict(b)
+        assert p.low <= base(b) and p.high >= base(b) + 0.025, (b, p, chosen)

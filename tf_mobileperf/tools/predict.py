@@ -9,9 +9,10 @@ function of the batch size B:
   grow with B);
 * step time, the saturating law of ``step_model``: a fixed cost per step,
   a cost per sample, and a larger cost per sample past the batch size where
-  the device saturates (t(B) = a + b1*B + (b2-b1)*max(0, B-Bs)), with a 95%
-  interval (bootstrap and the saturation points the measurements cannot rule
-  out, widened by the run-to-run noise);
+  the device saturates (t(B) = a + b1*B + (b2-b1)*max(0, B-Bs)), or a step
+  up of the time at a batch size where another kernel takes over, with a 95%
+  interval (bootstrap and the saturation or step points the measurements
+  cannot rule out, widened by the run-to-run noise);
 * energy per step, the predicted step time times the mean power at B, which
   is fitted as rising then flat (power saturates too); None, with the reason,
   where no energy was measured (no power sensor);

@@ -13,6 +13,15 @@ batch grows (wider matrix products use the cores better) until it settles
 (b2 < b1, concave: the CNN here costs 0.9 ms per sample from 4 to 16 and 0.5
 ms from 16 to 32); the fit tries both bends, each with a, b1, b2 >= 0.
 
+A third shape is a step up: the char-LSTM here costs ~1.25 ms per sample at
+every size, and from batch 16 on ~25 ms more per step (another kernel takes
+over), which no bend follows. The law then has a step of ``jump`` at ``Bj``
+instead of a bend: ``t(B) = a + b1 * B + jump * [B >= Bj]``. The measurements
+place it only within the gap between two measured sizes; the fit puts it at
+the gap's geometric middle, and every other place in the gap is among the
+plausible fits below, so a prediction inside the gap has an interval that
+holds both levels (``choose_sizes`` spends its budget narrowing that gap).
+
 It is fitted by weighted non-negative least squares for each candidate ``Bs``
 (every measured size, and points between them), keeping the best; a straight
 line (no saturation seen) is kept unless the bend fits clearly better (a
@@ -92,12 +101,15 @@ def _t95(df: int) -> float:
 
 @dataclasses.dataclass(frozen=True)
 class Hinge:
-    """t(B) = a + b1 * B + c * max(0, B - bs); c = b2 - b1 (0: a straight line, ``bs`` None); b1, b2 >= 0."""
+    """t(B) = a + b1 * B + c * max(0, B - bs) + jump * [B >= bj]; c = b2 - b1 (0: a straight line, ``bs``
+    None); b1, b2 >= 0; ``jump`` >= 0 a step up at ``bj`` (None: no step)."""
 
     a: float
     b1: float
     c: float
     bs: float | None
+    jump: float = 0.0
+    bj: float | None = None
 
     @property
     def b2(self) -> float:
@@ -105,14 +117,16 @@ class Hinge:
 
     def __call__(self, b):
         b = np.asarray(b, float)
-        return self.a + self.b1 * b + (self.c * np.maximum(0.0, b - self.bs) if self.bs is not None else 0.0)
+        bend = self.c * np.maximum(0.0, b - self.bs) if self.bs is not None else 0.0
+        step = self.jump * (b >= self.bj) if self.bj is not None else 0.0
+        return self.a + self.b1 * b + bend + step
 
     @classmethod
     def fit(cls, b: ArrayLike, y: ArrayLike, sd: ArrayLike) -> tuple[Hinge, float]:
         """The best fit to (b, y) weighted by 1/sd^2, and its weighted sum of squares."""
         fits = cls.fit_all(b, y, sd)
-        best = min(fits, key=lambda f: f[1] + (4.0 if f[0].bs is not None else 0.0))  # 2 per extra parameter
-        return best
+        extra = lambda h: 4.0 if h.bs is not None or h.bj is not None else 0.0  # noqa: E731  2 per extra parameter
+        return min(fits, key=lambda f: f[1] + extra(f[0]))
 
     @classmethod
     def fit_all(cls, b: ArrayLike, y: ArrayLike, sd: ArrayLike) -> list[tuple[Hinge, float]]:
@@ -136,6 +150,12 @@ class Hinge:
                 else:
                     hinge = cls(a, slope, d, bs if d > 0 else None)
                 fits.append((hinge, chi2))
+        for bj in _steps(bx):
+            x = np.column_stack([np.ones_like(bx), bx, (bx >= bj).astype(float)])
+            theta, _ = nnls(x * w[:, None], yx * w)
+            chi2 = float(((((x @ theta) - yx) * w) ** 2).sum())
+            jump = float(theta[2])
+            fits.append((cls(float(theta[0]), float(theta[1]), 0.0, None, jump, bj if jump > 0 else None), chi2))
         return fits
 
 
@@ -145,6 +165,19 @@ def _breaks(b: np.ndarray) -> list[float]:
     out = []
     for lo, hi in zip(sizes, sizes[1:]):
         out += [float(v) for v in np.geomspace(lo, hi, 9)[:-1]]
+    return out
+
+
+def _steps(b: np.ndarray) -> list[float]:
+    """Candidate batch sizes of a step up: in each gap (lo, hi] between measured sizes, its geometric middle
+    first (the fit the measurements cannot tell from the others in the gap keeps it), then every other whole
+    size of the gap (at most 8, log-spaced), so that the plausible fits span the gap."""
+    sizes = sorted(set(b.tolist()))
+    out = []
+    for lo, hi in zip(sizes, sizes[1:]):
+        middle = float(max(lo + 1, round(math.sqrt(lo * hi))))
+        inside = sorted({float(max(lo + 1, round(v))) for v in np.geomspace(lo, hi, 9)[1:]})
+        out += [middle] + [v for v in inside if v != middle]
     return out
 
 
@@ -215,7 +248,7 @@ class StepTimeModel:
         sd = np.array([(p[2][1] - p[2][0]) / 2 / Z95 if p[2] else RUN_NOISE * p[1] for p in points])
         sd = np.maximum(sd, 0.005 * y)  # an interval of a few steps can be too narrow to believe
         law, _ = Hinge.fit(b, y, np.sqrt(sd**2 + (RUN_NOISE * y) ** 2))
-        params = 2 if law.bs is None else 4
+        params = 2 if law.bs is None and law.bj is None else 4
         rel_resid = (y - law(b)) / y
         if len(b) > params + 1:
             excess = float((rel_resid**2).sum() / (len(b) - params)) - float(((sd / y) ** 2).mean())
@@ -257,9 +290,11 @@ class StepTimeModel:
             "b1_s_per_sample": law.b1,
             "b2_s_per_sample": law.b2,
             "saturates_at": law.bs,
+            "step_up_s": law.jump,
+            "steps_up_at": law.bj,
             "run_noise": self.run_noise,
             "run_noise_from": self.run_noise_from,
-            "law": "t(B) = a + b1*B + (b2-b1)*max(0, B - saturates_at)",
+            "law": "t(B) = a + b1*B + (b2-b1)*max(0, B - saturates_at) + step_up*[B >= steps_up_at]",
         }
 
 

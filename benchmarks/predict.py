@@ -12,6 +12,10 @@ Prints a table and writes benchmarks/results/predict.json.
 
     python benchmarks/predict.py [--models cnn,lstm,dqn] [--precision 0.03] [--max-steps 150] [--repeat 4]
 
+With --interleaved, the truth is every size 1..64 measured in one process, the sizes taking turns
+(``_interleaved.py``): on a machine whose speed drifts between minutes this separates the law's error from
+the drift; step time only (no energy, no memory: one process holds every size).
+
 On a machine others share, their load moves a run's step time: ``--repeat`` measures how much (the same
 configuration run several times), and running the benchmark under ``nice -n -5`` keeps most of it out.
 """
@@ -22,6 +26,8 @@ import argparse
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -37,6 +43,8 @@ from _results import save  # noqa: E402
 #: each on this 2-core machine; these 14 cover it, every gap at most 8 above 16).
 GRID = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 56, 64]
 INPUT_SIZE = {"cnn": 64}
+#: The truth when measured interleaved in one process (``_interleaved.py``): every size 1..64.
+ALL = list(range(1, 65))
 #: Power replayed from a recorded TX2 log (5 records), slowed 20x to cover a run of up to 100 s.
 REPLAY = "replay:tests/data/tx2_tegrastats.log@0.05"
 
@@ -67,10 +75,22 @@ def sweep_config(model: str, args: argparse.Namespace, purpose: str) -> SweepCon
     )
 
 
+def interleaved(model: str, args: argparse.Namespace) -> list[dict]:
+    """Every grid size's step time measured in one process, the sizes taking turns (``_interleaved.py``)."""
+    script = Path(__file__).with_name("_interleaved.py")
+    command = [sys.executable, str(script), model, "--grid", ",".join(map(str, ALL))]
+    command += ["--precision", str(args.precision), "--max-s", str(args.interleaved_s)]
+    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return json.loads(out.stdout)["rows"]
+
+
 def one_model(model: str, args: argparse.Namespace, stored: list[dict] | None = None) -> dict:
-    """``stored``: the rows of an earlier run of this benchmark (--refit): sizes found there are not run again."""
+    """``stored``: the rows of an earlier run of this benchmark (--refit): sizes found there are not run again.
+    With --interleaved, every size is measured first, in one process (the truth with the drift shared)."""
     config = sweep_config(model, args, "predict")
     started = time.monotonic()
+    if args.interleaved and not stored:
+        stored = interleaved(model, args)
     rows: dict[int, dict] = {r["batch_size"]: r for r in stored or []}
 
     def run(b: int) -> dict:
@@ -83,12 +103,13 @@ def one_model(model: str, args: argparse.Namespace, stored: list[dict] | None = 
         ci = row.get("step_time_s_ci95")
         return (row["step_time_s_mean"], tuple(ci) if ci else None) if row.get("success") else None
 
-    chosen, why, _ = choose_sizes(measure, max(GRID), args.budget)
+    grid = ALL if args.interleaved else GRID
+    chosen, why, _ = choose_sizes(measure, max(grid), args.budget)
     choose_s = time.monotonic() - started
-    for b in GRID:
+    for b in grid:
         run(b)
     measured = [rows[b] for b in chosen]
-    targets = [b for b in GRID if b not in chosen]
+    targets = [b for b in grid if b not in chosen]
     out = {
         "model": model,
         "input_size": config.input_size,
@@ -108,6 +129,7 @@ def one_model(model: str, args: argparse.Namespace, stored: list[dict] | None = 
                     "step_time_s_ci95",
                     "steps_measured",
                     "step_time_precision_reached",
+                    "rounds",
                     "energy_per_step_j",
                     "proc_peak_gb",
                     "rss_at_start_gb",
@@ -232,6 +254,13 @@ def main() -> None:
     parser.add_argument(
         "--repeat", type=int, default=0, help="first run batch 16 of each model this many times: the run-to-run noise"
     )
+    parser.add_argument(
+        "--interleaved",
+        action="store_true",
+        help="measure every size in one process, taking turns (the machine's drift shared by all sizes), "
+        "instead of a fresh sweep child each; step time only",
+    )
+    parser.add_argument("--interleaved-s", type=float, default=240.0, help="at most this long per model, interleaved")
     parser.add_argument("--name", default="predict", help="results file: benchmarks/results/NAME.json")
     parser.add_argument(
         "--refit",
@@ -253,6 +282,7 @@ def main() -> None:
         "budget": args.budget,
         "sensors": args.sensors,
         "nice": os.nice(0),
+        "interleaved": args.interleaved,
         "models": [],
     }
     if args.repeat and not args.refit:

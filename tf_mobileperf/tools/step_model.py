@@ -159,6 +159,11 @@ class Hinge:
         return fits
 
 
+def _other_side(h: Hinge, law: Hinge, batch_size: float) -> bool:
+    """Whether ``h`` has its step up on the other side of ``batch_size`` than ``law`` (with or without one)."""
+    return h.bj is not None and (batch_size >= h.bj) != (law.bj is not None and batch_size >= law.bj)
+
+
 def _breaks(b: np.ndarray) -> list[float]:
     """Candidate saturation points: the measured sizes but the largest, and 7 points in each gap (log-spaced)."""
     sizes = sorted(set(b.tolist()))
@@ -265,15 +270,21 @@ class StepTimeModel:
         return cls(law, b.tolist(), y.tolist(), sd.tolist(), noise, source, boots, plausible)
 
     def predict(self, batch_size: float) -> Estimate:
+        """The law at ``batch_size`` and the 95% interval of what a new run there measures: the bootstrap's
+        and the plausible laws' spread, each widened by a new run's own scatter (``run_noise``) about it."""
         value = float(self.law(batch_size))
         boot = np.array([float(h(batch_size)) for h in self.resamples])
         lo, hi = np.percentile(boot, [2.5, 97.5])
         others = [float(h(batch_size)) for h in self.plausible]
         lo, hi = min([lo, *others]), max([hi, *others])
-        new_run = Z95 * self.run_noise * value  # a new run's own scatter about the law
-        return Estimate(
-            value, max(value - math.hypot(value - lo, new_run), 0.0), value + math.hypot(hi - value, new_run)
-        )
+        scatter = Z95 * self.run_noise
+        low, high = value - math.hypot(value - lo, scatter * value), value + math.hypot(hi - value, scatter * value)
+        # A step up that may lie on either side of B makes two outcomes, not one spread: the other level
+        # gets the scatter of its own.
+        other_level = [float(h(batch_size)) for h in self.plausible if _other_side(h, self.law, batch_size)]
+        if other_level:
+            low, high = min(low, min(other_level) * (1 - scatter)), max(high, max(other_level) * (1 + scatter))
+        return Estimate(value, max(low, 0.0), high)
 
     def fit_spread(self, batch_size: float) -> float:
         """Relative half-width of the bootstrap's 95% interval of the law at ``batch_size`` (no new-run noise)."""

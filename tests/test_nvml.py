@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from tf_mobileperf.sampling.sampler import Sampler
-from tf_mobileperf.sensors import nvml
+from tf_mobileperf.sensors import nvml, nvml_rates
 from tf_mobileperf.sensors.base import SensorReadError, SensorUnavailable
 from tf_mobileperf.sensors.nvml import NvmlEnergySensor, NvmlProbe, NvmlSensor, nvml_sensors, probe_nvml
 from tf_mobileperf.sensors.nvml_rates import QueryRate, ReadPeriod, choose_period, paced_period, watch
@@ -195,6 +195,35 @@ def test_watch_measures_a_value_that_changes_every_50ms():
         {"stepped": lambda: int((time.monotonic() - start) / 0.05)}, until_changes=["stepped"], changes=4, window_s=1.0
     )
     assert rates["stepped"].changes == 4 and rates["stepped"].change_period_s == pytest.approx(0.05, abs=0.006)
+
+
+class StallingClock:
+    """``time`` for the probe's module, whose ``monotonic()`` stalls 110 ms at every ``every``-th call: the
+    thread descheduled between reading a value and stamping it, as under another VM's load."""
+
+    def __init__(self, every: int):
+        self.every, self.calls = every, 0
+
+    def monotonic(self) -> float:
+        self.calls += 1
+        if self.calls % self.every == 0:
+            time.sleep(0.11)
+        return time.monotonic()
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+
+@pytest.mark.parametrize("every", [401, 419, 433])
+def test_watch_places_no_change_by_a_stamp_taken_after_a_stall(monkeypatch, every):
+    # A value updated every 100 ms, polled while the probe's clock stalls past updates: a change whose
+    # stamp came after a stall hid the update before it, and placed there it would make the period 200 ms.
+    monkeypatch.setattr(nvml_rates, "time", StallingClock(every))
+    start = time.monotonic()
+    stepped = lambda: int((time.monotonic() - start) / 0.1)  # noqa: E731
+    rates = watch({"stepped": stepped}, until_changes=["stepped"], changes=30, min_calls=10**6, window_s=2.0)
+    assert rates["stepped"].changes >= 8
+    assert rates["stepped"].change_period_s == pytest.approx(0.1, abs=0.012)
 
 
 def test_each_value_is_read_only_when_due(probed, monkeypatch):

@@ -23,8 +23,8 @@ MIN_PERIOD_S = 0.01
 CPU_SHARE = 0.002
 #: ...and up to this share where less would read an energy counter slower than it changes (``NvmlEnergySensor``).
 CPU_SHARE_MAX = 0.01
-#: A change is placed in time only when the two calls around it are at most this far apart (a stalled poll
-#: leaves it unplaced).
+#: A change is placed in time only when the two calls around it span at most this long, from the start of the
+#: one before it to the end of the one after (a stalled poll or call leaves it unplaced).
 PLACED_S = 0.02
 
 
@@ -71,11 +71,11 @@ class _Track:
     walls: list[float] = dataclasses.field(default_factory=list)
     cpus: list[float] = dataclasses.field(default_factory=list)
     changed_at: list[tuple[float, float]] = dataclasses.field(default_factory=list)  # (when, within how long)
-    last: tuple[float, object] | None = None  # (mid-time of the last call, its value)
+    last: tuple[float, object] | None = None  # (when the last call began, its value)
     error: str | None = None
 
     def call(self, query: Callable[[], object]) -> None:
-        wall0, cpu0 = time.perf_counter(), time.thread_time()
+        began, wall0, cpu0 = time.monotonic(), time.perf_counter(), time.thread_time()
         try:
             value = query()
         except Exception as exc:  # the library's own error: polling this query stops
@@ -84,10 +84,13 @@ class _Track:
         cpu1, wall1 = time.thread_time(), time.perf_counter()
         self.walls.append(wall1 - wall0)
         self.cpus.append(cpu1 - cpu0)
-        mid = time.monotonic() - (wall1 - wall0) / 2
+        ended = began + (wall1 - wall0)
         if self.last is not None and value != self.last[1]:
-            self.changed_at.append(((self.last[0] + mid) / 2, mid - self.last[0]))  # between the calls' middles
-        self.last = (mid, value)
+            # The value was read somewhere inside each call: the change lies between the start of the last
+            # call and the end of this one. A call that stalled (a descheduled thread, a slow driver) widens
+            # that bracket, so a change it hid is never placed.
+            self.changed_at.append(((self.last[0] + ended) / 2, ended - self.last[0]))
+        self.last = (began, value)
 
     def rate(self, window_s: float) -> QueryRate:
         changes = self.changed_at

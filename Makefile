@@ -59,7 +59,7 @@ lint: $(STAMP) $(FRONTEND)/node_modules/.package-lock.json
 	cd $(FRONTEND) && npm run --silent lint
 
 test: $(STAMP) $(BUNDLE) browser lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 # Every benchmark, one after another (about 30 minutes here; soak.py alone is 10).
 # CodeCarbon is installed only here: overhead.py measures it beside ours.

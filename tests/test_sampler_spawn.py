@@ -307,6 +307,24 @@ def test_a_slow_sensor_in_its_own_thread_never_holds_up_the_tick(mode, start, ti
         assert np.isfinite(slow_t).all() and np.median(rows.t - slow_t) < 0.001
 
 
+@pytest.mark.parametrize("stamp_within_s", [None, 0.012])
+def test_a_read_that_stalled_past_its_sensors_stamp_limit_is_dropped(stamp_within_s):
+    """Every 5th 4 ms read stalls 60 ms before reading: stamped at its call's middle, its value's instant is
+    30 ms off. A sensor that says how long a read may take (``stamp_within_s``) has those reads dropped."""
+    sampler = Sampler([picklable.Stalling(0.004, 5, 0.06, stamp_within_s)], 0.005, mode="thread")
+    with sampler:
+        assert sampler.wait_for_first_row()
+        time.sleep(1.0)
+    rows = sampler.drain()
+    slow_t = rows.values[:, 0]
+    read = np.isfinite(slow_t)
+    lag = rows.t[read] - slow_t[read]  # from the read's start (after any stall) to its stamp
+    if stamp_within_s is None:
+        assert (lag < -0.02).sum() >= 2  # stamped half a stall before the value was read
+    else:
+        assert read.sum() >= 20 and np.all(lag > -0.001) and sampler.errors()["slow"] == 0
+
+
 def test_a_file_sensor_in_its_own_thread_is_read_by_that_thread():
     """Memory (files the C loop reads) declared ``own_thread``: the C loop asks its thread for each read."""
     if native.load() is None:

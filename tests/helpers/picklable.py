@@ -92,6 +92,21 @@ class Slow(Sensor):
         return {"slow_t": started}
 
 
+class Stalling(Slow):
+    """``Slow``, whose every ``every``-th read stalls ``stall_s`` more (a descheduled thread, a frozen VM);
+    ``stamp_within_s`` as given."""
+
+    def __init__(self, seconds: float, every: int, stall_s: float, stamp_within_s: float | None):
+        super().__init__(seconds)
+        self.every, self.stall_s, self.stamp_within_s, self.reads = every, stall_s, stamp_within_s, 0
+
+    def read(self):
+        self.reads += 1
+        if self.reads % self.every == 0:
+            time.sleep(self.stall_s)
+        return super().read()
+
+
 #: A device's lock, as a driver library holds one around its calls.
 DEVICE_LOCK = threading.Lock()
 

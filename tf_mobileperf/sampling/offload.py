@@ -12,7 +12,8 @@ they were read. A sensor that declares ``own_thread`` has no such lag: its
 thread reads on a grid of its own (``paced_s``, never waking the sampling
 loop) and ``publish``es each reading at the instant of the read (the middle
 of the call) as a row of its own (``ring.SharedRing.side``), which a counter
-needs to place its changes in time. A read that takes
+needs to place its changes in time; a read that took longer than the
+sensor's ``stamp_within_s`` is dropped, its instant unknown. A read that takes
 longer than its deadline (``deadline_s``: the larger of the inline budget
 and the sensor's own period) is a failed read, its values dropped.
 """
@@ -64,6 +65,7 @@ class OffloadedSensor:
         self.quick = 0  # reads in a row that took under half the inline budget
         self.permanent = since is None  # never read inline again
         self.retired = False  # read inline again: this thread ends
+        self.unstamped = 0  # reads that took longer than the sensor's stamp_within_s: dropped
 
     def serve_after_hung_read(self, alive: Callable[[], bool]) -> None:
         """``serve``, run by the thread whose inline read hung, once that read returned (too late to use)."""
@@ -90,11 +92,15 @@ class OffloadedSensor:
         """Reads every ``paced_s`` on the monotonic grid from the first read and publishes each reading; a
         read that overran skips the grid's ticks already past."""
         origin, tick = time.monotonic(), 0
+        within = self.sensor.stamp_within_s
         while alive():
             began = time.monotonic()
             values = read_sensor(self.sensor)
             done = time.monotonic()
-            publish(0.5 * (began + done), values)
+            if within is None or done - began <= within:
+                publish(0.5 * (began + done), values)
+            else:
+                self.unstamped += 1
             tick = max(tick + 1, math.floor((done - origin) / paced_s) + 1)
             while alive() and (wait := origin + tick * paced_s - time.monotonic()) > 0:
                 time.sleep(min(wait, 0.5))

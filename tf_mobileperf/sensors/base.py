@@ -180,6 +180,10 @@ class Sensor(abc.ABC):
     min_period_s: float = 0.0
     file_reads: FileReads | None = None
     own_thread: bool = False
+    #: For an ``own_thread`` sensor: the longest a read may take and still be stamped at its middle. A longer
+    #: one (the thread or the machine stalled inside it) read its values at an instant it cannot tell, and is
+    #: dropped: a counter's next reading still holds what it had. None: every read is kept.
+    stamp_within_s: float | None = None
     #: The most power one channel of this sensor can read, W: more is a failed read (``reading_range``).
     #: By default the most one device this library reads can draw: a datacenter GPU (H200 700 W, B200 1 kW,
     #: GB200 1.2 kW) with room to spare; sensors of smaller parts say their own.

@@ -78,6 +78,9 @@ log = logging.getLogger(__name__)
 LIBRARY = "pynvml"
 #: How long the probe polls each GPU's values to measure their change periods and costs.
 PROBE_WINDOW_S = 0.35
+#: A counter read may take this much longer than the probe measured and still be stamped at its middle
+#: (``NvmlEnergySensor.stamp_within_s``): calls measured 3.9-4.8 ms each on an H200.
+STAMP_SLACK_S = 0.005
 #: Values that change on events (an allocation, a clock step), not on a grid, are read this often.
 EVENT_PERIOD_S = 0.1
 
@@ -526,6 +529,9 @@ class NvmlEnergySensor(_NvmlBase):
                     f"is then within {CPU_SHARE_MAX:.0%} of a core",
                 )
         self.min_period_s = self.read_period.period_s
+        # A read that took over twice what the probe measured stalled inside (a VM descheduled, say): which
+        # instant its values are of is unknown by more than the read itself, so it is not stamped.
+        self.stamp_within_s = max(2 * wall, wall + STAMP_SLACK_S)
 
     def read(self) -> dict[str, float | SensorReadError]:
         handles = self._session.handles()

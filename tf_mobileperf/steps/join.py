@@ -18,8 +18,10 @@ reduced to change points (``counter_series``): each new value gets the
 instant it appeared, known to lie between the last reading still showing
 the old value and the first showing the new one; a counter that updates on
 a regular grid is placed on the grid fitted through those brackets
-(``_on_update_grid``), else at their midpoints (error: +-half a read
-interval). The first reading's value appeared one update period before the
+(``_on_update_grid``; a change whose bracket a stalled reader widened
+past 1.5 times the median one does not place the grid, and is put at the
+last update inside its bracket), else at their midpoints (error: +-half a
+read interval). The first reading's value appeared one update period before the
 first change, and the series starts there. Where the counter changes at nearly every read (its update
 period is under 1.5 read intervals), each reading is the counter at its own
 read instant instead. The series ends at the last change, or, for a value
@@ -130,8 +132,21 @@ def _changes(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, floa
     median = _median_spacing(midpoints)
     if not median:
         return j, midpoints, median
-    periods = np.maximum(1.0, np.rint(np.diff(midpoints) / median)).sum()
-    return j, midpoints, float((midpoints[-1] - midpoints[0]) / periods)
+    narrow = midpoints[_narrow(t[j - 1], t[j])]
+    spacing = np.diff(narrow)
+    single = spacing[spacing < 1.5 * median]  # one update apart: alternately short and long, right on average
+    first = float(single.mean()) if len(single) else median
+    periods = np.maximum(1.0, np.rint(spacing / first)).sum()
+    return j, midpoints, float((narrow[-1] - narrow[0]) / periods) if periods else median
+
+
+def _narrow(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """The changes whose bracket is at most ``WIDE`` times the median one (all of them where fewer than
+    three are): a bracket that a stalled reader widened (a descheduled thread, a frozen VM) does not place
+    the grid, its midpoint far from the change."""
+    width = after - before
+    narrow = width <= WIDE * float(np.median(width))
+    return narrow if narrow.sum() >= 3 else np.ones(len(width), dtype=bool)
 
 
 def update_period_s(t: np.ndarray, v: np.ndarray) -> float | None:
@@ -142,6 +157,9 @@ def update_period_s(t: np.ndarray, v: np.ndarray) -> float | None:
 
 #: Changes on each side of a change that place it on the grid (``_on_update_grid``).
 GRID_WINDOW = 16
+#: A change's bracket (the readings before and after it) wider than this many times the median one was
+#: widened by a stalled reader (``_narrow``).
+WIDE = 1.5
 
 
 def _on_update_grid(before: np.ndarray, after: np.ndarray, period_s: float) -> np.ndarray:
@@ -158,9 +176,17 @@ def _on_update_grid(before: np.ndarray, after: np.ndarray, period_s: float) -> n
     mid = 0.5 * (before + after)
     if len(mid) < 3:
         return mid
-    n = np.concatenate([[0.0], np.cumsum(np.maximum(1.0, np.rint(np.diff(mid) / period_s)))])
-    slope, intercept = np.polyfit(n, mid - mid[0], 1)
-    line = mid[0] + intercept + slope * n
+    narrow = _narrow(before, after)
+    n = np.concatenate([[0.0], np.cumsum(np.maximum(1.0, np.rint(np.diff(mid[narrow]) / period_s)))])
+    slope, intercept = np.polyfit(n, mid[narrow] - mid[narrow][0], 1)
+    base = mid[narrow][0] + intercept
+    # Each change's update on the grid: a narrow bracket's nearest; a wide one's last inside it (the value
+    # read after it was reached at its last update), its nearest where the line misses the bracket.
+    index = np.rint((mid - base) / slope)
+    last = np.floor((after - base) / slope)
+    inside = ~narrow & (base + slope * last > before)
+    index[inside] = last[inside]
+    line = base + slope * index
     width = 2 * GRID_WINDOW + 1
     lo = np.lib.stride_tricks.sliding_window_view(np.pad(before - line, GRID_WINDOW, constant_values=-np.inf), width)
     hi = np.lib.stride_tricks.sliding_window_view(np.pad(after - line, GRID_WINDOW, constant_values=np.inf), width)

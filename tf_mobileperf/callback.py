@@ -11,7 +11,11 @@ measurement ends with it and its report is written:
 * any other error in a step, in validation or in another callback: the
   report says ``success: false`` with the error, then the error goes on;
 * Ctrl-C (SIGINT) or SIGTERM: the partial report is written, then the
-  previous handler runs (by default: KeyboardInterrupt);
+  previous handler runs (by default: KeyboardInterrupt). Python raises that
+  KeyboardInterrupt wherever the main thread is, and swallows it there if
+  that is a ``__del__`` or a weakref callback; ``fit`` would then train on,
+  unmeasured. So where Python's own handler is the one left, the next
+  batch raises it again;
 * a loss that turns NaN or infinite (what ``TerminateOnNaN`` stops on):
   ``success: false`` with the step and the reason.
 
@@ -84,6 +88,7 @@ class MobilePerfCallback(keras.callbacks.Callback):
         self._begin_batch = 0
         self._last_logs: dict = {}
         self._seam: FitSeam | None = None  # the wraps of Keras's objects for this fit
+        self._interrupted: str | None = None  # the signal that ended the measurement while fit went on
 
     def on_train_begin(self, logs=None):
         if self._running:  # the last fit ended by an error that no wrapper saw
@@ -92,6 +97,7 @@ class MobilePerfCallback(keras.callbacks.Callback):
             self.monitor = PerfMonitor(self._logdir, options=self.options)
         self.report = None
         self.monitor.model_name = self.model.name
+        self._interrupted = None
         self.monitor.begin()
         self._running, self._pid = True, os.getpid()
         self._seam = FitSeam(self._on_keras_error)
@@ -99,6 +105,10 @@ class MobilePerfCallback(keras.callbacks.Callback):
         self._install_interrupt_handlers()
 
     def on_train_batch_begin(self, batch, logs=None):
+        if self._interrupted is not None:  # the KeyboardInterrupt was swallowed where it landed
+            name, self._interrupted = self._interrupted, None
+            if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+                raise KeyboardInterrupt(name)
         self._begin_batch = batch
         self.monitor.step_begin()
 
@@ -168,7 +178,9 @@ class MobilePerfCallback(keras.callbacks.Callback):
         def on_signal(signum: int) -> None:
             callback = this()
             if callback is not None:
-                callback._finish(KeyboardInterrupt(signal.Signals(signum).name))
+                name = signal.Signals(signum).name
+                callback._finish(KeyboardInterrupt(name))
+                callback._interrupted = name if signum == signal.SIGINT else None
 
         self._handlers = [ChainedHandler.install(signum, on_signal) for signum in STOP_SIGNALS]
         self._handlers_dropped = weakref.finalize(self, _uninstall, self._handlers)  # the callback dropped mid-fit

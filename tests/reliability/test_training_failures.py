@@ -117,6 +117,39 @@ def test_ctrl_c_in_process_restores_the_previous_handler(tmp_path):
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
+class CtrlCWhenCollected:
+    """Raises SIGINT from its ``__del__``: the KeyboardInterrupt lands inside a finalizer, where Python prints
+    it and drops it (TensorFlow's tracing runs Python in finalizers; a loaded machine delivers Ctrl-C there)."""
+
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+
+
+def test_ctrl_c_swallowed_in_a_finalizer_still_stops_fit_at_the_next_batch(tmp_path):
+    cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()])
+    batches = []
+
+    def at_batch_end(batch, logs):
+        batches.append(batch)
+        if batch == 5:
+            CtrlCWhenCollected()  # collected at once: Ctrl-C inside its __del__
+
+    x, y = data(8 * 40)
+    with pytest.raises(KeyboardInterrupt):
+        small_model().fit(
+            x,
+            y,
+            batch_size=8,
+            epochs=1,
+            verbose=0,
+            callbacks=[keras.callbacks.LambdaCallback(on_train_batch_end=at_batch_end), cb],
+        )
+    assert batches[-1] == 5  # not one batch trained unmeasured
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["success"] is False and "SIGINT" in report["error"]
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
 def test_other_error_in_a_step_writes_the_partial_report_and_propagates(tmp_path):
     def batches():
         for i in range(20):

@@ -88,22 +88,26 @@ def test_staircase_counter_gives_10ms_steps_the_interpolated_share_and_the_exact
     assert out.method.tolist() == [INTERPOLATED] * len(starts)
 
 
-def test_the_sum_of_contiguous_steps_is_the_counters_own_difference():
+def test_the_sum_of_contiguous_steps_from_one_counter_update_to_another_is_the_counters_own_difference():
     t, counter, _ = staircase()
-    starts, ends = contiguous(T0 + 0.52, np.full(100, 0.013))
-    out = join(t, counter[:, None], [COUNTER], starts, ends, period_s=READ_S)["gpu0_energy"]
     series = counter_series(t, counter)
-    whole = np.interp(ends[-1], series.t, series.cum) - np.interp(starts[0], series.t, series.cum)
-    assert out.value.sum() == pytest.approx(whole, rel=1e-12)
+    first, last = series.t[6], series.t[19]  # two update instants as placed
+    starts, ends = contiguous(first, np.full(100, (last - first) / 100))
+    out = join(t, counter[:, None], [COUNTER], starts, ends, period_s=READ_S)["gpu0_energy"]
+    assert out.value.sum() == pytest.approx(series.cum[19] - series.cum[6], rel=1e-12)
 
 
-def test_a_staircase_power_channel_marks_steps_shorter_than_two_updates_interpolated():
+def test_a_staircase_power_channel_states_bounds_that_hold_the_exact_energy():
     t, _, watts = staircase()
     starts = np.array([T0 + 0.5, T0 + 1.0, T0 + 2.0])
     ends = starts + np.array([0.01, 0.15, 0.3])
     out = join(t, watts[:, None], [POWER], starts, ends, period_s=READ_S)["gpu0_power"]
     assert out.update_period_s == pytest.approx(UPDATE_S, rel=1e-6)
-    assert out.method.tolist() == [INTERPOLATED, INTERPOLATED, MEASURED]
+    exact = energy(ends) - energy(starts)
+    assert (np.abs(out.value - exact) <= out.bound).all()
+    # A held value is the power of one instant of its 100 ms: a 10 ms step's bound is half its energy.
+    assert out.bound[0] > 0.3 * exact[0] and out.method[0] == INTERPOLATED
+    assert out.method[1:].tolist() == [MEASURED, MEASURED]
 
 
 def test_a_counter_that_changes_at_every_read_is_read_at_its_read_instants():

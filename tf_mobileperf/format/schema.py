@@ -110,6 +110,7 @@ SUMMARY_FIELDS: dict[str, Spec] = {
         key: NUMBER
         for key in (
             "gpu_util_avg",
+            "gpu_util_window_s",
             "cpu_util_avg",
             "power_avg",
             "energy_total",
@@ -129,6 +130,7 @@ SUMMARY_FIELDS: dict[str, Spec] = {
         for key in (
             "power_avg_w",
             "energy_j",
+            "energy_bound_j",
             "energy_active_j",
             "idle_power_w",
             "cpu_util_per_core",
@@ -199,7 +201,7 @@ STEP = Shape(
                 "gap_before_s",
             )
         },
-        **{key: NUMBERS for key in ("energy_j", "energy_active_j", "power_w", "cpu_util_per_core")},
+        **{key: NUMBERS for key in ("energy_j", "energy_active_j", "power_w", "energy_bound_j", "cpu_util_per_core")},
         "energy_method": Each(TEXT),
         "incomplete": LIST,
         "channels": Each(NUMBERS),

@@ -476,6 +476,7 @@ class Collector:
                 np.array([s.start_s for s in steps]),
                 np.array([s.end_s for s in steps]),
                 self._options.period_s,
+                busy=self._busy_windows(float(t[0])),
             )
             fill_steps(steps, joined, self.channels, self.idle.power_w)
             self.totals.note_update_periods(joined)
@@ -487,6 +488,16 @@ class Collector:
         self._guard("write steps.csv", writers.csv.write, [s.csv_row() for s in steps])
         self._guard("write scalars", writers.scalars.write_steps, steps)
         self._forget_old_steps()
+
+    def _busy_windows(self, since_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every step's window that ends after ``since_s``, joined or not, and the open one's (to no end
+        yet): where the device worked, among which a counter's update interval is shared (``steps.join``)."""
+        with self.lock:
+            windows = [(s.start_s, s.end_s) for s in self.steps if s.end_s >= since_s]
+            if self.open is not None:
+                windows.append((self.open.start_s, np.inf))
+        starts, ends = np.array(windows, dtype=np.float64).reshape(-1, 2).T
+        return starts, ends
 
     def _note_counter_margin(self, joined: dict[str, join_mod.StepValues]) -> None:
         """Keeps ``COUNTER_HISTORY`` update periods of the slowest counter before the oldest step not yet joined."""

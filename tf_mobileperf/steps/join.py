@@ -60,6 +60,7 @@ import numpy as np
 
 from tf_mobileperf.format.gaps import GAP_FACTOR, MIN_GAP_S, allowed_gap_s, own_period_s
 from tf_mobileperf.sensors.base import RAIL_KINDS, Channel
+from tf_mobileperf.steps import attribution
 from tf_mobileperf.steps.reductions import BY_KIND
 
 
@@ -258,8 +259,13 @@ class StepValues:
     rails and energy counters, the mean for utilization, clocks and
     temperatures, the peak for memory and states. Power and energy channels
     also have their ``update_period_s`` (None where it could not be told)
-    and, per step, how the energy was obtained (``method``: MEASURED,
-    INTERPOLATED, or None where the energy is unknown).
+    and, per step, the energy's ``bound`` (J: the half-width of an interval
+    that holds the true energy; NaN where unknown) and its summary
+    (``method``: MEASURED where the bound is within ``MEASURED_WITHIN`` of
+    the energy, else INTERPOLATED; None where the energy is unknown).
+    Utilization, clocks and the other kinds keep the ``update_period_s`` of
+    their values too: a utilization reading is the device's busy share over
+    that window, not the step's own.
     """
 
     channel: Channel
@@ -267,6 +273,7 @@ class StepValues:
     complete: np.ndarray
     update_period_s: float | None = None
     method: np.ndarray | None = None
+    bound: np.ndarray | None = None
 
     @property
     def value(self) -> np.ndarray:
@@ -299,48 +306,44 @@ def window_energy(t, power, starts, ends, max_gap_s) -> tuple[np.ndarray, np.nda
     return _per_window(_energy, t, power, starts, ends, max_gap_s)
 
 
-#: A counter interval longer than this many update periods hides an update (the reads stalled past it).
-MISSED_UPDATE = 1.5
-
-
 @dataclasses.dataclass
 class CounterWindows:
     """``window_counter_delta``'s result: per window the counter's increase (NaN where incomplete),
-    ``complete``, and ``edges_seen``: both edges lie in intervals of the series no longer than
-    ``MISSED_UPDATE`` update periods (an edge in a longer one is interpolated across a hidden update);
-    and the counter's ``update_period_s``."""
+    ``complete``, its ``bound`` (J, the half-width of an interval holding the true increase; NaN where
+    incomplete); the counter's ``update_period_s`` and the fitted ``split`` (``steps.attribution``; None
+    without one)."""
 
     delta: np.ndarray
     complete: np.ndarray
-    edges_seen: np.ndarray
     update_period_s: float | None
+    bound: np.ndarray
+    split: attribution.Split | None = None
 
 
-def _edge_span(series_t: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """The length of the series interval that holds each instant ``x`` (inside the series)."""
-    i = np.clip(np.searchsorted(series_t, x, "right"), 1, len(series_t) - 1)
-    return series_t[i] - series_t[i - 1]
-
-
-def window_counter_delta(t, counter, starts, ends, max_gap_s, read_s: float | None = None) -> CounterWindows:
-    """Increase of a cumulative counter (J) over each window, interpolated between its change points
-    (``counter_series``); see ``CounterWindows``."""
+def window_counter_delta(
+    t, counter, starts, ends, max_gap_s, read_s: float | None = None, busy: tuple | None = None
+) -> CounterWindows:
+    """Increase of a cumulative counter (J) over each window and its bound: each update interval's exact
+    energy shared among the busy windows and the time between them by a fitted model
+    (``steps.attribution``; ``busy``: (starts, ends) of every step around, by default the windows
+    themselves); see ``CounterWindows``."""
     ok = np.isfinite(counter)
     t, counter = t[ok], counter[ok]
     out = np.full(len(starts), np.nan)
     complete = _coverage(t, starts, ends, max_gap_s)
-    edges_seen = np.ones(len(starts), dtype=bool)
     if not complete.any():
-        return CounterWindows(out, complete, edges_seen, None)
+        return CounterWindows(out, complete, None, out.copy())
     series = counter_series(t, counter, read_s)
     complete &= (series.t[0] <= starts) & (ends <= series.t[-1])
     if len(series.t) > 1:
         complete &= ~(_interval_max(series.t, series.broken.astype(np.float64), starts, ends) > 0)
-        if series.update_period_s is not None:
-            longest = np.maximum(_edge_span(series.t, starts), _edge_span(series.t, ends))
-            edges_seen = longest <= MISSED_UPDATE * series.update_period_s
-    out[complete] = np.interp(ends[complete], series.t, series.cum) - np.interp(starts[complete], series.t, series.cum)
-    return CounterWindows(out, complete, edges_seen, series.update_period_s)
+    if len(series.t) < 2 or not complete.any():
+        return CounterWindows(out, complete, series.update_period_s, out.copy())
+    busy_starts, busy_ends = busy if busy is not None else (starts, ends)
+    split = attribution.fit(series.t, series.cum, series.broken, busy_starts, busy_ends)
+    bound = np.full(len(starts), np.nan)
+    out[complete], bound[complete] = attribution.energies(split, series.t, series.cum, starts[complete], ends[complete])
+    return CounterWindows(out, complete, series.update_period_s, bound, split)
 
 
 def window_peak(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
@@ -355,18 +358,39 @@ PRIMARY = {kind: reductions[0].name for kind, reductions in BY_KIND.items()}
 MEASURED, INTERPOLATED = "measured", "interpolated"
 
 
-def energy_method(
-    durations: np.ndarray, energy: np.ndarray, resolution_s: float, edges_seen: np.ndarray | None = None
-) -> np.ndarray:
-    """Per window: MEASURED where it lasts at least two update periods (``resolution_s``) and the
-    sensor's updates around both edges were seen (``edges_seen``, a counter's; all when None), else
-    INTERPOLATED; None where its energy is unknown."""
-    long_enough = durations >= 2.0 * resolution_s * (1 - 1e-9)  # float noise
-    if edges_seen is not None:
-        long_enough &= edges_seen
-    method = np.where(long_enough, MEASURED, INTERPOLATED).astype(object)
+#: A step's energy is summarised as MEASURED where its bound is at most this share of it.
+MEASURED_WITHIN = 0.05
+
+
+def energy_method(energy: np.ndarray, bound: np.ndarray) -> np.ndarray:
+    """Per window, a summary of its bound: MEASURED where it is at most ``MEASURED_WITHIN`` of the energy,
+    else INTERPOLATED (a bound that is unknown included); None where the energy is unknown."""
+    within = np.abs(bound) <= MEASURED_WITHIN * np.abs(energy)  # False where the bound is NaN
+    method = np.where(within, MEASURED, INTERPOLATED).astype(object)
     method[~np.isfinite(energy)] = None
     return method
+
+
+def power_bound(t: np.ndarray, power: np.ndarray, starts: np.ndarray, ends: np.ndarray, held: bool) -> np.ndarray:
+    """Each window's bound (J) on its energy from power samples, from its two edges: between the points
+    around an edge where the value changed, the power may have moved anywhere between their two values.
+    A value read as it changes (a 5 ms rail) is off by at most that change times the shorter side of the
+    edge; a ``held`` one (updated slower than it is read, as NVML's power fields: each value the power of
+    one instant or a part of the update interval) by the change times the whole interval."""
+    ok = np.isfinite(power)
+    t, power = t[ok], power[ok]
+    if len(t) < 2:
+        return np.full(len(starts), np.nan)
+    keep = np.concatenate([[True], power[1:] != power[:-1]])
+    keep[-1] = True
+    t, power = t[keep], power[keep]
+
+    def edge(x: np.ndarray) -> np.ndarray:
+        k = np.clip(np.searchsorted(t, x, side="right") - 1, 0, len(t) - 2)
+        side = t[k + 1] - t[k] if held else np.clip(np.minimum(x - t[k], t[k + 1] - x), 0.0, None)
+        return np.abs(power[k + 1] - power[k]) * side
+
+    return edge(starts) + edge(ends)
 
 
 @dataclasses.dataclass
@@ -380,6 +404,7 @@ class Windows:
     ends: np.ndarray
     max_gap_s: float
     read_s: float
+    busy: tuple[np.ndarray, np.ndarray] | None = None  # every step window around (``window_counter_delta``)
 
     @functools.cached_property
     def _integral(self) -> tuple[np.ndarray, np.ndarray]:
@@ -387,7 +412,7 @@ class Windows:
 
     @functools.cached_property
     def _counter(self) -> CounterWindows:
-        return window_counter_delta(self.t, self.column, self.starts, self.ends, self.max_gap_s, self.read_s)
+        return window_counter_delta(self.t, self.column, self.starts, self.ends, self.max_gap_s, self.read_s, self.busy)
 
     def _per_second(self, total: np.ndarray) -> np.ndarray:
         duration = self.ends - self.starts
@@ -405,9 +430,15 @@ class Windows:
     def counter_mean(self) -> np.ndarray:
         return self._per_second(self._counter.delta)
 
-    def edges_seen(self) -> np.ndarray:
-        """The column read as a counter: ``CounterWindows.edges_seen``."""
-        return self._counter.edges_seen
+    def bound(self, kind: str) -> np.ndarray:
+        """Each window's energy bound (J, NaN where unknown): a counter's (``CounterWindows.bound``), else
+        from the power samples (``power_bound``)."""
+        if kind == "energy":
+            return self._counter.bound
+        update = update_period_s(self.t, self.column)
+        held = update is not None and update > 1.5 * self.read_s
+        out = power_bound(self.t, self.column, self.starts, self.ends, held)
+        return np.where(self._integral[1], out, np.nan)
 
     def peak(self) -> np.ndarray:
         return window_peak(self.t, self.column, self.starts, self.ends, self.max_gap_s)[0]
@@ -416,12 +447,12 @@ class Windows:
         return -window_peak(self.t, -self.column, self.starts, self.ends, self.max_gap_s)[0]
 
     def reduce(self, kind: str) -> tuple[dict[str, np.ndarray], np.ndarray, float | None]:
-        """Every reduction of ``kind``, which windows are complete, and the update period of power and
-        energy channels (None for the other kinds)."""
+        """Every reduction of ``kind``, which windows are complete, and the update period of the values
+        (the instants they changed; None where fewer than two changes)."""
         values = {r.name: getattr(self, r.computed_by)() for r in BY_KIND[kind]}
         if kind == "energy":
             return values, self._counter.complete, self._counter.update_period_s
-        return values, self._integral[1], update_period_s(self.t, self.column) if kind == "power" else None
+        return values, self._integral[1], update_period_s(self.t, self.column)
 
 
 def join(
@@ -433,6 +464,7 @@ def join(
     period_s: float,
     gap_factor: float = GAP_FACTOR,
     min_gap_s: float = MIN_GAP_S,
+    busy: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, StepValues]:
     """Joins samples (``t`` (n,), ``values`` (n, channels)) to step windows.
 
@@ -440,10 +472,9 @@ def join(
     rails their energy in J (the integral), mean and peak power; energy
     counters their increase (between their change points) and mean power;
     utilization, clocks, memory and temperatures time-weighted means and
-    their peak (the lowest clock); states their peak. Power and energy
-    channels also get their update period and each step's energy method
-    (``energy_method``; a channel whose value never changed is taken to
-    update at every read).
+    their peak (the lowest clock); states their peak. Every channel gets
+    the update period of its values; power and energy channels each step's
+    energy bound and its summary (``energy_method``).
 
     Args:
         period_s: The sampler period. A channel's allowed gap between two
@@ -452,6 +483,9 @@ def join(
             least ``min_gap_s``: a scheduling hiccup of a few periods is
             sampling jitter (counted in the report's ``sampling.gaps``), a
             sensor that stopped answering is a hole.
+        busy: (starts, ends) of every step around the windows, joined now
+            or not (a counter's update interval is shared among all the
+            steps and gaps inside it); by default the windows themselves.
     """
     t = np.asarray(t, dtype=np.float64)
     starts = np.asarray(starts, dtype=np.float64)
@@ -463,11 +497,11 @@ def join(
         column = values[:, i]
         read = max(period_s, period_s if (own := own_period_s(t, column)) is None else own)
         max_gap = allowed_gap_s(read, gap_factor, min_gap_s)
-        windows = Windows(t, column, starts, ends, max_gap, read)
+        windows = Windows(t, column, starts, ends, max_gap, read, busy)
         reductions, complete, update = windows.reduce(channel.kind)
-        method = None
+        method = bound = None
         if channel.kind in RAIL_KINDS:
-            seen = windows.edges_seen() if channel.kind == "energy" else None
-            method = energy_method(ends - starts, reductions["energy_j"], update or read, seen)
-        out[channel.name] = StepValues(channel, reductions, complete, update, method)
+            bound = windows.bound(channel.kind)
+            method = energy_method(reductions["energy_j"], bound)
+        out[channel.name] = StepValues(channel, reductions, complete, update, method, bound)
     return out

@@ -9,8 +9,10 @@ utilization, peak memory of the board (system RAM: ``mem_peak_gb``) and of
 the GPU's allocator (``gpu_mem_peak_gb``, set by the monitor from the
 Keras backend, see ``tf_mobileperf.session.gpu_memory``), whether the board
 throttled (``throttled``), and per rail how its energy was obtained
-(``energy_method``: "measured" or "interpolated", see ``steps.join``; the
-total is "measured" only when each of its rails is). ``StepTotals`` keeps what the
+(``energy_bound_j``: the half-width of an interval holding the true energy,
+and its summary ``energy_method``: "measured" or "interpolated", see
+``steps.join``; the total's bound is the sum of its rails', and it is
+"measured" only when each of its rails is). ``StepTotals`` keeps what the
 report's summary needs without keeping every step, so a long run's memory
 stays bounded.
 """
@@ -53,6 +55,7 @@ class StepRecord:
     energy_j: dict[str, float | None] = dataclasses.field(default_factory=dict)
     energy_active_j: dict[str, float | None] = dataclasses.field(default_factory=dict)  # energy - idle power x time
     power_w: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    energy_bound_j: dict[str, float | None] = dataclasses.field(default_factory=dict)  # rail -> the energy's bound
     energy_method: dict[str, str | None] = dataclasses.field(default_factory=dict)  # rail -> MEASURED/INTERPOLATED
     cpu_util: float | None = None
     cpu_util_per_core: dict[str, float | None] = dataclasses.field(default_factory=dict)
@@ -89,6 +92,7 @@ class StepRecord:
         row |= {f"energy_j/{k}": v for k, v in self.energy_j.items()}
         row |= {f"energy_active_j/{k}": v for k, v in self.energy_active_j.items()}
         row |= {f"power_w/{k}": v for k, v in self.power_w.items()}
+        row |= {f"energy_bound_j/{k}": v for k, v in self.energy_bound_j.items()}
         row |= {f"energy_method/{k}": v for k, v in self.energy_method.items()}
         row |= {f"{name}/{r}": v for name, values in self.channels.items() for r, v in values.items()}
         return row
@@ -114,14 +118,18 @@ BASE_FIELDS = [
 
 def csv_fields(channels: list[Channel]) -> list[str]:
     """The columns of ``steps.csv``: the seed's, ``throttled`` with a throttle sensor, energy, active energy,
-    power and energy method per rail, every channel's reductions."""
+    power, energy bound and energy method per rail, every channel's reductions."""
     rails = [c.name for c in energy_rails(channels)]
     rails += ["total"] if rails else []
     throttled = ["throttled"] if Roles.of(channels).throttle else []
     return (
         BASE_FIELDS
         + throttled
-        + [f"{q}/{r}" for q in ("energy_j", "energy_active_j", "power_w", "energy_method") for r in rails]
+        + [
+            f"{q}/{r}"
+            for q in ("energy_j", "energy_active_j", "power_w", "energy_bound_j", "energy_method")
+            for r in rails
+        ]
         + [f"{c.name}/{r}" for c in channels for r in reductions.names(c.kind)]
     )
 
@@ -183,6 +191,8 @@ def _fill_energy(
     for rail in roles.rails:
         energy = _num(joined[rail.name].value[i])
         step.energy_j[rail.name] = energy
+        bound = joined[rail.name].bound
+        step.energy_bound_j[rail.name] = None if bound is None or energy is None else _num(bound[i])
         method = joined[rail.name].method
         step.energy_method[rail.name] = None if method is None else method[i]
         step.power_w[rail.name] = _num(energy / duration) if energy is not None and duration > 0 else None
@@ -196,6 +206,8 @@ def _fill_energy(
             step.energy_j["total"] / duration if step.energy_j["total"] is not None and duration > 0 else None
         )
         step.energy_method["total"] = _total_method([step.energy_method[c.name] for c in roles.total])
+        bounds = [step.energy_bound_j[c.name] for c in roles.total]
+        step.energy_bound_j["total"] = None if None in bounds else sum(b for b in bounds if b is not None)
     for name, energy in step.energy_j.items():
         idle = idle_w.get(name)
         step.energy_active_j[name] = energy - idle * duration if energy is not None and idle is not None else None
@@ -304,7 +316,11 @@ class StepTotals:
         for rail, energy in step.energy_j.items():
             self.rails.setdefault(rail, RailSteps()).add(step, energy is not None)
             if energy is not None:
-                values |= {f"energy/{rail}": energy, f"active/{rail}": step.energy_active_j.get(rail)}
+                values |= {
+                    f"energy/{rail}": energy,
+                    f"active/{rail}": step.energy_active_j.get(rail),
+                    f"bound/{rail}": step.energy_bound_j.get(rail),
+                }
         for rail, method in step.energy_method.items():
             if method is not None:
                 counts = self.methods.setdefault(rail, {MEASURED: 0, INTERPOLATED: 0})
@@ -335,7 +351,7 @@ class StepTotals:
                     self._counts[key] = self._counts.get(key, 0) + 1
 
     def note_update_periods(self, joined: dict[str, StepValues]) -> None:
-        """Keeps the update period of each power and energy channel that one join estimated."""
+        """Keeps the update period of each channel that one join estimated."""
         for name, values in joined.items():
             if values.update_period_s is not None:
                 self._update_periods.setdefault(name, array.array("d")).append(values.update_period_s)
@@ -385,6 +401,13 @@ class StepTotals:
     def energy(self, rail: str) -> float | None:
         """Energy of ``rail`` over the measured steps with its energy known; None if there are none."""
         return self._sums.get(f"energy/{rail}") if self.rail(rail).complete else None
+
+    def energy_bound(self, rail: str) -> float | None:
+        """The bound on ``rail``'s energy over the measured steps with it known: the sum of their bounds
+        (each step's error may have either sign); None unless each step has one."""
+        complete = self.rail(rail).complete
+        known = complete and self._counts.get(f"bound/{rail}", 0) == complete
+        return self._sums[f"bound/{rail}"] if known else None
 
     def energy_active(self, rail: str) -> float | None:
         """Energy of ``rail`` above its idle power over the steps with its energy known; None unless each has it."""

@@ -26,9 +26,14 @@ in how many measured steps the board throttled (``throttled_steps``).
 whether it is a counter's difference ("counter") or integrated power
 ("power"), the power channels of the same rail left out because a counter
 measures it (NVML's ``gpu0_power`` beside ``gpu0_energy``), the sensor's
-update period, and how many measured steps with its energy known it resolved
-("measured") or only interpolated (``steps.join``); ``energy_total_methods``
-counts the same for the total. Energy totals are sums
+update period, and how many measured steps with its energy known had a bound
+within 5% of it ("measured") or not ("interpolated"; ``steps.join``);
+``energy_total_methods`` counts the same for the total. Each step states
+its energy's bound per rail (``energy_bound_j``), and ``energy_bound_j`` of
+the summary bounds each rail's run total (the sum of its steps' bounds).
+``gpu_util_avg`` is the mean of the steps' ``gpu_util``, each an average of
+readings over the GPU's own window (``gpu_util_window_s``,
+``gpu_util_rule``). Energy totals are sums
 of per-step values taken from one interpolation of each counter, so over
 contiguous steps a counter rail's total is the counter's own difference from
 the first step's start to the last step's end.
@@ -42,14 +47,20 @@ from typing import Any
 import numpy as np
 
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.steps.join import INTERPOLATED, MEASURED
+from tf_mobileperf.steps.join import INTERPOLATED, MEASURED, MEASURED_WITHIN
 from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, energy_rails, unused_power
 
 #: How a step's energy method is chosen (``steps.join.energy_method``), as the report states it.
 METHOD_RULE = (
-    "measured: the step lasts at least two update periods of its rail's sensor; interpolated: a "
-    "shorter step, whose energy is the counter (or power) interpolated between the sensor's updates: "
-    "right on average and in total, not resolved per step"
+    "a summary of each step's energy_bound_j (the half-width of an interval holding the step's true energy): "
+    f"measured where the bound is at most {MEASURED_WITHIN:.0%} of the step's energy, interpolated otherwise "
+    "or where no bound is known"
+)
+#: What ``gpu_util`` of a step is, as the report states it.
+GPU_UTIL_RULE = (
+    "the time-weighted mean over the step of the GPU's utilization readings; each reading is the busy share "
+    "of the GPU over its own window (gpu_util_window_s, NVML's ~200 ms before the reading), which straddles "
+    "the step and the gaps around it: a step's value is that average, not the step's own busy share"
 )
 
 #: Why a rail that has valid readings in the run has no energy in some step.
@@ -122,8 +133,12 @@ class Report:
 
     def _headline(self, energy_j: dict[str, float | None], power_avg_w: dict[str, float | None]) -> dict[str, Any]:
         """The seed's quantities (utilization, power, energy, memory) and the GPU allocator's memory."""
+        gpus = Roles.of(self.channels).gpus
+        windows = [w for w in (self.totals.update_period_s(c.name) for c in gpus) if w is not None]
         return {
             "gpu_util_avg": self.totals.mean("gpu_util"),
+            "gpu_util_window_s": max(windows) if windows else None,
+            "gpu_util_rule": GPU_UTIL_RULE if gpus else None,
             "cpu_util_avg": self.totals.mean("cpu_util"),
             "power_avg": power_avg_w.get("total"),
             "energy_total": energy_j.get("total"),
@@ -137,6 +152,7 @@ class Report:
         return {
             "power_avg_w": power_avg_w,
             "energy_j": energy_j,
+            "energy_bound_j": {r: self.totals.energy_bound(r) for r in energy_j},
             **self._active_energy(list(energy_j)),
             "total_rails": [c.name for c in roles.total],
             "input_rail": roles.input_rail,

@@ -32,16 +32,13 @@ these points to each step's start and end; over contiguous steps the
 per-step values add up to the counter's own difference.
 
 A channel's *update period* is the median spacing of the instants its value
-changed (``update_period_s``), which is not its read period. Every step says
-how its energy was obtained (``StepValues.method``): "measured" when the
-step lasts at least two update periods of the sensor (at least one whole
-update interval lies inside it, and each interpolated edge is at most half
-its length) and, for a counter, no update near either edge went unseen (the
-reads stalled past it: the edge lies in an interval of over 1.5 update
-periods), else "interpolated": its energy is the counter (or the
-power) interpolated between update instants, right on average and in total
-but not resolved per step. A channel whose value never changed is taken to
-update at every read.
+changed (``update_period_s``), which is not its read period. Between its
+change points a counter's energy is shared among the steps and the gaps
+by a fitted model (``steps.attribution``), not by time. Every step states
+a bound on its energy (``StepValues.bound``) and a summary of it
+(``StepValues.method``: "measured" where the bound is within
+``MEASURED_WITHIN`` of the energy, else "interpolated"). A channel whose
+value never changed is taken to update at every read.
 
 A window that the samples do not cover on both sides, or that overlaps a gap
 between two valid samples longer than the channel's allowed gap (see

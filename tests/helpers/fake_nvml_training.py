@@ -58,6 +58,7 @@ from helpers.fake_nvml_h200 import (  # noqa: F401  (re-exported: the API this m
     NVMLError,
     _check,
     _Handle,
+    nvmlDeviceGetClockInfo,
     nvmlErrorString,
     nvmlInit,
     nvmlShutdown,
@@ -214,10 +215,3 @@ def nvmlDeviceGetMemoryInfo(handle: _Handle) -> SimpleNamespace:
     _check("nvmlDeviceGetMemoryInfo", handle)
     used = 10 * 2**30
     return SimpleNamespace(total=MEMORY_TOTAL, used=used, free=MEMORY_TOTAL - used)
-
-
-def nvmlDeviceGetClockInfo(handle: _Handle, kind: int) -> int:
-    _check("nvmlDeviceGetClockInfo", handle)
-    if kind != NVML_CLOCK_GRAPHICS:
-        raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
-    return GRAPHICS_CLOCK_MHZ

@@ -24,19 +24,19 @@ with equal levels this is plain linear interpolation.
 
 Bound. A window's energy is exact over the intervals wholly inside it; each
 interval that it only partly covers adds an error, the model's miss on that
-interval's split. Its size is taken from the fit's residuals: ``Z`` times the
-root-mean-square residual energy of an interval (which holds both a level's
-miss and the update instants' placement error), never more than the hard
-limit (the window's share of an interval lies between 0 and the interval's
+interval's split. Its size is taken from the fit's residuals: ``Z`` times
+their scale from one interval to the next (which holds both a level's miss
+and the update instants' placement error), in proportion to the interval's
+length, never more than the hard limit (the window's share of an interval lies between 0 and the interval's
 whole energy). A window's ``bound_j`` is the root sum of squares of its
 partial intervals' errors: the half-width of an interval that holds its true
 energy.
 
 What it assumes: power is roughly constant inside steps and inside gaps,
 within the fitted samples (a few seconds), apart from what the residuals
-show; the steps' windows are where the device works (an asynchronous
-device whose work lags its step windows shows as larger residuals, hence
-larger bounds). Where the intervals cannot tell the levels apart (no gaps
+show; the device works in the steps' windows, or in them shifted by a few
+ms where that fits clearly better (the distance to the unshifted fit is
+then added to each bound). Where the intervals cannot tell the levels apart (no gaps
 between steps, or every interval the same mix), one level is fitted: plain
 linear interpolation, its bound from its residuals.
 """

@@ -411,6 +411,10 @@ class Windows:
     def _counter(self) -> CounterWindows:
         return window_counter_delta(self.t, self.column, self.starts, self.ends, self.max_gap_s, self.read_s, self.busy)
 
+    @functools.cached_property
+    def _update_period_s(self) -> float | None:
+        return update_period_s(self.t, self.column)
+
     def _per_second(self, total: np.ndarray) -> np.ndarray:
         duration = self.ends - self.starts
         return np.divide(total, duration, out=np.full(len(self.starts), np.nan), where=duration > 0)
@@ -432,8 +436,7 @@ class Windows:
         from the power samples (``power_bound``)."""
         if kind == "energy":
             return self._counter.bound
-        update = update_period_s(self.t, self.column)
-        held = update is not None and update > 1.5 * self.read_s
+        held = self._update_period_s is not None and self._update_period_s > 1.5 * self.read_s
         out = power_bound(self.t, self.column, self.starts, self.ends, held)
         return np.where(self._integral[1], out, np.nan)
 
@@ -449,7 +452,7 @@ class Windows:
         values = {r.name: getattr(self, r.computed_by)() for r in BY_KIND[kind]}
         if kind == "energy":
             return values, self._counter.complete, self._counter.update_period_s
-        return values, self._integral[1], update_period_s(self.t, self.column)
+        return values, self._integral[1], self._update_period_s
 
 
 def join(

@@ -357,7 +357,9 @@ def test_a_point_of_several_runs_shows_their_count_and_range(replays, browser):
     assert sorted(bars) == [("mlp", 1), ("mlp", 4)]
     bar = bars["mlp", 4]
     assert bar["n"] == 2 and [bar["min"], bar["max"]] == [pytest.approx(min(mlp)), pytest.approx(max(mlp))]
-    assert bar["height"] > 5 and "tx2/mlp-bs4/train" in bar["title"] and "orin-mlp-bs4/train" in bar["title"]
+    # Both caps drawn (2 px each); the span between them is the range on the axis's scale, which may be under
+    # a pixel where the two boards' energies per step are close (both are this machine's step time).
+    assert bar["height"] >= 4 and "tx2/mlp-bs4/train" in bar["title"] and "orin-mlp-bs4/train" in bar["title"]
     assert browser.find_element("css selector", ".crossrun .note.shared").text.startswith("Where several runs share")
     screenshot(browser, ".crossrun", "crossrun-shared-points.png")
     # One line per run folder: the sweep folder "tx2", and each run directly in the logdir in its own.

@@ -149,7 +149,10 @@ def test_probe_measures_the_counters_100ms_period_and_4ms_cost_and_reads_it_ever
         assert gpu.periods["power_instant"].period_s == pytest.approx(0.1, abs=0.012)  # the rate it changes at
         assert gpu.periods["util"].period_s == pytest.approx(0.2, abs=0.024)
         assert gpu.periods["memory"].period_s == gpu.periods["clock"].period_s == 0.1
-        assert any(limit in gpu.periods["energy"].why for limit in ("change period (energy", "floor", "CPU cost"))
+        # ...and its reason names the term that set it (the largest of the three)
+        terms = {"of its change period (energy": energy.change_period_s * 0.3, "the floor of": 0.01}
+        terms["its CPU cost"] = energy.cpu_s / 0.002
+        assert max(terms, key=terms.get) in gpu.periods["energy"].why
     values, counters = NvmlSensor(library=LIBRARY, probed=probed), NvmlEnergySensor(library=LIBRARY, probed=probed)
     assert values.min_period_s == pytest.approx(0.1, abs=0.012)
     slowest = max(g.periods["energy"].period_s for g in probed.gpus)
@@ -307,9 +310,15 @@ def test_old_fake_without_per_process_state_still_reads(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake_pynvml)
     values, counters = nvml_sensors()
     assert values.read()["gpu0_power"] == pytest.approx(150.0)
+    before = time.monotonic()
     first = counters.read()["gpu1_energy"]
+    after_first = time.monotonic()
     time.sleep(0.05)
-    assert counters.read()["gpu1_energy"] - first == pytest.approx(90.0 * 0.05, rel=0.5)
+    before_last = time.monotonic()
+    last = counters.read()["gpu1_energy"]
+    after = time.monotonic()
+    # 90 W read on a continuous clock: the difference is 90 W times the time between the two reads' instants
+    assert 90.0 * (before_last - after_first) <= last - first <= 90.0 * (after - before)
 
 
 def test_forked_sampler_reads_the_counter_as_the_exact_integral_of_power_with_no_failed_read(sensors):

@@ -183,10 +183,14 @@ def nvmlDeviceGetPowerUsage(handle: _Handle) -> int:
     return int(exact_energy_j(handle.index, t - 1.0, t) * 1000.0)  # a 1 s mean, mW
 
 
+def utilization(gpu: int, t: float) -> int:
+    """GPU ``gpu``'s utilization (%) as a read at monotonic time ``t`` returns it."""
+    return round(50 + 40 * math.sin(2 * math.pi * last_update(t, UTIL_UPDATE_S) / PERIOD_S + gpu))
+
+
 def nvmlDeviceGetUtilizationRates(handle: _Handle) -> SimpleNamespace:
     _check("nvmlDeviceGetUtilizationRates", handle)
-    t = last_update(time.monotonic(), UTIL_UPDATE_S)
-    gpu = round(50 + 40 * math.sin(2 * math.pi * t / PERIOD_S + handle.index))
+    gpu = utilization(handle.index, time.monotonic())
     return SimpleNamespace(gpu=gpu, memory=gpu // 2)
 
 

@@ -31,11 +31,14 @@ TRAINING = "helpers.fake_nvml_training"
 WARMUP = 2
 
 
-def measure(logdir: Path, steps: int, step_s: float) -> dict:
+def measure(logdir: Path, steps: int, step_s: float, gap_s: float = 0.0) -> dict:
+    """``steps`` steps of ``step_s`` on the fake H200, each after an idle gap of 0 to ``gap_s``."""
+    rng = np.random.default_rng(0)
     with PerfMonitor(
         logdir, sensors=nvml_sensors(library=LIBRARY), warmup_steps=WARMUP, idle_s=1.0, batch_size=8
     ) as perf:
         for _ in range(steps):
+            time.sleep(rng.uniform(0.0, gap_s))
             with perf.step():
                 end = time.monotonic() + step_s
                 while time.monotonic() < end:  # a step that keeps a core busy, as training does
@@ -88,11 +91,15 @@ def test_gpu_energy_per_step_under_training_is_within_its_bound_and_the_total_wi
     assert "not the step's own busy share" in report["gpu_util_rule"]
 
 
-def test_steps_shorter_than_an_update_are_interpolated_and_the_run_total_is_within_1_percent(tmp_path):
-    report = measure(tmp_path, steps=WARMUP + 200, step_s=0.01)
+def test_steps_shorter_than_an_update_with_gaps_are_interpolated_and_the_run_total_within_its_bound(tmp_path):
+    # Gaps of 0-10 ms between the steps, so the counter's difference over the run is not the steps' total by
+    # construction (contiguous steps were within 1% for that reason alone). Seen here: 3-12% off, every time
+    # inside the stated bound of 50-70% of the energy (docs/sampling.md: the cause is not yet found).
+    report = measure(tmp_path, steps=WARMUP + 200, step_s=0.01, gap_s=0.01)
     measured = [s for s in report["steps"] if not s["warmup"]]
     for gpu in range(fake.GPUS):
         rail = f"gpu{gpu}_energy"
         assert {s["energy_method"][rail] for s in measured} == {"interpolated"}
         assert report["energy_sources"][rail]["steps_interpolated"] == len(measured)
-        assert report["energy_j"][rail] == pytest.approx(exact(gpu, measured), rel=0.01)
+        truth = exact(gpu, measured)
+        assert abs(report["energy_j"][rail] - truth) <= report["energy_bound_j"][rail] <= truth

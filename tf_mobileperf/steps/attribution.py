@@ -37,8 +37,9 @@ within the fitted samples (a few seconds), apart from what the residuals
 show; the device works in the steps' windows, or in them shifted by a few
 ms where that fits clearly better (the distance to the unshifted fit is
 then added to each bound). Where the intervals cannot tell the levels apart (no gaps
-between steps, or every interval the same mix), one level is fitted: plain
-linear interpolation, its bound from its residuals.
+between steps, every interval the same mix, or a power that does not follow
+the steps), one level is fitted, chosen by the Bayesian information
+criterion: plain linear interpolation, its bound from its residuals.
 """
 
 from __future__ import annotations
@@ -117,18 +118,33 @@ def _two_levels(series_t, energy, length, use, starts, ends) -> tuple[Split, flo
     return Split(float(levels[0]), float(levels[1]), _local_rms(residual), bs, be), float((residual**2).sum())
 
 
-def _best_shift(series_t, energy, length, use, starts, ends) -> Split | None:
-    """The two-level fit with the device's work where it leaves the least residual: as the steps' windows,
-    or with their starts and ends each shifted (by ``SHIFTS_S``, then by ``FINE_S`` around the best) where
-    that lowers the Bayesian information criterion (two more parameters must earn their keep; noise alone
-    would pick some shift)."""
-    found = _two_levels(series_t, energy, length, use, starts, ends)
+def _one_level(energy, length, starts, ends) -> tuple[Split, float]:
+    """One level over all the intervals (plain linear interpolation), and the residuals' sum of squares."""
+    level = float(energy.sum() / length.sum()) if len(length) else 0.0
+    residual = energy - level * length
+    return Split(level, level, _local_rms(residual), starts, ends), float((residual**2).sum())
+
+
+def _best_fit(series_t, energy, length, use, starts, ends) -> Split:
+    """The model that the Bayesian information criterion prefers (each parameter must earn its keep; noise
+    alone would pick some shift): one level; two, with the device busy in the steps' windows; or two, with
+    the windows' starts and ends each shifted (by ``SHIFTS_S``, then by ``FINE_S`` around the best). Where
+    the intervals cannot tell a busy level from an idle one (a power that does not follow the steps, or
+    steps and gaps finer than an interval in the same mix everywhere), one level wins."""
     n = len(energy)
 
     def bic(sse: float, k: int) -> float:
         return n * np.log(max(sse, 1e-300) / n) + k * np.log(n)
 
-    best, score = (found[0], bic(found[1], 2)) if found else (None, np.inf)
+    one, one_sse = _one_level(energy, length, starts, ends)
+    found = _two_levels(series_t, energy, length, use, starts, ends)
+    best, score = one, bic(one_sse, 1)
+    if found and bic(found[1], 2) < score:
+        best, score = found[0], bic(found[1], 2)
+    unshifted = best
+    # The shifts are searched among many candidates: the best of so many beats the unshifted fit by chance
+    # far more often than one would, so it must also pay for the search (log of the candidates, twice).
+    search = 2 * np.log(len(SHIFTS_S) ** 2 + len(FINE_S) ** 2)
     centre = (0.0, 0.0)
     for grid in (SHIFTS_S, FINE_S):
         for a in centre[0] + grid:
@@ -136,16 +152,16 @@ def _best_shift(series_t, energy, length, use, starts, ends) -> Split | None:
                 s, e = starts + a, ends + b
                 keep = e > s
                 shifted = _two_levels(series_t, energy, length, use, s[keep], e[keep]) if keep.any() else None
-                if shifted and bic(shifted[1], 4) < score:
-                    best, score, centre = shifted[0], bic(shifted[1], 4), (a, b)
-    if best is not None and found is not None and best is not found[0]:
-        best.unshifted = found[0]
+                if shifted and bic(shifted[1], 4) + search < score:
+                    best, score, centre = shifted[0], bic(shifted[1], 4) + search, (a, b)
+    if best is not unshifted:
+        best.unshifted = unshifted
     return best
 
 
 def fit(series_t, series_cum, broken, busy_starts, busy_ends) -> Split:
-    """Fits the two levels over every unbroken interval of the series, with the device's work where it
-    fits best against the steps' windows (see the module docstring)."""
+    """Fits the model over every unbroken interval of the series: one level, or two with the device's work
+    where it fits best against the steps' windows (see the module docstring)."""
     starts, ends = _disjoint(np.asarray(busy_starts, float), np.asarray(busy_ends, float))
     length = np.diff(series_t)
     energy = np.diff(series_cum)
@@ -154,11 +170,8 @@ def fit(series_t, series_cum, broken, busy_starts, busy_ends) -> Split:
     n = len(length)
     share = np.diff(_busy_to(starts, ends, series_t))[use] / length if n else np.zeros(0)
     if n >= MIN_INTERVALS and share.std() >= MIN_SPREAD:
-        split = _best_shift(series_t, energy, length, use, starts, ends)
-        if split is not None:
-            return split
-    level = float(energy.sum() / length.sum()) if n else 0.0
-    return Split(level, level, _local_rms(energy - level * length), starts, ends)
+        return _best_fit(series_t, energy, length, use, starts, ends)
+    return _one_level(energy, length, starts, ends)[0]
 
 
 def _local_rms(residual: np.ndarray) -> float | None:

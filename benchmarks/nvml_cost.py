@@ -9,16 +9,18 @@ to cost: the energy counter a 4.3 ms driver round trip, the others
 microseconds). For each: the
 sampling process's CPU share of one core from /proc/<pid>/stat
 (utime+stime, all its threads; schedstat too), achieved row rate and p99
-interval error. The NVML part is the difference; the target is at most 1%
-of a core. Then, in this process, the CPU and wall time of one read of each
-NVML sensor and the CPU per second that its read period implies.
+interval error. The NVML part is the difference (median over rounds, and the
+range of each round's own difference); the target is at most 1% of a core.
+``--fake training`` reads the fake GPU under training instead. Then, in
+this process, the CPU and wall time of one read of each NVML sensor and the
+CPU per second that its read period implies.
 
 The energy sensor (``own_thread``) is read in a thread of its own in the
 sampler process, so its 4.3 ms calls never sit in the 5 ms loop: the row
 rate and interval error of both variants show whether they do. Prints a
 table and writes benchmarks/results/nvml_cost.json.
 
-    python benchmarks/nvml_cost.py [--seconds 10] [--rounds 2] [--gpus 1]
+    python benchmarks/nvml_cost.py [--seconds 10] [--rounds 2] [--gpus 1] [--fake h200|training]
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor  # noqa: E402
 from _results import save  # noqa: E402
 from sampler_cost import run_sampler  # noqa: E402
 
-LIBRARY = "helpers.fake_nvml_h200"
+#: The fakes it can read: the H200 as measured (smooth power), and the GPU under training (jittered updates,
+#: the counter's value at a random instant of its 3.9-4.8 ms call; idle here, nothing marks steps).
+LIBRARIES = {"h200": "helpers.fake_nvml_h200", "training": "helpers.fake_nvml_training"}
 VARIANTS = ("procfs", "procfs+nvml")
 TARGET_PCT = 1.0
 
@@ -76,8 +80,11 @@ def main() -> None:
     parser.add_argument("--period-ms", type=float, default=5.0)
     parser.add_argument("--reads", type=int, default=200, help="reads of each NVML sensor timed in-process")
     parser.add_argument("--gpus", type=int, default=1, choices=(1, 2), help="fake H200s read")
+    parser.add_argument("--fake", choices=sorted(LIBRARIES), default="h200", help="which fake GPU (training: one)")
     args = parser.parse_args()
-    nvml = nvml_sensors(indices=list(range(args.gpus)), library=LIBRARY)
+    if args.fake == "training" and args.gpus != 1:
+        parser.error("the fake GPU under training has one GPU: --gpus 1")
+    nvml = nvml_sensors(indices=list(range(args.gpus)), library=LIBRARIES[args.fake])
     procfs = [CpuSensor(), MemorySensor()]
     variants = {"procfs": procfs, "procfs+nvml": procfs + nvml}
     results = []
@@ -100,6 +107,12 @@ def main() -> None:
         for name in VARIANTS
     }
     nvml_part = summary["procfs+nvml"]["cpu_pct_utime_stime"] - summary["procfs"]["cpu_pct_utime_stime"]
+    # Each round's own difference (its two variants ran one after the other): their range is the interval.
+    per_round = [
+        next(r for r in results if r["round"] == k and r["variant"] == "procfs+nvml")["cpu_pct_utime_stime"]
+        - next(r for r in results if r["round"] == k and r["variant"] == "procfs")["cpu_pct_utime_stime"]
+        for k in range(args.rounds)
+    ]
     reads = [read_cost(sensor, args.reads) for sensor in nvml]
     probed = {
         g.index: {
@@ -126,8 +139,8 @@ def main() -> None:
         )
     verdict = "within" if nvml_part <= TARGET_PCT else "OVER"
     print(
-        f"\nNVML part: {nvml_part:.2f}% of a core ({verdict} the {TARGET_PCT:g}% target; "
-        f"{nvml_part / TARGET_PCT:.2f} x target)"
+        f"\nNVML part ({args.fake} fake): {nvml_part:.2f}% of a core, rounds {min(per_round):.2f}..{max(per_round):.2f}"
+        f" ({verdict} the {TARGET_PCT:g}% target; {nvml_part / TARGET_PCT:.2f} x target)"
     )
     print("\nper read, in-process (every value due):")
     for r in reads:
@@ -135,7 +148,7 @@ def main() -> None:
             f"  {r['sensor']:<12} every {r['read_period_s'] * 1e3:6.1f} ms: {r['wall_ms']:.3f} ms wall, "
             f"{r['cpu_us']:.1f} us CPU -> {r['cpu_pct_at_period']:.3f}% of a core at that period"
         )
-    print("\nprobed on the fake H200 (GPU 0):")
+    print(f"\nprobed on the {args.fake} fake (GPU 0):")
     for key, figs in probed[0].items():
         change = f"{figs['change_period_s']:.3f} s" if figs["change_period_s"] else "not seen"
         print(
@@ -143,9 +156,11 @@ def main() -> None:
             f"read every {figs['read_period_s'] * 1e3:6.1f} ms ({figs['why']})"
         )
     save(
-        "nvml_cost",
+        "nvml_cost" if args.fake == "h200" else f"nvml_cost_{args.fake}",
         {
             "command": " ".join([Path(sys.executable).name, *sys.argv]),
+            "fake": args.fake,
+            "nvml_part_pct_per_round": per_round,
             "cores": os.cpu_count(),
             "gpus": args.gpus,
             "seconds": args.seconds,

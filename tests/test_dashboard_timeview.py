@@ -9,6 +9,7 @@ tests/_output/timeview-*.png."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import subprocess
@@ -16,6 +17,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
 import keras
 import pytest
@@ -345,3 +347,45 @@ def test_three_runs_of_three_devices_overlaid_each_in_its_models_colour_with_eac
         assert len(empty.text) < 80 and empty.get_attribute("title"), empty.text
     screenshot(browser, "three-devices")
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+BOUNDS = """
+const chart = [...document.querySelectorAll('#run-details .chart')]
+    .find((c) => c.querySelector('h4').textContent.startsWith('Energy per step'));
+return {title: chart.querySelector('h4').textContent, whiskers: [...chart.querySelectorAll('.u-over .bound')].map((e) =>
+    ({step: Number(e.dataset.step), energy: Number(e.dataset.energy), bound: Number(e.dataset.bound),
+      height: e.getBoundingClientRect().height, title: e.title}))};
+"""
+
+
+def test_energy_per_step_draws_each_measured_steps_stated_bound_as_a_whisker(tensorboard, browser):
+    # The replayed TX2's power is a held field that changes every 50 ms (1 s lines at speed 20): each step's
+    # energy has a bound, from the change around its edges over the whole update interval.
+    run = "tx2-replay/train"
+    steps = json.loads(urllib.request.urlopen(f"{tensorboard}/data/plugin/mobileperf/steps?run={quote(run)}").read())
+    bounded = {
+        s["step"]: (s["energy_j"]["total"], s["energy_bound_j"]["total"])
+        for s in steps["steps"]
+        if not s["warmup"] and not s["failed"] and (s["energy_bound_j"].get("total") or 0) > 0
+    }
+    assert len(bounded) >= 10
+    show(browser, tensorboard, (run,))
+    drawn = browser.execute_script(BOUNDS)
+    assert "whiskers: each step's stated bound" in drawn["title"]
+    whiskers = {w["step"]: w for w in drawn["whiskers"]}
+    assert sorted(whiskers) == sorted(bounded)
+    for step, (energy, bound) in bounded.items():
+        w = whiskers[step]
+        assert (w["energy"], w["bound"]) == (pytest.approx(energy), pytest.approx(bound))
+        assert w["title"].startswith(f"step {step}: ") and w["title"].endswith(" J (its stated bound)")
+    # One scale: each whisker's height in pixels is its width in joules (2 bounds, cut at 0) times the same factor.
+    tall = [w for w in whiskers.values() if w["height"] >= 10]  # a pixel of rounding is under 10% of these
+    per_joule = [w["height"] / (w["energy"] + w["bound"] - max(w["energy"] - w["bound"], 0)) for w in tall]
+    assert tall and max(per_joule) <= 1.1 * min(per_joule), per_joule
+    chart = browser.execute_script(
+        "return [...document.querySelectorAll('#run-details .chart')]"
+        ".find((c) => c.querySelector('h4').textContent.startsWith('Energy per step'))"
+    )
+    browser.execute_script("arguments[0].scrollIntoView()", chart)
+    OUTPUT.mkdir(exist_ok=True)
+    chart.screenshot(str(OUTPUT / "timeview-energy-bounds.png"))

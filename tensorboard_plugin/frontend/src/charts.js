@@ -8,7 +8,7 @@
 // exactly at the route's gap markers: where the sensor really had no reading.
 import uPlot from "uplot";
 import { lineLabel } from "./chartlist.js";
-import { el, NOT_MEASURED, shortReason } from "./format.js";
+import { el, fmt, NOT_MEASURED, shortReason } from "./format.js";
 import { getSeries } from "./api.js";
 import { LIMIT_COLOUR, modelColour, shade } from "./colours.js";
 
@@ -141,8 +141,27 @@ export async function timeChart(view, spec) {
   return box;
 }
 
-// A run's energy per step (total rail); with an idle baseline, each measured step's energy above it
-// (energy_active_j) stands beside its total bar.
+// Each measured step's stated bound (energy_bound_j: the half-width of an interval holding its true
+// energy) as a whisker over its bar, from energy - bound to energy + bound; the numbers are its title.
+function drawBounds(x, measured, bound, offset) {
+  return (u) => {
+    for (const old of u.over.querySelectorAll(".bound")) old.remove();
+    measured.forEach((energy, i) => {
+      const b = bound[i];
+      if (energy === null || b === null || !(b > 0)) return;
+      const [top, bottom] = [u.valToPos(energy + b, "y"), u.valToPos(Math.max(energy - b, 0), "y")];
+      const left = u.valToPos(x[i] + offset, "x");
+      u.over.append(el("span", { class: "bound", "data-step": String(x[i]), "data-energy": String(energy), "data-bound": String(b),
+        title: `step ${x[i]}: ${fmt(energy)} ± ${fmt(b)} J (its stated bound)`,
+        style: `position:absolute;left:${left - 4}px;top:${top}px;width:8px;height:${Math.max(bottom - top, 1)}px;`
+          + "border-top:1px solid #212121;border-bottom:1px solid #212121;box-sizing:border-box;"
+          + "background:linear-gradient(#212121,#212121) center/1px 100% no-repeat;pointer-events:auto;cursor:help" }));
+    });
+  };
+}
+
+// A run's energy per step (total rail), each measured step with its stated bound as a whisker; with an idle
+// baseline, each measured step's energy above it (energy_active_j) stands beside its total bar.
 export function energyBars(steps, width, unavailable) {
   steps = steps.filter((s) => s.energy_j && s.energy_j.total !== undefined);
   if (!steps.length) return notMeasured("Energy per step", unavailable);
@@ -150,13 +169,17 @@ export function energyBars(steps, width, unavailable) {
   const measured = steps.map((s) => (s.warmup || s.failed ? null : s.energy_j.total));
   const other = steps.map((s) => (s.warmup || s.failed ? s.energy_j.total : null));
   const active = steps.map((s) => (s.warmup || s.failed ? null : (s.energy_active_j || {}).total ?? null));
+  const bound = steps.map((s, i) => (measured[i] === null ? null : (s.energy_bound_j || {}).total ?? null));
   const withActive = active.some((v) => v !== null);
+  const withBounds = bound.some((b) => b > 0);
   const bars = (align) => ({ paths: uPlot.paths.bars({ size: [withActive ? 0.4 : 0.8], align: withActive ? align : 0 }), points: { show: false } });
-  // The scale fits the measured steps: a warm-up step (graph tracing, often 100x a step) is cut at the top.
-  const top = Math.max(...measured.filter((v) => v !== null), 0) * 1.15 || null;
+  // The scale fits the measured steps and their bounds: a warm-up step (graph tracing, often 100x a step) is
+  // cut at the top.
+  const top = Math.max(...measured.map((v, i) => (v === null ? 0 : v + (bound[i] || 0))), 0) * 1.15 || null;
   const clipped = top !== null && other.some((v) => v !== null && v > top);
   const box = el("div", { class: "chart" }, el("h4", {
-    text: `Energy per step (J, total rail${withActive ? "; green: above the idle baseline" : ""}; warm-up grey, failed red${clipped ? "; warm-up bars cut at the top" : ""})` }));
+    text: `Energy per step (J, total rail${withActive ? "; green: above the idle baseline" : ""}; warm-up grey, failed red`
+      + `${withBounds ? "; whiskers: each step's stated bound" : ""}${clipped ? "; warm-up bars cut at the top" : ""})` }));
   const series = [{ label: "step" },
     { label: "measured step", fill: "rgba(25,118,210,0.6)", stroke: "#1976d2", ...bars(-1) },
     { label: "warm-up / failed", fill: "rgba(128,128,128,0.5)", stroke: "#888", ...bars(-1) }];
@@ -166,6 +189,7 @@ export function energyBars(steps, width, unavailable) {
     // Half a step of room on each side, so the first and last steps' bars are drawn whole.
     scales: { x: { time: false, range: (u, lo, hi) => [lo - 0.5, hi + 0.5] }, y: top === null ? {} : { range: () => [0, top] } },
     axes: [{ label: "step", stroke: "currentColor" }, { label: "J", stroke: "currentColor" }],
+    hooks: { draw: [drawBounds(x, measured, bound, withActive ? -0.2 : 0)] },
   }, withActive ? [x, measured, other, active] : [x, measured, other], box);
   return box;
 }

@@ -143,12 +143,14 @@ def test_a_step_after_the_counters_last_update_waits_for_the_next_one():
     assert settled_until(t, counter[:, None], [COUNTER], stale_s=1.0) == pytest.approx(last_change)
 
 
-def test_a_counter_that_held_its_value_past_an_update_is_known_flat_until_one_update_before_the_last_read():
+def test_a_counter_that_stopped_changing_gives_no_energy_after_its_last_change_never_zero():
+    # A frozen counter (issue: steps over the freeze were "interpolated" 0 J while the GPU drew 200 W), and the
+    # incremental join's case: a value held at the last reads is the energy up to its update, not up to later.
     t, counter, _ = staircase(seconds=1.0)
-    counter = np.where(t > T0 + 0.6, counter[np.searchsorted(t, T0 + 0.6)], counter)  # no energy after 0.6 s
+    counter = np.where(t > T0 + 0.6, counter[np.searchsorted(t, T0 + 0.6)], counter)  # frozen after 0.6 s
     series = counter_series(t, counter)
-    assert series.t[-1] == pytest.approx(t[-1] - UPDATE_S)
-    out = join(t, counter[:, None], [COUNTER], np.array([T0 + 0.75]), np.array([T0 + 0.85]), period_s=READ_S)[
-        "gpu0_energy"
-    ]
-    assert out.complete[0] and out.value[0] == 0.0
+    assert series.t[-1] <= T0 + 0.6  # the last change point
+    starts, ends = np.array([T0 + 0.3, T0 + 0.75]), np.array([T0 + 0.45, T0 + 0.85])
+    out = join(t, counter[:, None], [COUNTER], starts, ends, period_s=READ_S)["gpu0_energy"]
+    assert out.complete.tolist() == [True, False] and np.isnan(out.value[1]) and out.method[1] is None
+    assert out.value[0] == pytest.approx(energy(ends[0]) - energy(starts[0]), rel=0.01)

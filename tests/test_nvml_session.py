@@ -71,7 +71,7 @@ def train_on_the_training_gpu(logdir: Path, monkeypatch, steps: int = 40, seed: 
 def test_gpu_energy_per_step_under_training_is_within_its_bound_and_the_total_within_2_percent(tmp_path, monkeypatch):
     # Linear interpolation of the counter gave this run's total 6.5% under the exact integral and its worst
     # step 21% off: the update intervals that hold a step's edge are where the power changes.
-    report, schedule = train_on_the_training_gpu(tmp_path / "run", monkeypatch)
+    report, schedule = train_on_the_training_gpu(tmp_path / "run", monkeypatch, steps=80)  # 95% of 80: 4 may miss
     measured = [s for s in report["steps"] if not s["warmup"]]
     energy = np.array([s["energy_j"]["gpu0_energy"] for s in measured], dtype=float)
     bound = np.array([s["energy_bound_j"]["gpu0_energy"] for s in measured], dtype=float)
@@ -79,10 +79,11 @@ def test_gpu_energy_per_step_under_training_is_within_its_bound_and_the_total_wi
     known = np.isfinite(energy)  # a step over a dropped counter read is incomplete (seen: 2 of 40)
     assert known.mean() >= 0.9 and np.isfinite(bound[known]).all()
     energy, bound, exact = energy[known], bound[known], exact[known]
-    # The goal is 2% and 95% (met by the same join on simulated reads, test_energy_attribution); in whole
-    # sessions here the total was 0.01-2.7% off and 92.5-100% of the steps inside their bounds.
-    assert abs(energy.sum() / exact.sum() - 1) < 0.04
-    assert np.mean(np.abs(energy - exact) <= bound) >= 0.85
+    # Seen in whole sessions here: the total 0.06-0.24% off, 97.5-100% of the steps inside their bounds (before
+    # the series stopped claiming a held value as the energy up to one update before its last read, 0.01-2.7%
+    # and 92.5-100%: the steps joined at the end of the samples took a point placed up to 30 ms off).
+    assert abs(energy.sum() / exact.sum() - 1) < 0.02
+    assert np.mean(np.abs(energy - exact) <= bound) >= 0.95
     assert np.median(bound / exact) <= 0.20
     total_bound = report["energy_bound_j"]["gpu0_energy"]
     assert total_bound == pytest.approx(bound.sum()) and abs(energy.sum() - exact.sum()) <= total_bound
@@ -93,8 +94,8 @@ def test_gpu_energy_per_step_under_training_is_within_its_bound_and_the_total_wi
 
 def test_steps_shorter_than_an_update_with_gaps_are_interpolated_and_the_run_total_within_its_bound(tmp_path):
     # Gaps of 0-10 ms between the steps, so the counter's difference over the run is not the steps' total by
-    # construction (contiguous steps were within 1% for that reason alone). Seen here: 3-12% off, every time
-    # inside the stated bound of 50-70% of the energy (docs/sampling.md: the cause is not yet found).
+    # construction (contiguous steps were within 1% for that reason alone). Seen here: 4.8% off, inside a
+    # stated bound of ~55% (docs/sampling.md: the last changes of the samples joined so far placed ~4 ms late).
     report = measure(tmp_path, steps=WARMUP + 200, step_s=0.01, gap_s=0.01)
     measured = [s for s in report["steps"] if not s["warmup"]]
     for gpu in range(fake.GPUS):

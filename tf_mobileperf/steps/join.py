@@ -224,10 +224,6 @@ def counter_series(t: np.ndarray, v: np.ndarray, read_s: float | None = None) ->
     first = t[:1] if period is None or not len(instants) else np.minimum(t[:1], instants[:1] - period)
     points_t = np.concatenate([first, instants])
     points_v = np.concatenate([v[:1], v[j]])
-    # A value held one update period before the last reading was still the counter's then.
-    known_until = t[-1] - (period or 0.0)
-    if known_until > points_t[-1]:
-        points_t, points_v = np.append(points_t, known_until), np.append(points_v, points_v[-1])
     steps = np.diff(points_v)
     broken = steps < 0
     cum = np.concatenate([[0.0], np.cumsum(np.where(broken, 0.0, steps))])

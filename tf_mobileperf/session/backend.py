@@ -22,12 +22,25 @@ log = logging.getLogger(__name__)
 _OOM_MESSAGES = ("RESOURCE_EXHAUSTED", "DefaultCPUAllocator: can't allocate memory", "CUDA out of memory")
 
 
+#: The frameworks a program may train with, by their module names.
+FRAMEWORKS = ("tensorflow", "torch", "jax")
+
+
 def active() -> str:
-    """ "tensorflow", "jax", "torch" or "numpy": the Keras backend in use."""
+    """The backend the program trains with, from what it imported (nothing is imported here).
+
+    Returns:
+        Keras's backend where the program imported Keras; else the framework among ``FRAMEWORKS`` it
+        imported (``KERAS_BACKEND``'s where it imported several); else "numpy" (a plain loop).
+    """
     keras = sys.modules.get("keras")
     if keras is not None:
         return keras.backend.backend()
-    return os.environ.get("KERAS_BACKEND", "tensorflow")
+    loaded = [name for name in FRAMEWORKS if name in sys.modules]
+    wanted = os.environ.get("KERAS_BACKEND")
+    if wanted in loaded:
+        return wanted
+    return loaded[0] if loaded else "numpy"
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -53,15 +66,13 @@ def device_sync() -> Callable[[], None] | None:
     (before any callback sees them), which waits for the step's loss.
     """
     name = active()
+    framework = sys.modules.get(name)  # imported by the program (``active`` names no other)
     try:
-        if name == "tensorflow":
-            import tensorflow as tf
-
-            return tf.test.experimental.sync_devices if tf.config.list_physical_devices("GPU") else None
-        if name == "torch":
-            import torch
-
-            return torch.cuda.synchronize if torch.cuda.is_available() else None
+        if name == "tensorflow" and framework is not None:
+            gpus = framework.config.list_physical_devices("GPU")
+            return framework.test.experimental.sync_devices if gpus else None
+        if name == "torch" and framework is not None:
+            return framework.cuda.synchronize if framework.cuda.is_available() else None
     except Exception as exc:  # a broken GPU runtime: steps are still timed, without the wait
         log.warning("mobileperf: cannot find how to wait for the %s device: %s", name, exc)
     return None

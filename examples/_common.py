@@ -21,6 +21,7 @@ from tf_mobileperf.output.files import local_dir
 from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.session.reporting import by_cause
 from tf_mobileperf.tools.cli import OneLineParser, int_at_least
+from tf_mobileperf.tools.crossrun import process_peak_gb
 from tf_mobileperf.tools.shell import tool_command
 from tf_mobileperf.tools.sweep import open_sensors_once
 
@@ -149,15 +150,23 @@ def print_unavailable(summary: dict) -> None:
         print(f"  {', '.join(whats)}: n/a ({cause}{said})")
 
 
+def memory_text(s: dict) -> str:
+    """Peak memory with whose it is: the training process's peak first, then system RAM in use (every
+    process: the report's ``mem_peak_gb``), and the GPU allocator's peak where there is one."""
+    text = f"memory: process peak {show(process_peak_gb(s), 'GiB')}, system RAM in use {show(s['mem_peak_gb'], 'GiB')}"
+    gpu = s.get("gpu_mem_peak_gb")
+    return text + (f", GPU allocator peak {show(gpu, 'GiB')}" if gpu is not None else "")
+
+
 def finish(report, logdir) -> None:
     """Prints the summary, the input wait of the traced steps, and where the run was written."""
     s = report.summary()
     step = s["step_time_s"]["mean"]
     print(
         f"success: {s['success']}  {measured(s)}  energy: {show(s['energy_total'], 'J')}  "
-        f"step time: {show(None if step is None else step * 1e3, 'ms', '.1f')}  "
-        f"peak memory: {show(s['mem_peak_gb'], 'GiB')}"
+        f"step time: {show(None if step is None else step * 1e3, 'ms', '.1f')}"
     )
+    print(memory_text(s))
     between = s["between_steps_fraction"]
     print(f"time between steps: {'n/a' if between is None else format(100 * between, '.1f') + '%'} of the run")
     traced = Path(logdir) / "train" / "plugins" / "mobileperf" / "op_energy.json"

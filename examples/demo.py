@@ -14,7 +14,7 @@ import numpy as np
 
 from tf_mobileperf import MobilePerfCallback
 
-from _common import measured, parser, print_unavailable, progress, setup_logging, show, traced_steps
+from _common import measured, memory_text, parser, print_unavailable, progress, setup_logging, show, traced_steps
 
 
 def build_cnn() -> keras.Model:
@@ -71,7 +71,8 @@ def summarize(s: dict) -> None:
         f"CPU util avg: {show(s['cpu_util_avg'], '%', '.1f')}  per cluster: "
         + ", ".join(f"{k} {show(v, '%', '.1f')}" for k, v in s["cpu_util_per_cluster"].items())
     )
-    print(f"GPU util avg: {show(s['gpu_util_avg'], '%', '.1f')}   peak memory: {show(s['mem_peak_gb'], 'GiB')}")
+    print(f"GPU util avg: {show(s['gpu_util_avg'], '%', '.1f')}")
+    print(memory_text(s))
     sampling = s["sampling"]
     if sampling["achieved_hz"]:
         print(

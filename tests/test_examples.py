@@ -51,6 +51,10 @@ def test_example_runs_and_says_where_its_logdir_is(tmp_path, script, extra):
     assert "shuffle=True was passed" not in proc.stderr  # fit is not asked to shuffle a tf.data pipeline
     report = json.loads((logdir / "report.json").read_text())
     assert report["success"] is True and report["steps_measured"] == 3 and report["batch_size"] == 8
+    # Memory says whose it is, the training process's peak first (system RAM is every process's).
+    process = max(report["channels"][c]["peak"] for c in ("proc_peak", "proc_rss") if c in report["channels"])
+    line = f"memory: process peak {process / 2**30:.3f} GiB, system RAM in use {report['mem_peak_gb']:.3f} GiB"
+    assert line in proc.stdout.splitlines()
 
 
 @pytest.mark.parametrize("script,extra", [("cifar10_cnn.py", []), ("shakespeare_lstm.py", ["--seq-len", "20"])])

@@ -70,7 +70,7 @@ def _device_board(device: dict) -> str | None:
     return f"{host}, {replay}" if host and replay else host or replay
 
 
-def _process_peak_gb(summary: dict) -> float | None:
+def process_peak_gb(summary: dict) -> float | None:
     """The process's own peak memory: the highest peak of its memory channels (VmHWM, VmRSS)."""
     names = [
         c["name"]
@@ -103,7 +103,7 @@ def row_of_summary(run: str, summary: dict) -> Row:
         step_time_s_mean=(summary.get("step_time_s") or {}).get("mean"),
     )
     if row.get("proc_peak_gb") is None:
-        row["proc_peak_gb"] = _process_peak_gb(summary)
+        row["proc_peak_gb"] = process_peak_gb(summary)
     return row
 
 

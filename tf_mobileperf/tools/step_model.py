@@ -61,6 +61,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import nnls
 
+from tf_mobileperf.steps.precision import ci95
+
 #: Relative run-to-run noise of a mean step time (between fresh processes), used where too few sizes were measured
 #: to estimate it from the residuals. Measured on this 2-core machine: the means of repeated runs of one size
 #: scatter by 2-5%.
@@ -69,16 +71,6 @@ RUN_NOISE = 0.04
 RESAMPLES = 400
 #: z of a two-sided 95% interval.
 Z95 = 1.959964
-
-
-def ci95(durations: Sequence[float]) -> tuple[float, float, float] | None:
-    """(mean, low, high) of the mean of ``durations`` (Student t, 95%); None for fewer than two."""
-    x = np.asarray(durations, float)
-    if len(x) < 2:
-        return None
-    mean = float(x.mean())
-    half = _t95(len(x) - 1) * float(x.std(ddof=1)) / math.sqrt(len(x))
-    return mean, mean - half, mean + half
 
 
 def precision_reached(durations: Sequence[float], precision: float, min_steps: int = 10) -> bool:
@@ -91,12 +83,6 @@ def precision_reached(durations: Sequence[float], precision: float, min_steps: i
         return False
     mean, low, high = interval
     return mean > 0 and (high - low) / 2 / mean <= precision
-
-
-def _t95(df: int) -> float:
-    from scipy.stats import t
-
-    return float(t.ppf(0.975, df))
 
 
 @dataclasses.dataclass(frozen=True)

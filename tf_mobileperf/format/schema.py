@@ -139,6 +139,8 @@ SUMMARY_FIELDS: dict[str, Spec] = {
             "gap_before_step_s",
         )
     },
+    "step_time_ci95_s": ListOf(NUMBER),
+    "step_time_drift": NUMBER,
     "input_rail": TEXT,
     "total_rails": ListOf(Kind("text", lambda v: isinstance(v, str))),
     "format_version": Kind("a whole number", lambda v: type(v) is int),

@@ -49,6 +49,7 @@ from tf_mobileperf.session.interrupts import deferred
 from tf_mobileperf.session.options import MonitorOptions, check_logdir, resolve_sensors
 from tf_mobileperf.session.profiling import Profiler
 from tf_mobileperf.session.reporting import build_report, device_metadata, log_absent_power
+from tf_mobileperf.steps import precision
 from tf_mobileperf.steps.records import StepRecord, csv_fields
 from tf_mobileperf.steps.report import Report
 
@@ -175,6 +176,13 @@ class PerfMonitor:
         self._guard("energy per op", self.profiler.write_op_energy, self.layout, self.channels, 4 * self._slowest_s)
         self.report = self._build_report()
         self._writers.finish(self.report.to_dict(), self.collector.count, self._guard)
+        if why := precision.unsteady(self.collector.totals.durations):
+            log.warning(
+                "mobileperf: the step time is not steady: %s. Other processes on this machine, throttling or an "
+                "uneven input pipeline do this; compare runs by their intervals (report: step_time_ci95_s, "
+                "step_time_drift)",
+                why,
+            )
         if self.worker and self.worker.is_chief:
             self._guard(
                 "combine the workers' runs",

@@ -1,14 +1,14 @@
-"""How well a run knows its mean step time: the 95% interval of the mean (Student t)."""
+"""How well a run knows its mean step time: the 95% interval of the mean (Student t), and whether it was steady."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
-def ci95(durations: Sequence[float]) -> tuple[float, float, float] | None:
+def ci95(durations: ArrayLike) -> tuple[float, float, float] | None:
     """(mean, low, high) of the mean of ``durations`` (Student t, 95%); None for fewer than two."""
     x = np.asarray(durations, float)
     if len(x) < 2:
@@ -22,3 +22,38 @@ def _t95(df: int) -> float:
     from scipy.stats import t
 
     return float(t.ppf(0.975, df))
+
+
+#: A run's mean step time is not steady when its 95% interval's half-width is over ``WIDE`` of the mean, or
+#: when its second half of steps is slower or faster than its first by more than ``DRIFT``.
+WIDE = 0.05
+DRIFT = 0.10
+#: Fewer measured steps than this are too few to judge (a run below it is warned about as such).
+MIN_STEPS = 10
+
+
+def drift(durations: ArrayLike) -> float | None:
+    """The second half's mean step time over the first half's, minus 1 (None with fewer than 4 steps)."""
+    x = np.asarray(durations, float)
+    if len(x) < 4:
+        return None
+    first, second = x[: len(x) // 2].mean(), x[len(x) - len(x) // 2 :].mean()
+    return float(second / first - 1) if first > 0 else None
+
+
+def unsteady(durations: ArrayLike) -> str | None:
+    """Why the mean of ``durations`` is not a steady step time (``WIDE``, ``DRIFT``); None where it is, or
+    with fewer than ``MIN_STEPS``."""
+    if len(np.asarray(durations)) < MIN_STEPS:
+        return None
+    interval, change = ci95(durations), drift(durations)
+    said = []
+    if interval is not None and interval[0] > 0 and (interval[2] - interval[1]) / 2 > WIDE * interval[0]:
+        mean, low, high = interval
+        said.append(
+            f"its mean {mean * 1e3:.3g} ms has a 95% interval of {low * 1e3:.3g}-{high * 1e3:.3g} ms "
+            f"(+-{(high - low) / 2 / mean:.0%})"
+        )
+    if change is not None and abs(change) > DRIFT:
+        said.append(f"the second half of the steps took {change:+.0%} against the first")
+    return "; ".join(said) or None

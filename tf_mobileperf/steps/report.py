@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from tf_mobileperf.sensors.base import Channel
+from tf_mobileperf.steps import precision
 from tf_mobileperf.steps.join import INTERPOLATED, MEASURED, MEASURED_WITHIN
 from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, energy_rails, unused_power
 
@@ -202,6 +203,8 @@ class Report:
                 "p50": float(np.percentile(durations, 50)) if measured else None,
                 "p99": float(np.percentile(durations, 99)) if measured else None,
             },
+            "step_time_ci95_s": list(interval[1:]) if (interval := precision.ci95(durations)) else None,
+            "step_time_drift": precision.drift(durations),
             "gap_before_step_s": {"mean": gaps / self.totals.count if gaps is not None else None},
             "between_steps_fraction": gaps / (gaps + total_time)
             if gaps is not None and gaps + total_time > 0

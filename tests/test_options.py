@@ -161,3 +161,12 @@ def test_a_sampler_period_given_in_milliseconds_by_mistake_is_refused_naming_the
     with pytest.raises(ValueError, match=r"at most 10 s, got 5000.0 s \(the period is in seconds: 5 ms is 0.005\)"):
         check_period(5000.0)
     assert check_period(5.0, "ms") == 5.0 and check_period(0.005) == 0.005
+
+
+def test_a_logdir_that_is_a_file_is_one_error_naming_that_file(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("not a run")
+    with pytest.raises(NotADirectoryError) as raised:
+        PerfMonitor(afile, sensors="none", idle_s=0).begin()
+    assert str(raised.value) == f"[Errno 20] mobileperf cannot write to logdir {afile}: it is a file"
+    assert not (tmp_path / "afile" / "run-2").exists() and afile.read_text() == "not a run"

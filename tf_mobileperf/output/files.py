@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import errno
 import io
 import json
 import logging
@@ -76,12 +77,17 @@ def claim_logdir(logdir: Path) -> Path:
         OSError: the directory cannot be created or written, with its path.
     """
     base = logdir
+    if base.exists() and not base.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, f"mobileperf cannot write to logdir {base}: it is a file")
     candidate, n = base, 1
     while True:
         try:
             candidate.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # FileExistsError too: a file took the name meanwhile
+            raise OSError(exc.errno, f"mobileperf cannot write to logdir {candidate}: {exc.strerror or exc}") from exc
+        try:
             fd = os.open(RunLayout(candidate).claim, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
+        except FileExistsError:  # another measurement's: the next run-N
             n += 1
             candidate = base / f"run-{n}"
             continue

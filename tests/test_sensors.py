@@ -156,3 +156,27 @@ def test_system_5v_rails_of_orin_and_xavier_have_group_sys_and_thor_vin_is_total
     assert rail_group("VIN_SYS_5V0") == "sys" and rail_group("SYS5V") == "sys"
     assert rail_group("VIN") == "total"
     assert rail_group("VDD_SYS_GPU") == "gpu" and rail_group("VDD_SYS_DDR") == "mem"  # TX2's SYS rails stay theirs
+
+
+def test_jtop_is_tried_only_on_a_jetson_and_elsewhere_says_so_without_its_service_advice(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    from tf_mobileperf.sensors import probe
+
+    class NoService(Exception):
+        pass
+
+    def jtop(interval=0.5):
+        raise NoService("The jtop.service is not active. Please run: sudo jtop --install-service")
+
+    monkeypatch.setitem(sys.modules, "jtop", types.SimpleNamespace(jtop=jtop, JtopException=NoService))
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # no NVML either: only what the tree holds
+    x86 = probe(tmp_path / "x86", real_machine=True)
+    not_jetson = "not a Jetson (no Tegra SoC in the device tree): jtop reads Jetsons only"
+    assert x86.absent["jtop (jetson-stats)"] == not_jetson
+    assert not any("jtop.service" in why for why in x86.absent.values())
+    jetson = tmp_path / "jetson"
+    (jetson / "proc" / "device-tree").mkdir(parents=True)
+    (jetson / "proc" / "device-tree" / "compatible").write_bytes(b"nvidia,p3737-0000\0nvidia,tegra234\0")
+    assert "jtop.service" in probe(jetson, real_machine=True).absent["jtop (jetson-stats)"]

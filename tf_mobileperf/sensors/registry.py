@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tf_mobileperf.sensors.base import DEVICES, UNITS, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.board import tegra_soc
 from tf_mobileperf.sensors.emc import EmcSensor
 from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor, Ina3221IioSensor
 from tf_mobileperf.sensors.jetson_gpu import JetsonGpuSensor
@@ -85,12 +86,19 @@ REGISTRY: tuple[SensorSpec, ...] = (
     SensorSpec(
         "jtop (jetson-stats)",
         JtopSensor,
-        lambda root, pid: JtopSensor(),
+        lambda root, pid: _jtop(root),
         real_machine_only=True,
         fallback_for=(Ina3221IioSensor, Ina3221HwmonSensor),
     ),
 )
 _BY_LABEL = {spec.label: spec for spec in REGISTRY}
+
+
+def _jtop(root: Path) -> JtopSensor:
+    """jtop's sensor on a Jetson; elsewhere SensorUnavailable saying so (its service's advice is a Jetson's)."""
+    if tegra_soc(root) is None:
+        raise SensorUnavailable("not a Jetson (no Tegra SoC in the device tree): jtop reads Jetsons only")
+    return JtopSensor()
 
 
 def check_role(kind: str, device: str | None = None) -> None:

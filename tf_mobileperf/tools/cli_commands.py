@@ -280,6 +280,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(
             f"  batch {r['batch_size']}: step time {_cell(r.get('step_time_s_mean'), 0).strip()} s"
             + (f", 95% interval {ci[0]:.4g}..{ci[1]:.4g} s over {r.get('steps_measured')} steps" if ci else "")
+            + _short_of_precision(r, config.precision, config.max_steps)
         )
     print(
         f"{'batch':>5} {'peak RSS GiB':>16} {'step time s (95%)':>24} {'J/step (95%)':>24} {'J/sample':>10}"
@@ -308,6 +309,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
     )
     print(f"-> {args.out / 'prediction.json'}")
     return 0
+
+
+def _short_of_precision(row: dict, precision: float | None, max_steps: int | None) -> str:
+    """ "; stopped at --max-steps N at +-X%, wider than the +-P% asked" where a size's interval is wider than the
+    precision asked (the prediction's interval holds it: the fit weighs each size by its own interval)."""
+    ci, mean = row.get("step_time_s_ci95"), row.get("step_time_s_mean")
+    if precision is None or not ci or not mean:
+        return ""
+    half = (ci[1] - ci[0]) / 2 / mean
+    if half <= precision:
+        return ""
+    return f"; stopped at --max-steps {max_steps} at +-{half:.1%}, wider than the +-{precision:.1%} asked"
 
 
 def _range(value: float | None, interval) -> str:

@@ -143,3 +143,35 @@ def test_zoo_builds_every_model_and_trains_a_step():
         assert all(np.isfinite(v[0]) for v in history.history.values()), name
     with pytest.raises(ValueError, match="known"):
         zoo.get("alexnet")
+
+
+def test_find_max_batch_on_the_command_line_prints_each_run_as_it_finishes_and_where_they_are(
+    tmp_path, monkeypatch, capsys
+):
+    from tf_mobileperf.tools.cli import main
+
+    def fake_run_one(model, batch_size, config):
+        fits = batch_size <= 5
+        return {
+            "model": model,
+            "batch_size": batch_size,
+            "success": fits,
+            "step_time_s_mean": 0.002 * batch_size if fits else None,
+            "proc_peak_gb": 0.5 + 0.1 * batch_size if fits else None,
+            "cause": None if fits else "out of memory (ResourceExhaustedError)",
+            "config": config.key(),
+        }
+
+    monkeypatch.setattr(sweep_mod, "run_one", fake_run_one)
+    assert main(["sweep", "--models", "cnn", "--find-max-batch", "--out", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "cnn: searching for the largest batch that fits, from batch 1 (one run each):"
+    assert lines[1:6] == [
+        "  batch     1: fits, step 2.0 ms, process peak 0.600 GiB",
+        "  batch     2: fits, step 4.0 ms, process peak 0.700 GiB",
+        "  batch     4: fits, step 8.0 ms, process peak 0.900 GiB",
+        "  batch     8: does not fit: out of memory (ResourceExhaustedError)",
+        "  batch     6: does not fit: out of memory (ResourceExhaustedError)",
+    ]
+    assert lines[-2].startswith("cnn: largest batch that fits: 5 (")
+    assert lines[-1].startswith(f"results: {tmp_path / 'results.csv'}   dashboard: ")

@@ -17,6 +17,7 @@ import re
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tf_mobileperf import sensors as sensors_mod
@@ -177,14 +178,32 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             start = 1
             if args.predict and config.memory_limit:
                 start = largest_fitting_batch(sweep([model], list(MEASURE_DEFAULT), config), config.memory_limit) or 1
-            size, tried = find_max_batch(model, config, start=start)
+            print(f"{model}: searching for the largest batch that fits, from batch {start} (one run each):")
+            size, tried = find_max_batch(model, config, start=start, on_row=_print_search_row)
             baseline = search_largest(functools.partial(_at_most, size))[1]  # the same search from 1
             print(
                 f"{model}: largest batch that fits: {size if size else 'none (batch 1 fails)'} ({len(tried)} runs; "
                 f"the search from batch 1 takes {baseline} runs)"
             )
+        _print_where(args.out)
         return 0
     return _print_rows(args, sweep(args.models, args.batch_sizes, config, plan), plan)
+
+
+def _print_where(out: Path) -> None:
+    """Where a sweep's results are, and the command that shows its runs."""
+    print(f"results: {out / 'results.csv'}   dashboard: {tool_command('tensorboard')} --logdir {out / 'runs'}")
+
+
+def _print_search_row(row: dict) -> None:
+    """One line of a batch-size search as each run finishes: fits or why not, step time, the process's peak."""
+    if row.get("success"):
+        step = row.get("step_time_s_mean")
+        said = f"fits, step {_num(None if step is None else step * 1e3, '.1f')} ms, process peak "
+        said += f"{_num(row.get('proc_peak_gb'), '.3f')} GiB"
+    else:
+        said = f"does not fit: {row.get('cause') or 'failed'}"
+    print(f"  batch {row['batch_size']:>5}: {said}", flush=True)
 
 
 def _print_rows(args: argparse.Namespace, rows: list[dict], plan) -> int:
@@ -214,9 +233,7 @@ def _print_rows(args: argparse.Namespace, rows: list[dict], plan) -> int:
     )
     for cause, columns in by_cause(_missing(rows)).items():
         print(f"{', '.join(columns)} n/a: {cause}")
-    print(
-        f"results: {args.out / 'results.csv'}   dashboard: {tool_command('tensorboard')} --logdir {args.out / 'runs'}"
-    )
+    _print_where(args.out)
     not_run = sum(1 for r in rows if r.get("retry"))
     if not_run:
         print(

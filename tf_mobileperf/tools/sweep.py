@@ -37,7 +37,7 @@ import os
 import re
 import shutil
 import signal
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from tqdm import tqdm
@@ -373,9 +373,16 @@ def _run_pairs(
 
 
 def find_max_batch(
-    model: str, config: SweepConfig, start: int = 1, ceiling: int = 4096
+    model: str,
+    config: SweepConfig,
+    start: int = 1,
+    ceiling: int = 4096,
+    on_row: Callable[[dict], None] | None = None,
 ) -> tuple[int | None, list[dict]]:
     """Largest batch size that trains, searched from ``start``. Returns (size, rows of ``model`` and ``config``).
+
+    Args:
+        on_row: Called with each batch size's row as the search takes it (run now, or done before).
 
     Raises:
         SweepError: a batch size did not run for a reason other than the model's own run.
@@ -386,6 +393,8 @@ def find_max_batch(
 
         def fits(batch_size: int) -> bool:
             row = results.done(model, batch_size, config.key()) or results.add(run_one(model, batch_size, config))
+            if on_row is not None:
+                on_row(row)
             if row.get("retry"):
                 raise SweepError(f"{model} batch {batch_size} did not run: {row['cause']}")
             return bool(row["success"])

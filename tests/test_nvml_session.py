@@ -13,6 +13,7 @@ integral the test computes (``fake.exact_energy_j``).
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 
@@ -104,3 +105,18 @@ def test_steps_shorter_than_an_update_with_gaps_are_interpolated_and_the_run_tot
         assert report["energy_sources"][rail]["steps_interpolated"] == len(measured)
         truth = exact(gpu, measured)
         assert abs(report["energy_j"][rail] - truth) <= report["energy_bound_j"][rail] <= truth
+
+
+def test_a_counter_that_freezes_mid_run_leaves_the_later_steps_null_and_says_so_once(tmp_path, monkeypatch, caplog):
+    # Seen: a frozen counter gave the later steps "interpolated" 0 J while the GPU drew 200 W, and no word.
+    monkeypatch.setenv("FAKE_NVML_FREEZE_AFTER_STEPS", "20")  # 3 warm-up steps, then 17 measured
+    with caplog.at_level(logging.WARNING, logger="tf_mobileperf"):
+        report, schedule = train_on_the_training_gpu(tmp_path / "run", monkeypatch, steps=40)
+    freeze = float(schedule.edges[2 * 20 - 2])
+    measured = [s for s in report["steps"] if not s["warmup"]]
+    before = [s["energy_j"]["gpu0_energy"] for s in measured if s["end_s"] < freeze - 0.2]
+    after = [s["energy_j"]["gpu0_energy"] for s in measured if s["start_s"] > freeze + 0.2]
+    assert len(before) >= 3 and all(e is not None and e > 0 for e in before), (len(before), len(measured))
+    assert len(after) >= 3 and all(e is None for e in after), after  # null, never 0
+    said = [r.getMessage() for r in caplog.records if "stopped changing" in r.getMessage()]
+    assert len(said) == 1 and "gpu0_energy" in said[0] and "(null), not 0" in said[0]

@@ -29,7 +29,9 @@ load; this one adds what a real training run adds (published and measured,
 
 Wrong devices, for the checks that must catch them: ``$FAKE_NVML_COUNTER_SCALE``
 makes the counter run that many times the power it reports (1.3: 30% fast);
-``$FAKE_NVML_UTIL`` pins utilization to a value (0: stuck).
+``$FAKE_NVML_UTIL`` pins utilization to a value (0: stuck);
+``$FAKE_NVML_FREEZE_AFTER_STEPS`` stops the counter when that many steps
+have begun, while the power fields go on.
 
 ``Schedule`` holds busy intervals in memory and computes every value at any
 instant without sleeping, for tests that generate many runs.
@@ -214,7 +216,11 @@ def nvmlDeviceGetTotalEnergyConsumption(handle: _Handle) -> int:
     _check("nvmlDeviceGetTotalEnergyConsumption", handle)
     start = time.monotonic()
     cost = random.uniform(*ENERGY_CALL_S)
-    value = schedule().counter_mj(start + random.random() * cost, float(os.environ.get("FAKE_NVML_COUNTER_SCALE", 1)))
+    busy, at = schedule(), start + random.random() * cost
+    frozen = 2 * int(os.environ.get("FAKE_NVML_FREEZE_AFTER_STEPS", 10**9)) - 2  # the last step's begin
+    if len(busy.edges) > frozen:
+        at = min(at, float(busy.edges[frozen]))
+    value = busy.counter_mj(at, float(os.environ.get("FAKE_NVML_COUNTER_SCALE", 1)))
     time.sleep(max(0.0, start + cost - time.monotonic()))
     return value
 

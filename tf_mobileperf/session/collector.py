@@ -178,6 +178,7 @@ class Collector:
         # Samples kept before the oldest step not yet joined: a few updates of the slowest counter once known.
         self._counter_margin_s = COUNTER_HISTORY_MAX_S if self._counters else 0.0
         self._unread_warned: set[str] = set()
+        self._frozen_warned: set[str] = set()  # energy counters said to have stopped changing
         self._measured_seen = False  # the first measured step has closed: unread channels are named now
         self._absent = absent_in_source(sampler)  # no value there is the source's word, not a gap
         self._absent_noted: set[str] = set()
@@ -481,6 +482,7 @@ class Collector:
             fill_steps(steps, joined, self.channels, self.idle.power_w)
             self.totals.note_update_periods(joined)
             self._note_counter_margin(joined)
+            self._warn_frozen_counters(t, values)
         for step in steps:
             if not step.warmup and not step.failed:
                 self.totals.add(step)
@@ -498,6 +500,22 @@ class Collector:
                 windows.append((self.open.start_s, np.inf))
         starts, ends = np.array(windows, dtype=np.float64).reshape(-1, 2).T
         return starts, ends
+
+    def _warn_frozen_counters(self, t: np.ndarray, values: np.ndarray) -> None:
+        """Warns once per energy counter that stopped changing while it was still read (``join.frozen_since``)."""
+        for i, channel in enumerate(self.channels):
+            if channel.kind != "energy" or channel.name in self._frozen_warned:
+                continue
+            since = join_mod.frozen_since(t, values[:, i])
+            if since is not None:
+                self._frozen_warned.add(channel.name)
+                log.warning(
+                    "mobileperf: the energy counter %s stopped changing %.1f s before its last reading, while it "
+                    "was still read: a stuck counter or driver; the steps since have no energy from it (null), "
+                    "not 0",
+                    channel.name,
+                    float(t[np.isfinite(values[:, i])][-1]) - since,
+                )
 
     def _note_counter_margin(self, joined: dict[str, join_mod.StepValues]) -> None:
         """Keeps ``COUNTER_HISTORY`` update periods of the slowest counter before the oldest step not yet joined."""

@@ -230,6 +230,22 @@ def counter_series(t: np.ndarray, v: np.ndarray, read_s: float | None = None) ->
     return CounterSeries(points_t, cum, broken, period)
 
 
+#: A counter that read the same value for this many of its update periods has stopped (a stuck counter or
+#: driver): the windows after its last change have no energy from it.
+FROZEN_PERIODS = 10
+
+
+def frozen_since(t: np.ndarray, v: np.ndarray) -> float | None:
+    """The instant of a counter's last change where it has not changed for ``FROZEN_PERIODS`` of its update
+    periods up to its last reading (finite readings ``v`` at ``t``); None while it changes."""
+    ok = np.isfinite(v)
+    j, _, period = _changes(t[ok], v[ok])
+    if period is None or not len(j):
+        return None
+    last_change = float(t[ok][j[-1]])
+    return last_change if t[ok][-1] - last_change > FROZEN_PERIODS * period else None
+
+
 def settled_until(t: np.ndarray, values: np.ndarray, channels: list[Channel], stale_s: float) -> float:
     """The time up to which every energy counter's series is final: the earliest last point of the
     counters (inf without one). A counter without a valid reading in the last ``stale_s`` is left out:

@@ -19,6 +19,7 @@ def test_the_interval_and_the_drift_of_known_step_times():
     assert precision.drift([0.01, 0.01, 0.02, 0.02]) == pytest.approx(1.0)
     assert precision.drift([0.01] * 3) is None and precision.ci95([0.01]) is None
     assert precision.unsteady(np.full(50, 0.01) + np.tile([0.0, 1e-4], 25)) is None
+    assert precision.unsteady(np.full(40, 0.01) * np.tile([0.9, 1.1], 20)) is None  # +-3%: steady enough
     why = precision.unsteady([0.01] * 20 + [0.02] * 20)
     assert "the second half of the steps took +100% against the first" in why and "95% interval" in why
 

@@ -25,9 +25,13 @@ def _t95(df: int) -> float:
 
 
 #: A run's mean step time is not steady when its 95% interval's half-width is over ``WIDE`` of the mean, or
-#: when its second half of steps is slower or faster than its first by more than ``DRIFT``.
-WIDE = 0.05
-DRIFT = 0.10
+#: when its second half of steps is slower or faster than its first by more than ``DRIFT`` (runs disturbed by
+#: other processes moved 2-3x; an undisturbed run of 1 ms steps on a loaded 2-core VM had +-6%).
+WIDE = 0.10
+DRIFT = 0.25
+#: Beyond these the run was disturbed, and says so as a warning (within them, at info level).
+WARN_WIDE = 0.25
+WARN_DRIFT = 0.50
 #: Fewer measured steps than this are too few to judge (a run below it is warned about as such).
 MIN_STEPS = 10
 
@@ -41,19 +45,19 @@ def drift(durations: ArrayLike) -> float | None:
     return float(second / first - 1) if first > 0 else None
 
 
-def unsteady(durations: ArrayLike) -> str | None:
-    """Why the mean of ``durations`` is not a steady step time (``WIDE``, ``DRIFT``); None where it is, or
-    with fewer than ``MIN_STEPS``."""
+def unsteady(durations: ArrayLike, wide: float = WIDE, drifted: float = DRIFT) -> str | None:
+    """Why the mean of ``durations`` is not a steady step time: its interval's half-width over ``wide`` of it,
+    or its halves ``drifted`` apart; None where it is steady, or with fewer than ``MIN_STEPS``."""
     if len(np.asarray(durations)) < MIN_STEPS:
         return None
     interval, change = ci95(durations), drift(durations)
     said = []
-    if interval is not None and interval[0] > 0 and (interval[2] - interval[1]) / 2 > WIDE * interval[0]:
+    if interval is not None and interval[0] > 0 and (interval[2] - interval[1]) / 2 > wide * interval[0]:
         mean, low, high = interval
         said.append(
             f"its mean {mean * 1e3:.3g} ms has a 95% interval of {low * 1e3:.3g}-{high * 1e3:.3g} ms "
             f"(+-{(high - low) / 2 / mean:.0%})"
         )
-    if change is not None and abs(change) > DRIFT:
+    if change is not None and abs(change) > drifted:
         said.append(f"the second half of the steps took {change:+.0%} against the first")
     return "; ".join(said) or None

@@ -79,29 +79,18 @@ GPUS = 1
 STEPS_ENV = "FAKE_NVML_STEPS"
 
 
-def _jitter(k: np.ndarray) -> np.ndarray:
+def _jitter(k: int) -> float:
     """A fixed pseudo-random number in [-1, 1] per update index (the same in every process)."""
-    x = np.sin(np.asarray(k, dtype=np.float64) * 12.9898) * 43758.5453
-    return 2.0 * (x - np.floor(x)) - 1.0
-
-
-def update_instants(t0: float, t1: float, every_s: float = UPDATE_S, offset_s: float = 0.0) -> np.ndarray:
-    """The jittered update instants of a grid of ``every_s`` in [t0, t1]."""
-    k = np.arange(math.floor((t0 - offset_s) / every_s) - 1, math.ceil((t1 - offset_s) / every_s) + 2)
-    u = k * every_s + offset_s + JITTER_S * _jitter(k)
-    return u[(u >= t0) & (u <= t1)]
+    x = math.sin(k * 12.9898) * 43758.5453
+    return 2.0 * (x - math.floor(x)) - 1.0
 
 
 def last_update(t: float, every_s: float = UPDATE_S, offset_s: float = 0.0) -> float:
-    """The last update instant at or before ``t`` (plain Python: a call of the fake costs microseconds, as
-    NVML's do, so that the sampler's CPU measured over it is the sampler's)."""
+    """The last jittered update instant of a grid of ``every_s`` at or before ``t``: one of the three grid
+    points around ``t``, the jitter being under half a period (plain Python: a call of the fake costs
+    microseconds, as NVML's do, so that the sampler's CPU measured over it is the sampler's)."""
     k = math.floor((t - offset_s) / every_s)
-    for i in (k + 1, k, k - 1):
-        x = math.sin(i * 12.9898) * 43758.5453
-        u = i * every_s + offset_s + JITTER_S * (2.0 * (x - math.floor(x)) - 1.0)
-        if u <= t:
-            return u
-    raise AssertionError("the jitter is under half an update period")
+    return next(u for i in (k + 1, k, k - 1) if (u := i * every_s + offset_s + JITTER_S * _jitter(i)) <= t)
 
 
 class Schedule:
@@ -134,9 +123,6 @@ class Schedule:
         """The exact integral of the power from ``t0`` to ``t1`` (J)."""
         t0, t1 = np.asarray(t0, dtype=np.float64), np.asarray(t1, dtype=np.float64)
         return IDLE_W * (t1 - t0) + (BUSY_W - IDLE_W) * (self.busy_s_to(t1) - self.busy_s_to(t0)).reshape(t1.shape)
-
-    def mean_power_w(self, t0, t1) -> np.ndarray:
-        return self.energy_j(t0, t1) / (np.asarray(t1) - np.asarray(t0))
 
     def counter_mj(self, t: float, scale: float = 1.0) -> int:
         """The counter a read whose value is taken at ``t`` returns (from 0 at monotonic time 0)."""

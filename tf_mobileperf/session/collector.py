@@ -502,19 +502,19 @@ class Collector:
         return starts, ends
 
     def _warn_frozen_counters(self, t: np.ndarray, values: np.ndarray) -> None:
-        """Warns once per energy counter that stopped changing while it was still read (``join.frozen_since``)."""
+        """Warns once per energy counter that stopped changing while it was still read (``join.frozen_for_s``)."""
         for i, channel in enumerate(self.channels):
             if channel.kind != "energy" or channel.name in self._frozen_warned:
                 continue
-            since = join_mod.frozen_since(t, values[:, i])
-            if since is not None:
+            unchanged_s = join_mod.frozen_for_s(t, values[:, i])
+            if unchanged_s is not None:
                 self._frozen_warned.add(channel.name)
                 log.warning(
                     "mobileperf: the energy counter %s stopped changing %.1f s before its last reading, while it "
                     "was still read: a stuck counter or driver; the steps since have no energy from it (null), "
                     "not 0",
                     channel.name,
-                    float(t[np.isfinite(values[:, i])][-1]) - since,
+                    unchanged_s,
                 )
 
     def _note_counter_margin(self, joined: dict[str, join_mod.StepValues]) -> None:

@@ -235,15 +235,15 @@ def counter_series(t: np.ndarray, v: np.ndarray, read_s: float | None = None) ->
 FROZEN_PERIODS = 10
 
 
-def frozen_since(t: np.ndarray, v: np.ndarray) -> float | None:
-    """The instant of a counter's last change where it has not changed for ``FROZEN_PERIODS`` of its update
-    periods up to its last reading (finite readings ``v`` at ``t``); None while it changes."""
+def frozen_for_s(t: np.ndarray, v: np.ndarray) -> float | None:
+    """How long a counter (finite readings ``v`` at ``t``) read one value up to its last reading, where that
+    is over ``FROZEN_PERIODS`` of its update periods; None while it changes."""
     ok = np.isfinite(v)
     j, _, period = _changes(t[ok], v[ok])
     if period is None or not len(j):
         return None
-    last_change = float(t[ok][j[-1]])
-    return last_change if t[ok][-1] - last_change > FROZEN_PERIODS * period else None
+    unchanged = float(t[ok][-1] - t[ok][j[-1]])
+    return unchanged if unchanged > FROZEN_PERIODS * period else None
 
 
 def settled_until(t: np.ndarray, values: np.ndarray, channels: list[Channel], stale_s: float) -> float:

@@ -18,6 +18,11 @@ def ci95(durations: ArrayLike) -> tuple[float, float, float] | None:
     return mean, mean - half, mean + half
 
 
+def relative_half_width(mean: float, low: float, high: float) -> float:
+    """An interval's half-width as a share of its mean (0.03: +-3%)."""
+    return (high - low) / 2 / mean
+
+
 def _t95(df: int) -> float:
     from scipy.stats import t
 
@@ -32,7 +37,7 @@ DRIFT = 0.25
 #: Beyond these the run was disturbed, and says so as a warning (within them, at info level).
 WARN_WIDE = 0.25
 WARN_DRIFT = 0.50
-#: Fewer measured steps than this are too few to judge (a run below it is warned about as such).
+#: Fewer measured steps than this are too few to judge (a sweep that measures fewer is warned about as such).
 MIN_STEPS = 10
 
 
@@ -52,11 +57,10 @@ def unsteady(durations: ArrayLike, wide: float = WIDE, drifted: float = DRIFT) -
         return None
     interval, change = ci95(durations), drift(durations)
     said = []
-    if interval is not None and interval[0] > 0 and (interval[2] - interval[1]) / 2 > wide * interval[0]:
+    if interval is not None and interval[0] > 0 and (half := relative_half_width(*interval)) > wide:
         mean, low, high = interval
         said.append(
-            f"its mean {mean * 1e3:.3g} ms has a 95% interval of {low * 1e3:.3g}-{high * 1e3:.3g} ms "
-            f"(+-{(high - low) / 2 / mean:.0%})"
+            f"its mean {mean * 1e3:.3g} ms has a 95% interval of {low * 1e3:.3g}-{high * 1e3:.3g} ms (+-{half:.0%})"
         )
     if change is not None and abs(change) > drifted:
         said.append(f"the second half of the steps took {change:+.0%} against the first")

@@ -24,6 +24,7 @@ from tf_mobileperf import sensors as sensors_mod
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.session.reporting import by_cause
+from tf_mobileperf.steps.precision import relative_half_width
 from tf_mobileperf.tools.shell import tool_command
 
 if TYPE_CHECKING:
@@ -337,7 +338,7 @@ def _short_of_precision(row: dict, precision: float | None, max_steps: int | Non
     ci, mean = row.get("step_time_s_ci95"), row.get("step_time_s_mean")
     if precision is None or not ci or not mean:
         return ""
-    half = (ci[1] - ci[0]) / 2 / mean
+    half = relative_half_width(mean, *ci)
     if half <= precision:
         return ""
     return f"; stopped at --max-steps {max_steps} at +-{half:.1%}, wider than the +-{precision:.1%} asked"

@@ -61,7 +61,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import nnls
 
-from tf_mobileperf.steps.precision import ci95
+from tf_mobileperf.steps.precision import ci95, relative_half_width
 
 #: Relative run-to-run noise of a mean step time (between fresh processes), used where too few sizes were measured
 #: to estimate it from the residuals. Measured on this 2-core machine: the means of repeated runs of one size
@@ -81,8 +81,7 @@ def precision_reached(durations: Sequence[float], precision: float, min_steps: i
     interval = ci95(durations)
     if interval is None:  # not reached: the length check above leaves at least two
         return False
-    mean, low, high = interval
-    return mean > 0 and (high - low) / 2 / mean <= precision
+    return interval[0] > 0 and relative_half_width(*interval) <= precision
 
 
 @dataclasses.dataclass(frozen=True)

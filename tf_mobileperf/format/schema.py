@@ -112,6 +112,7 @@ SUMMARY_FIELDS: dict[str, Spec] = {
             "gpu_util_avg",
             "gpu_util_window_s",
             "cpu_util_avg",
+            "process_cpu_util_avg",
             "power_avg",
             "energy_total",
             "mem_peak_gb",
@@ -170,6 +171,7 @@ SUMMARY_FIELDS: dict[str, Spec] = {
     ),
     "energy_sources": Each(OBJECT),
     "energy_steps_complete": OBJECT,
+    "contention": OBJECT,
 }
 
 #: The report format written now; 2 added ``format_version`` and ``kind``.
@@ -197,6 +199,7 @@ STEP = Shape(
                 "end_s",
                 "duration_s",
                 "cpu_util",
+                "process_cpu_util",
                 "gpu_util",
                 "mem_peak_gb",
                 "gpu_mem_peak_gb",

@@ -44,6 +44,7 @@ from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.session import backend
 from tf_mobileperf.session.cluster import combine, from_tf_config
 from tf_mobileperf.session.collector import Collector, Guard
+from tf_mobileperf.session.contention import RunCpu
 from tf_mobileperf.session.gpu_memory import GpuMemory
 from tf_mobileperf.session.interrupts import deferred
 from tf_mobileperf.session.options import MonitorOptions, check_logdir, resolve_sensors
@@ -107,6 +108,7 @@ class PerfMonitor:
         self._started = False
         self._sync: Callable[[], None] | None = None  # waits for the GPU at a step's end; found at begin()
         self.gpu_memory = GpuMemory()  # the allocator's peak of each step; chosen at begin()
+        self.cpu = RunCpu(None if self.options.clock is time.monotonic else "the steps are marked on a simulated clock")
         self._pid = os.getpid()
         self._first_measured = False  # the first measured step closed: sensors without a value are named then
         self._slowest_s = max([s.min_period_s for s in self._probe.sensors] + [self.options.period_s])
@@ -171,12 +173,14 @@ class PerfMonitor:
         if self.collector.open is not None:  # interrupted mid-step: keep it, marked failed
             self._close_step(self.collector.open, failed=True)
         self.profiler.stop()
+        self._guard("read the CPU time", self.cpu.run_ends, self._sampler_pid)
         self.collector.stop()
         self._collect(final=True)
         self._guard("energy per op", self.profiler.write_op_energy, self.layout, self.channels, 4 * self._slowest_s)
         self.report = self._build_report()
         self._writers.finish(self.report.to_dict(), self.collector.count, self._guard)
         self._say_if_unsteady(self.collector.totals.durations)
+        self.cpu.say_if_busy(self.report)
         if self.worker and self.worker.is_chief:
             self._guard(
                 "combine the workers' runs",
@@ -230,6 +234,7 @@ class PerfMonitor:
         self.profiler.step_begins(self.collector.count, self.layout.run_dir)
         self.gpu_memory.begin_step()
         step = self.collector.next_step(self.options.clock(), traced=self.profiler.tracing)
+        self._guard("read the CPU time", self.cpu.step_begins, not step.warmup, self._sampler_pid)
         self.collector.begin_step(step)
         self._writers.progress.set(step.step)
 
@@ -281,6 +286,7 @@ class PerfMonitor:
             step.end_s, step.failed = self.options.clock(), True
         if step is self.collector.open:  # begun by step_begin: the allocator's peak since then is the step's
             step.gpu_mem_peak_gb = self.gpu_memory.end_step_gb()
+            step.process_cpu_util = self.cpu.step_ends()
         count = self.collector.close_step(step)
         self.last_step = step
         if not (step.failed or step.warmup or self._first_measured):
@@ -288,6 +294,10 @@ class PerfMonitor:
             self._guard("name the sensors without a value", self.collector.warn_unread)
         self.profiler.keep(step)
         self._writers.progress.set(step.step if step.failed else count)
+
+    @property
+    def _sampler_pid(self) -> int | None:
+        return self.sampler.pid if self.sampler else None
 
     # -- collection ----------------------------------------------------------
     def flush(self) -> None:
@@ -299,7 +309,7 @@ class PerfMonitor:
         self.collector.collect(final)
 
     def _build_report(self) -> Report:
-        return self.gpu_memory.attach(
+        report = self.gpu_memory.attach(
             build_report(
                 self.options,
                 self._probe,
@@ -312,3 +322,4 @@ class PerfMonitor:
             ),
             self._probe,
         )
+        return self.cpu.attach(report)

@@ -59,6 +59,7 @@ class StepRecord:
     energy_method: dict[str, str | None] = dataclasses.field(default_factory=dict)  # rail -> MEASURED/INTERPOLATED
     cpu_util: float | None = None
     cpu_util_per_core: dict[str, float | None] = dataclasses.field(default_factory=dict)
+    process_cpu_util: float | None = None  # the training process's own CPU, % of all cores (session.contention)
     gpu_util: float | None = None
     mem_peak_gb: float | None = None  # system RAM in use (a board memory channel)
     gpu_mem_peak_gb: float | None = None  # the framework allocator's peak on the GPU (not NVML's device memory)
@@ -82,6 +83,7 @@ class StepRecord:
             "traced": int(self.traced),
             "failed": int(self.failed),
             "cpu_util": self.cpu_util,
+            "process_cpu_util": self.process_cpu_util,
             "gpu_util": self.gpu_util,
             "mem_peak_gb": self.mem_peak_gb,
             "gpu_mem_peak_gb": self.gpu_mem_peak_gb,
@@ -109,6 +111,7 @@ BASE_FIELDS = [
     "traced",
     "failed",
     "cpu_util",
+    "process_cpu_util",
     "gpu_util",
     "mem_peak_gb",
     "gpu_mem_peak_gb",
@@ -294,6 +297,7 @@ class StepTotals:
         self.batches = 0
         self.rails: dict[str, RailSteps] = {}  # rail and "total" -> the measured steps with its energy known
         self._durations = array.array("d")
+        self._others = array.array("d")  # cpu_util - process_cpu_util of each step with both known
         self._sums: dict[str, float] = {}
         self._counts: dict[str, int] = {}
         self.mem_peak_gb: float | None = None
@@ -311,7 +315,14 @@ class StepTotals:
         self._durations.append(step.duration_s)
         if self.cores is None:
             self.cores = list(step.cpu_util_per_core)
-        values = {"cpu_util": step.cpu_util, "gpu_util": step.gpu_util, "gap_before_s": step.gap_before_s}
+        values = {
+            "cpu_util": step.cpu_util,
+            "process_cpu_util": step.process_cpu_util,
+            "gpu_util": step.gpu_util,
+            "gap_before_s": step.gap_before_s,
+        }
+        if step.cpu_util is not None and step.process_cpu_util is not None:
+            self._others.append(step.cpu_util - step.process_cpu_util)
         values |= {f"core/{core}": u for core, u in step.cpu_util_per_core.items()}
         for rail, energy in step.energy_j.items():
             self.rails.setdefault(rail, RailSteps()).add(step, energy is not None)
@@ -422,3 +433,8 @@ class StepTotals:
     @property
     def durations(self) -> np.ndarray:
         return np.frombuffer(self._durations, dtype=np.float64) if self.count else np.empty(0)
+
+    @property
+    def others(self) -> np.ndarray:
+        """Per measured step with both known, the CPU not this process's: ``cpu_util - process_cpu_util`` (%)."""
+        return np.frombuffer(self._others, dtype=np.float64) if len(self._others) else np.empty(0)

@@ -33,7 +33,10 @@ its energy's bound per rail (``energy_bound_j``), and ``energy_bound_j`` of
 the summary bounds each rail's run total (the sum of its steps' bounds).
 ``gpu_util_avg`` is the mean of the steps' ``gpu_util``, each an average of
 readings over the GPU's own window (``gpu_util_window_s``,
-``gpu_util_rule``). Energy totals are sums
+``gpu_util_rule``). ``cpu_util_avg`` is the machine's (every process);
+``process_cpu_util_avg`` the training process's own, and ``contention``
+what other processes and the hypervisor took (``session.contention``).
+Energy totals are sums
 of per-step values taken from one interpolation of each counter, so over
 contiguous steps a counter rail's total is the counter's own difference from
 the first step's start to the last step's end.
@@ -94,6 +97,7 @@ class Report:
     steps_not_kept: int = 0
     idle_power_w: dict[str, float | None] | None = None  # per rail and "total"; None: no baseline measured
     gpu_memory: dict[str, Any] = dataclasses.field(default_factory=dict)  # see session.gpu_memory.report_fields
+    contention: dict[str, Any] | None = None  # session.contention.Contention.to_dict(); None: see unavailable
 
     @property
     def measured(self) -> list[StepRecord]:
@@ -141,6 +145,7 @@ class Report:
             "gpu_util_window_s": max(windows) if windows else None,
             "gpu_util_rule": GPU_UTIL_RULE if gpus else None,
             "cpu_util_avg": self.totals.mean("cpu_util"),
+            "process_cpu_util_avg": self.totals.mean("process_cpu_util"),
             "power_avg": power_avg_w.get("total"),
             "energy_total": energy_j.get("total"),
             "mem_peak_gb": self.totals.mem_peak_gb,
@@ -189,6 +194,7 @@ class Report:
         return {
             "cpu_util_per_core": per_core,
             "cpu_util_per_cluster": per_cluster,
+            "contention": self.contention,
             "channels": self.totals.channel_summary(self.channels),
         }
 

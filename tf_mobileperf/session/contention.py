@@ -1,0 +1,334 @@
+"""Whose CPU time a run used: the training process's, its children's, other processes' and the hypervisor's.
+
+A Jetson is usually its user's alone, and the system-wide ``cpu_util`` is then
+the training's own. On a shared server or a cloud VM it is not: ``cpu_util``
+counts every process. This module gives each step the training process's own
+CPU, and the run a ``contention`` block over its measured steps:
+
+* ``process_cpu_util`` of a step: the CPU time of every thread of the training
+  process (``time.process_time``) over the step's wall time, as a share of all
+  online cores (%), the unit of ``cpu_util``;
+* ``children_cpu_util``: the process's child processes (data-loader workers;
+  live ones from ``/proc`` through psutil, reaped ones from
+  ``RUSAGE_CHILDREN``), the monitor's own sampler process left out;
+* ``other_cpu_pct``: the cores' busy time in ``/proc/stat`` (steal left out)
+  less this process's, its children's and the sampler's, as a share of all
+  cores: what other processes used;
+* ``steal_pct``: the time the hypervisor ran other guests on these cores
+  (``/proc/stat``'s steal);
+* ``busy_steps``: the measured steps in which others (other processes and the
+  hypervisor) used more than ``STEP_OTHER_PCT`` of the cores, from the step's
+  ``cpu_util`` less its ``process_cpu_util`` and the run's children's share.
+
+The machine was busy when others used at least ``BUSY_OTHER_PCT`` or the
+hypervisor took at least ``BUSY_STEAL_PCT``: step times are then longer and
+vary more than on an idle machine, and the run says so in one warning.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import resource
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import psutil
+
+if TYPE_CHECKING:
+    from tf_mobileperf.steps.report import Report
+
+log = logging.getLogger(__name__)
+
+#: Others' mean share of all cores (%) over the measured steps at and above which the machine was busy.
+BUSY_OTHER_PCT = 10.0
+#: The hypervisor's steal (% of all cores) at and above which the machine was busy.
+BUSY_STEAL_PCT = 10.0
+#: Others' share of all cores (%) in one step above which that step counts in ``busy_steps``.
+STEP_OTHER_PCT = 25.0
+
+#: /proc/stat's "cpu" line: user nice system idle iowait irq softirq steal (guest time is in user already).
+_IDLE, _IOWAIT, _STEAL = 3, 4, 7
+
+
+@dataclasses.dataclass(frozen=True)
+class SystemTimes:
+    """All cores' time from ``/proc/stat``'s "cpu" line, in seconds: busy (steal left out), steal, all."""
+
+    busy_s: float
+    steal_s: float
+    total_s: float
+
+
+def read_system(path: str | os.PathLike = "/proc/stat") -> SystemTimes:
+    """All cores' busy, steal and total time since boot.
+
+    Raises:
+        OSError: ``path`` cannot be read.
+        ValueError: it has no "cpu" line of at least 8 numbers.
+    """
+    with open(path, "rb") as f:
+        for line in f:
+            if line.startswith(b"cpu "):
+                fields = [int(x) for x in line.split()[1:9]]
+                break
+        else:
+            raise ValueError(f"{path} has no 'cpu' line")
+    if len(fields) < 8:
+        raise ValueError(f"{path}'s 'cpu' line has {len(fields)} fields, not 8")
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = fields[_IDLE] + fields[_IOWAIT]
+    steal = fields[_STEAL]
+    total = sum(fields)
+    return SystemTimes(busy_s=(total - idle - steal) / hz, steal_s=steal / hz, total_s=total / hz)
+
+
+def children_cpu_s(exclude: int | None = None) -> float:
+    """CPU seconds of this process's children: the live ones and their descendants (psutil), and those
+    reaped (``RUSAGE_CHILDREN``); ``exclude``, a live child (the sampler), is left out with its descendants."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = usage.ru_utime + usage.ru_stime
+    skip = set()
+    me = psutil.Process()
+    if exclude is not None:
+        try:
+            sampler = psutil.Process(exclude)
+            skip = {exclude} | {p.pid for p in sampler.children(recursive=True)}
+        except psutil.Error:
+            pass
+    for child in me.children(recursive=True):
+        if child.pid in skip:
+            continue
+        try:
+            times = child.cpu_times()
+        except psutil.Error:  # it exited since it was listed
+            continue
+        total += times.user + times.system
+    return total
+
+
+def process_cpu_s(pid: int | None) -> float:
+    """CPU seconds of process ``pid`` (0.0 for None or a process that is gone)."""
+    if pid is None:
+        return 0.0
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return 0.0
+    return times.user + times.system
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """CPU time at one instant: this process's, its children's, the sampler's and the machine's (seconds)."""
+
+    wall_s: float
+    process_s: float
+    children_s: float
+    sampler_s: float
+    system: SystemTimes
+
+    @classmethod
+    def take(cls, sampler_pid: int | None, stat: str | os.PathLike = "/proc/stat") -> Snapshot:
+        """Reads them all now. ``sampler_pid``: the monitor's sampler process (None when it is a thread
+        of this process, whose CPU is then the process's).
+
+        Raises:
+            OSError, ValueError: ``/proc/stat`` cannot be read (see ``read_system``).
+        """
+        return cls(
+            wall_s=time.monotonic(),
+            process_s=time.process_time(),
+            children_s=children_cpu_s(exclude=sampler_pid),
+            sampler_s=process_cpu_s(sampler_pid),
+            system=read_system(stat),
+        )
+
+
+class StepCpu:
+    """The training process's own CPU in each step, as a share of all online cores (%).
+
+    ``begin()`` at a step's begin, ``share()`` at its end; two clock reads each
+    (about a microsecond). The wall time is ``time.monotonic``'s, whatever
+    clock the steps are marked on.
+    """
+
+    def __init__(self) -> None:
+        self.cores = os.cpu_count() or 1
+        self._begin: tuple[float, float] | None = None
+
+    def begin(self) -> None:
+        self._begin = (time.monotonic(), time.process_time())
+
+    def share(self) -> float | None:
+        """The process's CPU since ``begin()`` (%), None without a begin or over no time."""
+        if self._begin is None:
+            return None
+        wall0, cpu0 = self._begin
+        self._begin = None
+        wall = time.monotonic() - wall0
+        return 100.0 * (time.process_time() - cpu0) / (wall * self.cores) if wall > 0 else None
+
+
+@dataclasses.dataclass
+class Contention:
+    """How busy the machine was with work not this run's, over the measured steps.
+
+    Args:
+        window_s: The wall time of the window (first measured step's begin to the run's end).
+        process_cpu_util: This process's CPU over the window, % of all cores.
+        children_cpu_util: Its child processes' (the sampler left out), % of all cores.
+        other_cpu_pct: Other processes' CPU, % of all cores.
+        steal_pct: The hypervisor's steal, % of all cores.
+        busy_steps: Measured steps in which others used more than ``STEP_OTHER_PCT``.
+        steps: Measured steps with both ``cpu_util`` and ``process_cpu_util`` known.
+    """
+
+    window_s: float
+    process_cpu_util: float
+    children_cpu_util: float
+    other_cpu_pct: float
+    steal_pct: float
+    busy_steps: int
+    steps: int
+
+    @property
+    def busy(self) -> bool:
+        return self.other_cpu_pct >= BUSY_OTHER_PCT or self.steal_pct >= BUSY_STEAL_PCT
+
+    @property
+    def verdict(self) -> str:
+        """ "busy" or "quiet"."""
+        return "busy" if self.busy else "quiet"
+
+    @property
+    def said(self) -> str:
+        """The numbers in one plain sentence, and what a busy machine means for the step times."""
+        said = (
+            f"other processes used {self.other_cpu_pct:.0f}% of the CPUs and the hypervisor took "
+            f"{self.steal_pct:.0f}% over the measured steps ({self.busy_steps} of {self.steps} steps with "
+            f"others above {STEP_OTHER_PCT:.0f}%); this process used {self.process_cpu_util:.0f}%"
+        )
+        if self.busy:
+            return f"{said}: the step times are longer and vary more than on an idle machine"
+        return said
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self) | {
+            "busy": self.busy,
+            "verdict": self.verdict,
+            "said": self.said,
+            "thresholds_pct": {"other": BUSY_OTHER_PCT, "steal": BUSY_STEAL_PCT, "step_other": STEP_OTHER_PCT},
+        }
+
+
+def contention(begin: Snapshot, end: Snapshot, step_others: np.ndarray) -> Contention:
+    """The contention between two snapshots.
+
+    Args:
+        begin: Taken at the first measured step's begin.
+        end: Taken at the run's end, before the sampler stops.
+        step_others: Per measured step, ``cpu_util - process_cpu_util`` (%).
+    """
+    total = end.system.total_s - begin.system.total_s
+    if total <= 0:  # under one jiffy: nothing to divide by
+        total = (end.wall_s - begin.wall_s) * (os.cpu_count() or 1)
+
+    def pct(seconds: float) -> float:
+        return 100.0 * seconds / total if total > 0 else 0.0
+
+    process = pct(end.process_s - begin.process_s)
+    children = pct(end.children_s - begin.children_s)
+    sampler = pct(end.sampler_s - begin.sampler_s)
+    busy = pct(end.system.busy_s - begin.system.busy_s)
+    steal = pct(end.system.steal_s - begin.system.steal_s)
+    # busy is counted in jiffies (10 ms), the processes' times in nanoseconds: clamp the rounding at 0
+    other = max(0.0, busy - process - children - sampler)
+    others_in_steps = step_others - children - sampler
+    return Contention(
+        window_s=end.wall_s - begin.wall_s,
+        process_cpu_util=process,
+        children_cpu_util=children,
+        other_cpu_pct=other,
+        steal_pct=steal,
+        busy_steps=int(np.count_nonzero(others_in_steps > STEP_OTHER_PCT)),
+        steps=len(step_others),
+    )
+
+
+class RunCpu:
+    """A session's CPU accounting: each step's ``process_cpu_util`` and the run's ``Contention``.
+
+    Args:
+        unavailable: Why there is none (steps on a simulated clock); None to measure.
+
+    Example::
+
+        cpu = RunCpu()
+        cpu.step_begins(measured=True, sampler_pid=None)
+        ...  # the step
+        step.process_cpu_util = cpu.step_ends()
+        cpu.run_ends(sampler_pid=None)
+        block, reason = cpu.contention(step_others)
+    """
+
+    def __init__(self, unavailable: str | None = None):
+        self.unavailable = unavailable
+        self._step = StepCpu()
+        self._begin: Snapshot | None = None
+        self._end: Snapshot | None = None
+
+    def step_begins(self, measured: bool, sampler_pid: int | None) -> None:
+        """Marks a step's begin; the first measured one begins the contention window."""
+        if self.unavailable:
+            return
+        if measured and self._begin is None:
+            try:
+                self._begin = Snapshot.take(sampler_pid)
+            except (OSError, ValueError) as exc:
+                self.unavailable = f"cannot read the machine's CPU time: {exc}"
+        self._step.begin()
+
+    def step_ends(self) -> float | None:
+        """The process's CPU share (%) since the step began; None when unmeasured."""
+        return None if self.unavailable else self._step.share()
+
+    def run_ends(self, sampler_pid: int | None) -> None:
+        """Ends the contention window: call before the sampler stops (its CPU is read while it lives)."""
+        if self._begin is not None and self._end is None and not self.unavailable:
+            try:
+                self._end = Snapshot.take(sampler_pid)
+            except (OSError, ValueError) as exc:
+                self.unavailable = f"cannot read the machine's CPU time: {exc}"
+
+    def contention(self, step_others: np.ndarray) -> tuple[Contention | None, str | None]:
+        """The run's contention, or None and why."""
+        if self.unavailable:
+            return None, self.unavailable
+        if self._begin is None:
+            return None, "no measured step began"
+        if self._end is None:
+            return None, "the run has not ended"
+        return contention(self._begin, self._end, step_others), None
+
+    def attach(self, report: Report) -> Report:
+        """``report`` with its ``contention`` block, or the reasons it and ``process_cpu_util_avg`` are null."""
+        block, reason = self.contention(report.totals.others)
+        report.contention = block.to_dict() if block else None
+        if reason:
+            report.unavailable["contention"] = reason
+        if report.totals.mean("process_cpu_util") is None:
+            report.unavailable["process_cpu_util_avg"] = self.unavailable or "no measured step"
+        return report
+
+    def say_if_busy(self, report: Report) -> None:
+        """Logs one warning when other work took the machine's CPUs during the measured steps."""
+        block = report.contention
+        if block and block["busy"]:
+            log.warning(
+                "mobileperf: the machine was busy during the measured steps: %s. Compare step times and "
+                "energy only with runs on an idle machine (report: contention)",
+                block["said"],
+            )

@@ -118,7 +118,7 @@ def test_each_steps_process_share_is_in_steps_csv(tmp_path):
 
 
 def _snapshot(wall, process, children, sampler, busy, steal, total) -> Snapshot:
-    return Snapshot(wall, process, children, sampler, SystemTimes(busy, steal, total))
+    return Snapshot(wall, 1.7e9 + wall, process, children, sampler, SystemTimes(busy, steal, total))
 
 
 def test_contention_is_busy_time_less_ours_as_a_share_of_all_cores():
@@ -179,3 +179,56 @@ def test_a_run_on_a_simulated_clock_says_why_it_has_no_contention(tmp_path):
     summary = perf.report.summary()
     assert summary["contention"] is None and summary["process_cpu_util_avg"] is None
     assert summary["unavailable"]["contention"] == "the steps are marked on a simulated clock"
+
+
+def test_another_process_on_the_gpu_is_named_in_the_contention_and_the_warning(tmp_path, monkeypatch, caplog):
+    # Fake NVML (an H200 as measured): GPU 0 holds this process and another that uses 60% of its SMs and
+    # 2 GiB; GPU 1 one whose memory and utilization the driver does not give (a container's view).
+    from tf_mobileperf import PerfMonitor
+    from tf_mobileperf.sensors.nvml import nvml_sensors
+
+    from helpers import fake_nvml_h200 as fake
+
+    stranger = 2**22 - 1  # no such process here: its name is unknown, as a host pid seen from a container
+    monkeypatch.setitem(
+        fake.PROCESSES,
+        0,
+        [
+            {"pid": os.getpid(), "used_memory_b": 2**30, "sm_util": 90},
+            {"pid": stranger, "used_memory_b": 2 * 2**30, "sm_util": 60},
+        ],
+    )
+    monkeypatch.setitem(fake.PROCESSES, 1, [{"pid": stranger - 1}])
+    with PerfMonitor(tmp_path / "run", sensors=nvml_sensors(library="helpers.fake_nvml_h200"), idle_s=0) as perf:
+        for _ in range(6):
+            with perf.step():
+                time.sleep(0.1)
+    gpus = perf.report.summary()["contention"]["gpus"]
+    assert gpus["0"] == {
+        "other_processes": [{"pid": stranger, "name": None, "used_memory_gb": 2.0, "sm_util": 60.0}],
+        "own_pid_listed": True,
+        "sm_util_unavailable": None,
+    }
+    assert gpus["1"]["other_processes"] == [
+        {"pid": stranger - 1, "name": None, "used_memory_gb": None, "sm_util": None}
+    ]
+    assert gpus["1"]["own_pid_listed"] is False
+    assert gpus["1"]["sm_util_unavailable"] == "nvmlDeviceGetProcessUtilization: Not Found"
+    block = perf.report.summary()["contention"]
+    assert block["busy"] and f"GPU 0 was shared with pid {stranger} (?, 60% SM)" in block["said"]
+    assert f"GPU 1 was shared with pid {stranger - 1} (?, SM utilization unknown)" in block["said"]
+    assert [r for r in caplog.records if "GPU 0 was shared" in r.getMessage() and r.levelname == "WARNING"]
+
+
+def test_a_gpu_nvml_cannot_list_says_why_and_the_machine_is_not_called_busy_for_it(tmp_path, monkeypatch):
+    from tf_mobileperf.sensors.nvml import nvml_sensors
+    from tf_mobileperf.sensors.nvml_processes import read_gpu_processes
+
+    from helpers import fake_nvml_h200 as fake
+
+    monkeypatch.setitem(fake.FAIL, "nvmlDeviceGetComputeProcesses", fake.NVML_ERROR_NOT_SUPPORTED)
+    sensor = nvml_sensors(library="helpers.fake_nvml_h200")[0]
+    gpus, why = read_gpu_processes([sensor.session], int(time.time() * 1e6))
+    assert why is None and gpus["0"] == {"unavailable": "nvmlDeviceGetComputeProcesses: Not Supported"}
+    assert not Contention(1.0, 50.0, 0.0, 0.0, 0.0, 0, 5, gpus=gpus).busy
+    assert read_gpu_processes([], 0) == ({}, "no NVML GPU is measured")

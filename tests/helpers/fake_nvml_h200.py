@@ -28,6 +28,14 @@ compute the exact energy. Nothing here is a reading of hardware.
   (measured 3.9-4.8 ms: a driver round trip, so a sleep, not CPU); every other
   call costs what Python does (measured 0.9-5.2 us).
 
+- Other processes on a GPU: ``PROCESSES`` (GPU index -> a list of
+  ``{"pid", "used_memory_b", "sm_util"}``; ``$FAKE_NVML_PROCESSES`` as JSON
+  fills it in every process) are what ``nvmlDeviceGetComputeProcesses``
+  lists (``usedGpuMemory`` None where the entry has none: a container's or a
+  VM's driver does not say) and ``nvmlDeviceGetProcessUtilization`` samples
+  (every 200 ms, those with an ``sm_util``; NOT_FOUND when it has none, as
+  NVML does with no sample since the timestamp asked for).
+
 ``FAIL`` (function name -> NVML error code) makes a call fail, e.g.
 ``FAIL["nvmlDeviceGetUtilizationRates"] = NVML_ERROR_GPU_IS_LOST``.
 """
@@ -35,6 +43,7 @@ compute the exact energy. Nothing here is a reading of hardware.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import os
 import time
@@ -54,16 +63,21 @@ MEMORY_TOTAL = 143771 * 2**20  # an H200's 141 GB as nvidia-smi shows it (MiB)
 NVML_SUCCESS = 0
 NVML_ERROR_UNINITIALIZED = 1
 NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_GPU_IS_LOST = 15
 NVML_CLOCK_GRAPHICS = 0
 NVML_FI_DEV_POWER_INSTANT = 186
 _WORDS = {
     NVML_ERROR_UNINITIALIZED: "Uninitialized",
     NVML_ERROR_NOT_SUPPORTED: "Not Supported",
+    NVML_ERROR_NOT_FOUND: "Not Found",
     NVML_ERROR_GPU_IS_LOST: "GPU is lost",
 }
 
 FAIL: dict[str, int] = {}
+PROCESSES: dict[int, list[dict]] = {
+    int(gpu): procs for gpu, procs in json.loads(os.environ.get("FAKE_NVML_PROCESSES", "{}")).items()
+}
 _state = {"pid": None, "count": 0}
 
 
@@ -205,3 +219,26 @@ def nvmlDeviceGetClockInfo(handle: _Handle, kind: int) -> int:
     if kind != NVML_CLOCK_GRAPHICS:
         raise NVMLError(NVML_ERROR_NOT_SUPPORTED)
     return GRAPHICS_CLOCK_MHZ
+
+
+def nvmlDeviceGetComputeProcesses(handle: _Handle) -> list[SimpleNamespace]:
+    _check("nvmlDeviceGetComputeProcesses", handle)
+    return [
+        SimpleNamespace(pid=p["pid"], usedGpuMemory=p.get("used_memory_b"), gpuInstanceId=0xFFFFFFFF)
+        for p in PROCESSES.get(handle.index, [])
+    ]
+
+
+def nvmlDeviceGetProcessUtilization(handle: _Handle, last_seen_us: int) -> list[SimpleNamespace]:
+    _check("nvmlDeviceGetProcessUtilization", handle)
+    now_us = int(time.time() * 1e6)
+    stamps = range(max(last_seen_us, now_us - 10_000_000) // 200_000 * 200_000 + 200_000, now_us, 200_000)
+    samples = [
+        SimpleNamespace(pid=p["pid"], timeStamp=t, smUtil=p["sm_util"], memUtil=p["sm_util"] // 2, encUtil=0, decUtil=0)
+        for p in PROCESSES.get(handle.index, [])
+        if p.get("sm_util") is not None
+        for t in stamps
+    ]
+    if not samples:
+        raise NVMLError(NVML_ERROR_NOT_FOUND)
+    return samples

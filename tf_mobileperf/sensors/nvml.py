@@ -388,7 +388,7 @@ def probe_nvml(indices: list[int] | None = None, library: str = LIBRARY, window_
     return NvmlProbe(library, gpus)
 
 
-class _NvmlBase(Sensor):
+class NvmlSensorBase(Sensor):
     """What both NVML sensors share: a probe, an NVML session of their own, pickling without handles.
 
     A sensor reads the probed values of the kinds in ``kinds``; each read
@@ -420,6 +420,11 @@ class _NvmlBase(Sensor):
     def library(self) -> str:
         return self.probed.library
 
+    @property
+    def session(self) -> NvmlSession:
+        """This sensor's NVML session (opened in whichever process uses it)."""
+        return self._session
+
     def _value(self, query: Query, handle) -> float | SensorReadError:
         nvml = self._session.nvml
         try:
@@ -434,7 +439,7 @@ class _NvmlBase(Sensor):
         self._session.close()
 
 
-class NvmlSensor(_NvmlBase):
+class NvmlSensor(NvmlSensorBase):
     """Power (W), utilization (%), graphics clock (Hz) and memory used (B) per GPU, each at its own pace.
 
     Args:
@@ -484,7 +489,7 @@ class NvmlSensor(_NvmlBase):
         return super().metadata() | {"gpus": gpus}
 
 
-class NvmlEnergySensor(_NvmlBase):
+class NvmlEnergySensor(NvmlSensorBase):
     """Each GPU's total-energy counter (J since the driver loaded), read in its own thread.
 
     Args:

@@ -16,12 +16,15 @@ CPU, and the run a ``contention`` block over its measured steps:
   cores: what other processes used;
 * ``steal_pct``: the time the hypervisor ran other guests on these cores
   (``/proc/stat``'s steal);
+* ``gpus``: per GPU that NVML measures, the other processes with a compute
+  context on it and their SM utilization where the driver gives it
+  (``sensors.nvml_processes``);
 * ``busy_steps``: the measured steps in which others (other processes and the
   hypervisor) used more than ``STEP_OTHER_PCT`` of the cores, from the step's
   ``cpu_util`` less its ``process_cpu_util`` and the run's children's share.
 
-The machine was busy when others used at least ``BUSY_OTHER_PCT`` or the
-hypervisor took at least ``BUSY_STEAL_PCT``: step times are then longer and
+The machine was busy when others used at least ``BUSY_OTHER_PCT``, the
+hypervisor took at least ``BUSY_STEAL_PCT``, or another process used a GPU: step times are then longer and
 vary more than on an idle machine, and the run says so in one warning.
 """
 
@@ -36,6 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psutil
+
+from tf_mobileperf.sensors.nvml import NvmlSession
+from tf_mobileperf.sensors.nvml_processes import busy_gpus, read_gpu_processes
 
 if TYPE_CHECKING:
     from tf_mobileperf.steps.report import Report
@@ -125,6 +131,7 @@ class Snapshot:
     """CPU time at one instant: this process's, its children's, the sampler's and the machine's (seconds)."""
 
     wall_s: float
+    epoch_s: float  # time.time(), for NVML's per-process samples
     process_s: float
     children_s: float
     sampler_s: float
@@ -140,6 +147,7 @@ class Snapshot:
         """
         return cls(
             wall_s=time.monotonic(),
+            epoch_s=time.time(),
             process_s=time.process_time(),
             children_s=children_cpu_s(exclude=sampler_pid),
             sampler_s=process_cpu_s(sampler_pid),
@@ -184,6 +192,8 @@ class Contention:
         steal_pct: The hypervisor's steal, % of all cores.
         busy_steps: Measured steps in which others used more than ``STEP_OTHER_PCT``.
         steps: Measured steps with both ``cpu_util`` and ``process_cpu_util`` known.
+        gpus: Per NVML GPU index, the other processes on it (``nvml_processes.gpu_processes``).
+        gpus_unavailable: Why ``gpus`` is empty (no NVML GPU, NVML would not open); None when read.
     """
 
     window_s: float
@@ -193,10 +203,12 @@ class Contention:
     steal_pct: float
     busy_steps: int
     steps: int
+    gpus: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    gpus_unavailable: str | None = None
 
     @property
     def busy(self) -> bool:
-        return self.other_cpu_pct >= BUSY_OTHER_PCT or self.steal_pct >= BUSY_STEAL_PCT
+        return self.other_cpu_pct >= BUSY_OTHER_PCT or self.steal_pct >= BUSY_STEAL_PCT or bool(busy_gpus(self.gpus))
 
     @property
     def verdict(self) -> str:
@@ -211,6 +223,14 @@ class Contention:
             f"{self.steal_pct:.0f}% over the measured steps ({self.busy_steps} of {self.steps} steps with "
             f"others above {STEP_OTHER_PCT:.0f}%); this process used {self.process_cpu_util:.0f}%"
         )
+        for index in busy_gpus(self.gpus):
+            procs = ", ".join(
+                f"pid {p['pid']} ({p['name'] or '?'}, "
+                + ("SM utilization unknown" if p["sm_util"] is None else f"{p['sm_util']:.0f}% SM")
+                + ")"
+                for p in self.gpus[index]["other_processes"]
+            )
+            said += f"; GPU {index} was shared with {procs}"
         if self.busy:
             return f"{said}: the step times are longer and vary more than on an idle machine"
         return said
@@ -224,13 +244,16 @@ class Contention:
         }
 
 
-def contention(begin: Snapshot, end: Snapshot, step_others: np.ndarray) -> Contention:
+def contention(
+    begin: Snapshot, end: Snapshot, step_others: np.ndarray, gpus: tuple[dict, str | None] = ({}, None)
+) -> Contention:
     """The contention between two snapshots.
 
     Args:
         begin: Taken at the first measured step's begin.
         end: Taken at the run's end, before the sampler stops.
         step_others: Per measured step, ``cpu_util - process_cpu_util`` (%).
+        gpus: The other processes on the GPUs, and why not (``read_gpu_processes``).
     """
     total = end.system.total_s - begin.system.total_s
     if total <= 0:  # under one jiffy: nothing to divide by
@@ -255,6 +278,8 @@ def contention(begin: Snapshot, end: Snapshot, step_others: np.ndarray) -> Conte
         steal_pct=steal,
         busy_steps=int(np.count_nonzero(others_in_steps > STEP_OTHER_PCT)),
         steps=len(step_others),
+        gpus=gpus[0],
+        gpus_unavailable=gpus[1],
     )
 
 
@@ -263,6 +288,7 @@ class RunCpu:
 
     Args:
         unavailable: Why there is none (steps on a simulated clock); None to measure.
+        gpu_sessions: The NVML sessions of the run's GPU sensors, for the other processes on those GPUs.
 
     Example::
 
@@ -274,8 +300,10 @@ class RunCpu:
         block, reason = cpu.contention(step_others)
     """
 
-    def __init__(self, unavailable: str | None = None):
+    def __init__(self, unavailable: str | None = None, gpu_sessions: list[NvmlSession] | None = None):
         self.unavailable = unavailable
+        self._gpu_sessions = gpu_sessions or []
+        self._gpus: tuple[dict, str | None] = ({}, "the run has not ended")
         self._step = StepCpu()
         self._begin: Snapshot | None = None
         self._end: Snapshot | None = None
@@ -302,6 +330,8 @@ class RunCpu:
                 self._end = Snapshot.take(sampler_pid)
             except (OSError, ValueError) as exc:
                 self.unavailable = f"cannot read the machine's CPU time: {exc}"
+                return
+            self._gpus = read_gpu_processes(self._gpu_sessions, int(self._begin.epoch_s * 1e6))
 
     def contention(self, step_others: np.ndarray) -> tuple[Contention | None, str | None]:
         """The run's contention, or None and why."""
@@ -311,7 +341,7 @@ class RunCpu:
             return None, "no measured step began"
         if self._end is None:
             return None, "the run has not ended"
-        return contention(self._begin, self._end, step_others), None
+        return contention(self._begin, self._end, step_others, self._gpus), None
 
     def attach(self, report: Report) -> Report:
         """``report`` with its ``contention`` block, or the reasons it and ``process_cpu_util_avg`` are null."""

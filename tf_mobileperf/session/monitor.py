@@ -41,6 +41,7 @@ from tf_mobileperf.output.files import claim_logdir
 from tf_mobileperf.output.writers import RunWriters
 from tf_mobileperf.sampling.priority import choose
 from tf_mobileperf.sampling.sampler import Sampler
+from tf_mobileperf.sensors.nvml import NvmlSensorBase
 from tf_mobileperf.session import backend
 from tf_mobileperf.session.cluster import combine, from_tf_config
 from tf_mobileperf.session.collector import Collector, Guard
@@ -108,7 +109,10 @@ class PerfMonitor:
         self._started = False
         self._sync: Callable[[], None] | None = None  # waits for the GPU at a step's end; found at begin()
         self.gpu_memory = GpuMemory()  # the allocator's peak of each step; chosen at begin()
-        self.cpu = RunCpu(None if self.options.clock is time.monotonic else "the steps are marked on a simulated clock")
+        self.cpu = RunCpu(
+            None if self.options.clock is time.monotonic else "the steps are marked on a simulated clock",
+            [s.session for s in self._probe.sensors if isinstance(s, NvmlSensorBase)],
+        )
         self._pid = os.getpid()
         self._first_measured = False  # the first measured step closed: sensors without a value are named then
         self._slowest_s = max([s.min_period_s for s in self._probe.sensors] + [self.options.period_s])

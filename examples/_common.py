@@ -158,6 +158,17 @@ def memory_text(s: dict) -> str:
     return text + (f", GPU allocator peak {show(gpu, 'GiB')}" if gpu is not None else "")
 
 
+def cpu_text(s: dict) -> str:
+    """CPU with whose it is: the training process's own share of all cores first, then every process's
+    (the report's ``cpu_util_avg``), and whether others used the machine (``contention``)."""
+    text = f"CPU: this process {show(s['process_cpu_util_avg'], '%', '.1f')} of all cores, "
+    text += f"every process {show(s['cpu_util_avg'], '%', '.1f')}"
+    block = s.get("contention")
+    if block:
+        text += f"; machine {block['verdict']} (others {block['other_cpu_pct']:.0f}%, steal {block['steal_pct']:.0f}%)"
+    return text
+
+
 def finish(report, logdir) -> None:
     """Prints the summary, the input wait of the traced steps, and where the run was written."""
     s = report.summary()
@@ -167,6 +178,7 @@ def finish(report, logdir) -> None:
         f"step time: {show(None if step is None else step * 1e3, 'ms', '.1f')}"
     )
     print(memory_text(s))
+    print(cpu_text(s))
     between = s["between_steps_fraction"]
     print(f"time between steps: {'n/a' if between is None else format(100 * between, '.1f') + '%'} of the run")
     traced = Path(logdir) / "train" / "plugins" / "mobileperf" / "op_energy.json"

@@ -14,7 +14,17 @@ import numpy as np
 
 from tf_mobileperf import MobilePerfCallback
 
-from _common import measured, memory_text, parser, print_unavailable, progress, setup_logging, show, traced_steps
+from _common import (
+    cpu_text,
+    measured,
+    memory_text,
+    parser,
+    print_unavailable,
+    progress,
+    setup_logging,
+    show,
+    traced_steps,
+)
 
 
 def build_cnn() -> keras.Model:
@@ -67,10 +77,8 @@ def summarize(s: dict) -> None:
             f"{show(s['samples_per_s'], 'samples/s', '.0f')}"
         )
     print(f"energy total: {show(s['energy_total'], 'J')}   power avg: {show(s['power_avg'], 'W')}")
-    print(
-        f"CPU util avg: {show(s['cpu_util_avg'], '%', '.1f')}  per cluster: "
-        + ", ".join(f"{k} {show(v, '%', '.1f')}" for k, v in s["cpu_util_per_cluster"].items())
-    )
+    print(cpu_text(s))
+    print("CPU per cluster: " + ", ".join(f"{k} {show(v, '%', '.1f')}" for k, v in s["cpu_util_per_cluster"].items()))
     print(f"GPU util avg: {show(s['gpu_util_avg'], '%', '.1f')}")
     print(memory_text(s))
     sampling = s["sampling"]

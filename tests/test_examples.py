@@ -55,6 +55,14 @@ def test_example_runs_and_says_where_its_logdir_is(tmp_path, script, extra):
     process = max(report["channels"][c]["peak"] for c in ("proc_peak", "proc_rss") if c in report["channels"])
     line = f"memory: process peak {process / 2**30:.3f} GiB, system RAM in use {report['mem_peak_gb']:.3f} GiB"
     assert line in proc.stdout.splitlines()
+    # CPU says whose it is: the process's own share first, then every process's, and the machine's verdict.
+    c = report["contention"]
+    line = (
+        f"CPU: this process {report['process_cpu_util_avg']:.1f} % of all cores, every process "
+        f"{report['cpu_util_avg']:.1f} %; machine {c['verdict']} (others {c['other_cpu_pct']:.0f}%, "
+        f"steal {c['steal_pct']:.0f}%)"
+    )
+    assert line in proc.stdout.splitlines()
 
 
 @pytest.mark.parametrize("script,extra", [("cifar10_cnn.py", []), ("shakespeare_lstm.py", ["--seq-len", "20"])])

@@ -96,3 +96,24 @@ def test_the_table_prints_n_a_and_says_each_cause_once_never_null(tmp_path, caps
     assert [line for line in lines if "no power sensor" in line] == ["J/step, J/sample n/a: no power sensor"]
     assert [line for line in lines if NO_GPU in line] == [f"GPU GiB n/a: {NO_GPU}"]
     assert "out of memory" in lines[3]  # a failed row's cells are n/a for its own cause, in its row
+
+
+def test_the_table_gives_the_processs_cpu_and_says_which_runs_ran_on_a_busy_machine(tmp_path, capsys):
+    busy = {"verdict": "busy", "busy": True, "other_cpu_pct": 48.0, "steal_pct": 2.0}
+    quiet = {"verdict": "quiet", "busy": False, "other_cpu_pct": 1.0, "steal_pct": 0.0}
+    rows = [
+        _row(8, process_cpu_util_avg=47.5, contention=quiet),
+        _row(32, process_cpu_util_avg=45.0, contention=busy),
+        _row(
+            64,
+            process_cpu_util_avg=None,
+            unavailable={"process_cpu_util_avg": "the steps are marked on a simulated clock"},
+        ),
+    ]
+    assert _print_rows(argparse.Namespace(out=tmp_path), rows, PowerPlan()) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[10:12] == ["47.5", "quiet"] and lines[2].split()[10:12] == ["45", "busy"]
+    assert lines[3].split()[10:12] == ["n/a", "n/a"]
+    assert "proc CPU% n/a: the steps are marked on a simulated clock" in lines
+    (said,) = [line for line in lines if line.startswith("machine: ")]
+    assert said.startswith("machine: 1 of 3 runs ran while other processes or the hypervisor took 10% or more")

@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING
 from tf_mobileperf import sensors as sensors_mod
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sampling.stats import SamplingStats
+from tf_mobileperf.session.contention import BUSY_OTHER_PCT
 from tf_mobileperf.session.reporting import by_cause
 from tf_mobileperf.steps.precision import relative_half_width
 from tf_mobileperf.tools.shell import tool_command
+from tf_mobileperf.tools.sweep_results import contention_columns
 
 if TYPE_CHECKING:
     from tf_mobileperf.tools.sweep import SweepConfig
@@ -214,7 +216,7 @@ def _print_rows(args: argparse.Namespace, rows: list[dict], plan) -> int:
     board = f"{'board':<{width}} " if width else ""
     print(
         f"{board}{'model':<10} {'batch':>5} {mode}{'ok':>3} {'step ms':>9} {'samples/s':>10} {'J/step':>10} "
-        f"{'J/sample':>10} {'proc GiB':>9} {'RAM GiB':>9} {'GPU GiB':>9}  cause"
+        f"{'J/sample':>10} {'proc GiB':>9} {'RAM GiB':>9} {'GPU GiB':>9} {'proc CPU%':>9} {'machine':>7}  cause"
     )
     for r in rows:
         step_ms = None if r.get("step_time_s_mean") is None else r["step_time_s_mean"] * 1e3
@@ -225,13 +227,21 @@ def _print_rows(args: argparse.Namespace, rows: list[dict], plan) -> int:
             f"{board}{r['model']:<10} {r['batch_size']:>5} {mode}{ok:>3} {_cell(step_ms, 9)} "
             f"{_cell(r.get('samples_per_s'))} {_cell(r.get('energy_per_step_j'))} "
             f"{_cell(r.get('energy_per_sample_j'))} "
-            f"{_cell(r.get('proc_peak_gb'), 9)} {_cell(r.get('mem_peak_gb'), 9)} {_cell(r.get('gpu_mem_peak_gb'), 9)}  "
+            f"{_cell(r.get('proc_peak_gb'), 9)} {_cell(r.get('mem_peak_gb'), 9)} {_cell(r.get('gpu_mem_peak_gb'), 9)} "
+            f"{_cell(r.get('process_cpu_util_avg'), 9)} {contention_columns(r).get('machine', 'n/a'):>7}  "
             f"{r.get('cause') or ''}"
         )
     print(
         "proc GiB: peak RSS of the training process; RAM GiB: system RAM in use (every process); "
-        "GPU GiB: peak of the framework's GPU allocator"
+        "GPU GiB: peak of the framework's GPU allocator; proc CPU%: the training process's own CPU, % of all cores"
     )
+    busy = [r for r in rows if contention_columns(r).get("machine") == "busy"]
+    if busy:
+        print(
+            f"machine: {len(busy)} of {len(rows)} runs ran while other processes or the hypervisor took "
+            f"{BUSY_OTHER_PCT:.0f}% or more of the CPUs (their report's contention says how much): their step "
+            "times and energy are longer than on an idle machine; rerun them on an idle one to compare"
+        )
     for cause, columns in by_cause(_missing(rows)).items():
         print(f"{', '.join(columns)} n/a: {cause}")
     _print_where(args.out)
@@ -253,6 +263,7 @@ _MAY_BE_MISSING = {
     "J/sample": ("energy_per_sample_j", ("energy_per_sample_j", "energy")),
     "RAM GiB": ("mem_peak_gb", ("mem_peak_gb",)),
     "GPU GiB": ("gpu_mem_peak_gb", ("gpu_mem_peak_gb",)),
+    "proc CPU%": ("process_cpu_util_avg", ("process_cpu_util_avg",)),
 }
 
 

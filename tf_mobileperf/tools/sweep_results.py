@@ -52,6 +52,10 @@ CSV_KEYS = [
     "power_avg",
     "gpu_util_avg",
     "cpu_util_avg",
+    "process_cpu_util_avg",
+    "machine",
+    "other_cpu_pct",
+    "steal_pct",
     "mem_peak_gb",
     "gpu_mem_peak_gb",
     "gpu_device_mem_peak_gb",
@@ -155,8 +159,21 @@ class Results:
         with open(self.out / "results.csv", "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=CSV_KEYS, extrasaction="ignore")
             writer.writeheader()
-            writer.writerows((r.get("config") or {}) | r for r in self.rows)
+            writer.writerows((r.get("config") or {}) | r | contention_columns(r) for r in self.rows)
         return row
+
+
+def contention_columns(row: dict) -> dict:
+    """A row's contention block as flat columns: ``machine`` ("busy" or "quiet"), ``other_cpu_pct``,
+    ``steal_pct``; none when the row has no block (``session.contention``)."""
+    block = row.get("contention") or {}
+    if not block:
+        return {}
+    return {
+        "machine": block.get("verdict"),
+        "other_cpu_pct": block.get("other_cpu_pct"),
+        "steal_pct": block.get("steal_pct"),
+    }
 
 
 def _lock(path: Path) -> int:

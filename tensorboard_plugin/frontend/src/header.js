@@ -63,6 +63,8 @@ function explained(s) {
     ["GPU memory in use (device)", fmt(s.gpu_device_mem_peak_gb, "GiB"), measured(s.gpu_device_mem_peak_gb, "gpu_device_mem_peak_gb", `highest GPU memory in use by NVML (every process's, the allocator's cache included) ${overSteps}${from(cs.filter((c) => c.kind === "memory" && c.device === "gpu"))}`)],
     ["GPU util", fmt(s.gpu_util_avg, "%"), measured(s.gpu_util_avg, "gpu_util", `mean GPU utilization ${overSteps}${from(util("gpu"))}`)],
     ["CPU util", fmt(s.cpu_util_avg, "%"), measured(s.cpu_util_avg, "cpu_util", `mean CPU utilization of all cores ${overSteps}${from(util("cpu"))}`)],
+    ["CPU util (process)", fmt(s.process_cpu_util_avg, "%"), measured(s.process_cpu_util_avg, "process_cpu_util_avg", `mean CPU of the training process itself (all its threads, its child processes apart) as a share of all cores ${overSteps}; CPU util above is every process's`)],
+    machineItem(s),
     ["CPU clusters", clusters.map(([k, v]) => `${k} ${fmt(v, "%")}`).join(", ") || NOT_MEASURED,
       clusters.length ? `mean utilization of each cluster's cores (the mean of its cores' means) ${overSteps}${from(cs.filter((c) => c.kind === "util" && c.core != null))}` : why(s, "cpu_util")],
     ["between steps (input, callbacks)", s.between_steps_fraction == null ? NOT_MEASURED : fmt(s.between_steps_fraction * 100, "% of the time"),
@@ -72,6 +74,15 @@ function explained(s) {
     ["sampling", sampling.achieved_hz ? `${fmt(sampling.achieved_hz, "Hz")} of ${fmt(sampling.row_hz ?? sampling.requested_hz, "Hz")}${sampling.row_hz && sampling.row_hz < sampling.requested_hz ? ` (on a ${fmt(sampling.requested_hz, "Hz")} grid, woken only when a sensor is due)` : ""}, p99 interval error ${fmt(sampling.interval_error_p99_ms, "ms")}, ${sampling.gaps} gaps` : NOT_MEASURED,
       `the sampler (${sampling.mode || "?"}${sampling.realtime ? ", real-time priority" : ""}) over the whole run: rows per second achieved of requested, 99th percentile of |interval - period|, intervals longer than 2 periods; ${sampling.samples ?? "?"} samples, ${sampling.dropped ?? "?"} dropped`],
   ];
+}
+
+// Whether others used the machine during the measured steps: the report's contention block, "busy" in orange.
+function machineItem(s) {
+  const c = s.contention;
+  if (!c) return ["machine", NOT_MEASURED, why(s, "contention")];
+  return ["machine", `${c.verdict}: others ${fmt(c.other_cpu_pct, "%")}, steal ${fmt(c.steal_pct, "%")}`,
+    `over the measured steps (${fmt(c.window_s, "s")}): ${c.said}; this process's children ${fmt(c.children_cpu_util, "%")}`,
+    c.busy ? "busy" : ""];
 }
 
 const list = (values) => Object.entries(values || {}).filter(([k]) => k !== "total").map(([k, v]) => `${k} ${fmt(v, "W")}`).join(", ");

@@ -14,7 +14,8 @@ const VALUE = (v) => (v == null ? "–" : fmt(v)); // "–": the channel had no 
 // older than per-channel reductions has none: the table shows the seed's).
 function columns(steps, header) {
   const out = [{ title: "step", get: (s) => s.step }, { title: "kind", get: KIND },
-    { title: "time (ms)", get: (s) => (s.duration_s == null ? null : s.duration_s * 1e3), text: VALUE }];
+    { title: "time (ms)", get: (s) => (s.duration_s == null ? null : s.duration_s * 1e3), text: VALUE },
+    { title: "process CPU (%)", get: (s) => s.process_cpu_util ?? null, text: VALUE }];
   const first = steps.find((s) => s.channels && Object.keys(s.channels).length) || { channels: {} };
   for (const c of header.channels) {
     const [scale, unit] = UNIT_SCALE[c.unit] || [1, c.unit];

@@ -6,7 +6,7 @@ export const STYLE = [
   "table { border-collapse: collapse; margin: 8px 0; } th, td { padding: 4px 10px; border-bottom: 1px solid rgba(128,128,128,0.3); text-align: right; }",
   "th { cursor: pointer; background: #f5f5f5; user-select: none; } td:first-child, th:first-child, td:nth-child(2) { text-align: left; }",
   ".runs label { margin-right: 16px; } .header { display: flex; flex-wrap: wrap; gap: 4px 24px; margin: 6px 0; }",
-  ".header span b { font-weight: 500; } .failed { color: #c62828; } .ok { color: #2e7d32; }",
+  ".header span b { font-weight: 500; } .failed { color: #c62828; } .busy { color: #e65100; } .ok { color: #2e7d32; }",
   ".chart { margin: 8px 0 16px; } .empty p { color: #757575; font-style: italic; } .note { color: #757575; }",
   ".error { color: #c62828; } .scroll { overflow-x: auto; max-height: 420px; } .step-table td, .step-table th { white-space: nowrap; }",
   ".step-table tr.failed td { color: #c62828; } .step-table tr.warm-up td { color: #757575; }",

@@ -230,6 +230,11 @@ def test_every_header_number_explains_itself_on_hover(tensorboard, browser):
     # GPU memory apart from system RAM: the allocator's peak, and NVML's device memory, each saying why it is absent.
     assert titles["GPU peak (allocator)"].startswith("not measured: no GPU device visible to")
     assert titles["GPU memory in use (device)"].startswith("not measured: no GPU memory sensor (NVML)")
+    # Whose CPU: the training process's own beside every process's, and whether others used the machine.
+    assert titles["CPU util (process)"].startswith("mean CPU of the training process itself")
+    assert re.match(r"over the measured steps \(.* s\): other processes used \d+% of the CPUs", titles["machine"])
+    machine = next(s for s in spans if s.find_element(By.TAG_NAME, "b").text.startswith("machine"))
+    assert re.search(r"(busy|quiet): others \d", machine.text)
 
 
 def test_op_tables_rank_by_energy_or_time_without_suffixes_and_show_the_top_15(tensorboard, browser):

@@ -233,6 +233,9 @@ def test_every_time_chart_of_a_cpu_only_run_draws_lines_over_its_x_range(tensorb
         assert 40 <= rate(memory, line, "GiB") <= 55, memory
     cpu = " ".join(legend for title, legend, *_ in charts if title.startswith("Utilization, CPU"))
     assert 15 <= rate(cpu, "cpu0_util (", "%") <= 18, cpu  # read every 60 ms: 50 ms on the 20 ms wake-ups
+    # the training process's own CPU, a line of its own beside the machine's (every process's)
+    all_cores = next(legend for title, legend, *_ in charts if title == "Utilization, CPU (%)")
+    assert "this process's CPU (%, per step)" in all_cores, all_cores
     screenshot(browser, "cpu-only")
 
 

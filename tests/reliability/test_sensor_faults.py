@@ -19,6 +19,7 @@ import pytest
 from tf_mobileperf import MobilePerfCallback, PerfMonitor
 from tf_mobileperf.sensors import Ina3221HwmonSensor, SyntheticSensor
 
+from helpers.machine_warnings import about_the_machine
 from helpers.training import data, small_model
 
 FAULT_FROM, FAULT_TO = 0.6, 1.2  # seconds after the start
@@ -86,7 +87,7 @@ def test_sensor_failing_mid_run(tmp_path, orin_tree, caplog, kind):
     assert sampling["channel_gaps"] == {failing: 1}
     gap = sampling["channels"][failing]["gap_s"]
     assert gap == pytest.approx((fault_end or perf.report.steps[-1].end_s - t0) - FAULT_FROM, abs=0.15)
-    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and not about_the_machine(r)]
     assert len(warnings) == 1 and failing in warnings[0].getMessage()
     on_disk = json.loads((tmp_path / "report.json").read_text())
     assert on_disk["sampling"]["channel_gaps"] == {failing: 1}
@@ -110,7 +111,8 @@ def test_no_power_sensor_reports_the_rest_and_null_power_with_one_log_line(tmp_p
         len(said) == 1 and "rapl (powercap)" in said[0].getMessage() and "`mobileperf sensors`" in said[0].getMessage()
     )
     assert said[0].levelno == logging.INFO  # one info line, as the README says: nothing went wrong
-    assert [r.getMessage() for r in ours if r.levelno >= logging.WARNING] == []  # nothing warns
+    # nothing warns, but what this loaded machine did to the step times (a Jetson trains at 100% CPU too)
+    assert [r.getMessage() for r in ours if r.levelno >= logging.WARNING and not about_the_machine(r)] == []
 
 
 def test_sensors_none_still_times_every_step(tmp_path):

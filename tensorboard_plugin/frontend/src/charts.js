@@ -103,6 +103,22 @@ function lineSeries(lines, multi) {
     : { label: lines[i].label, stroke: colour, dash, width: 1.5, spanGaps: false }));
 }
 
+// The training process's own CPU in each step (process_cpu_util), flat over the step and broken between
+// steps: a line of its own on the CPU chart, beside the machine's utilization, which counts every process.
+function processCpuTables(view) {
+  return [...view.runs.entries()].flatMap(([name, r]) => {
+    const t = [];
+    const v = [];
+    for (const s of r.steps || []) {
+      if (s.process_cpu_util == null || s.start_s == null || s.end_s == null) continue;
+      t.push(s.start_s - r.t0, s.end_s - r.t0, s.end_s - r.t0 + 1e-6);
+      v.push(s.process_cpu_util, s.process_cpu_util, null);
+    }
+    const label = `${view.multi ? `${name}: ` : ""}this process's CPU (%, per step)`;
+    return t.length ? [{ table: [t, v], label, run: r, peak: false }] : [];
+  });
+}
+
 // Every run's first and last row, as a table of x values only: all charts
 // share the x range of the runs, whatever span one channel has.
 function extentTable(view) {
@@ -120,6 +136,7 @@ function limitNote(spec) {
 export async function timeChart(view, spec) {
   if (spec.empty !== undefined) return notMeasured(spec.title, spec.empty);
   const lines = await Promise.all(spec.lines.map((line) => lineTable(view, spec, line)));
+  if (spec.key === "util/CPU") lines.push(...processCpuTables(view));
   const data = uPlot.join([extentTable(view), ...lines.map((l) => l.table)]);
   const series = [{ label: "time (s)" }, ...lineSeries(lines, view.multi)];
   const box = el("div", { class: "chart time-chart", "data-chart": spec.key }, el("h4", { text: spec.unit ? `${spec.title} (${spec.unit})` : spec.title }));

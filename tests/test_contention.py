@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from tf_mobileperf.session import contention as cpu
-from tf_mobileperf.session.contention import Contention, Snapshot, SystemTimes
+from tf_mobileperf.session.contention import Contention
+from tf_mobileperf.session.cpu_times import Snapshot, SystemTimes, read_system
 
 ROOT = Path(__file__).parent.parent
 SPIN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end: pass\n"
@@ -64,9 +65,9 @@ def _run_loop(logdir: Path, child: str = "") -> tuple[dict, dict, str]:
 
 def _others_pct(seconds: float = 1.0) -> tuple[float, float]:
     """What the rest of the machine (every process but this idle one) used, and steal, over ``seconds`` (%)."""
-    a = cpu.read_system()
+    a = read_system()
     time.sleep(seconds)
-    b = cpu.read_system()
+    b = read_system()
     total = b.total_s - a.total_s
     return 100 * (b.busy_s - a.busy_s) / total, 100 * (b.steal_s - a.steal_s) / total
 
@@ -157,13 +158,13 @@ def test_proc_stat_is_read_with_steal_apart(tmp_path):
     hz = os.sysconf("SC_CLK_TCK")
     stat = tmp_path / "stat"
     stat.write_text("cpu  100 10 50 800 20 5 5 10 0 0\ncpu0 50 5 25 400 10 2 3 5 0 0\nintr 1\n")
-    times = cpu.read_system(stat)
+    times = read_system(stat)
     assert times.busy_s == pytest.approx(170 / hz)
     assert times.steal_s == pytest.approx(10 / hz)
     assert times.total_s == pytest.approx(1000 / hz)
     stat.write_text("intr 1\n")
     with pytest.raises(ValueError, match="no 'cpu' line"):
-        cpu.read_system(stat)
+        read_system(stat)
 
 
 def test_a_run_on_a_simulated_clock_says_why_it_has_no_contention(tmp_path):

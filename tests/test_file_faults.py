@@ -133,10 +133,14 @@ def test_a_proc_stat_over_64_kib_is_read_whole(tick_loop, tmp_path):
     sensor = CpuSensor(tmp_path, period_s=0.02)
     assert sensor.offline == [] and sensor.metadata()["offline"] == []
     step = iter(range(1, 10**6))
+    fd = os.open(stat, os.O_WRONLY)
 
     def tick():  # busy and idle both go on: 50 %
+        # The kernel makes /proc/stat whole at each read: the new text overwrites the old in one pwrite of the
+        # same length (the counters keep their 15 digits), never a truncated file that a loaded reader would
+        # catch empty between write_text's truncation and its write.
         while not stop.is_set():
-            stat.write_text(big_stat(cores, 1000 * next(step)))
+            os.pwrite(fd, big_stat(cores, 1000 * next(step)).encode(), 0)
             time.sleep(0.01)
 
     stop = threading.Event()
@@ -147,6 +151,7 @@ def test_a_proc_stat_over_64_kib_is_read_whole(tick_loop, tmp_path):
     finally:
         stop.set()
         writer.join()
+        os.close(fd)
     last = column(rows, f"cpu{cores - 1}_util")
     assert np.isfinite(last).sum() >= 5
     assert np.nanmin(last) == pytest.approx(50.0, abs=1.0) and np.nanmax(last) == pytest.approx(50.0, abs=1.0)

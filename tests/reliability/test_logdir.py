@@ -14,7 +14,7 @@ from pathlib import Path
 import keras
 import pytest
 
-from tf_mobileperf import MobilePerfCallback
+from tf_mobileperf import MobilePerfCallback, PerfMonitor
 from tf_mobileperf.format.reader import read_series
 
 from helpers.training import constant_sensor, data, small_model
@@ -115,4 +115,15 @@ def test_a_remote_logdir_is_refused_by_name_and_no_local_folder_appears(tmp_path
         MobilePerfCallback(logdir, sensors="none")
     with pytest.raises(ValueError, match="remote file system"):
         SweepConfig(out=logdir)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("logdir", ["", "  ", b""])
+def test_an_empty_logdir_is_refused_in_one_line_and_nothing_is_written_here(tmp_path, monkeypatch, logdir):
+    # '' was taken as the current directory: report.json, steps.csv and train/ landed wherever it ran.
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match=r"logdir is empty \((''|'  '|b'')\): name a directory"):
+        MobilePerfCallback(logdir, sensors="none")
+    with pytest.raises(ValueError, match="logdir is empty"):
+        PerfMonitor(logdir, sensors="none")
     assert list(tmp_path.iterdir()) == []

@@ -56,9 +56,12 @@ def local_dir(path: str | os.PathLike) -> Path:
         ValueError: ``path`` names a remote file system. Samples, steps and
             the claim are written with local file calls (append, mmap,
             exclusive create), so a remote logdir would become a local folder
-            named ``gs:``; measure into a local directory and copy it.
+            named ``gs:``; measure into a local directory and copy it. Or
+            ``path`` is empty, which would write into the current directory.
     """
     text = os.fspath(path)
+    if not text.strip():
+        raise ValueError(f"logdir is empty ({text!r}): name a directory, such as 'runs/exp1'")
     if _URL.match(text):
         raise ValueError(
             f"logdir {text!r} is on a remote file system ({text.split('://')[0]}://), which "

@@ -120,6 +120,18 @@ def test_a_pid_reused_by_a_later_process_is_not_the_claimer(killed, tmp_path):
     assert summary["status_text"] == f"ended without a report: its process (pid {os.getpid()}) is gone"
 
 
+@pytest.mark.parametrize("pid", [2**40, 2**31, -1, 0])
+def test_a_claims_pid_out_of_range_is_a_gone_process_not_a_server_error(killed, tmp_path, pid):
+    # 2**40 made os.kill raise OverflowError: /runs and /crossrun answered 500 and listed no run at all.
+    root = tmp_path / "logs"
+    shutil.copytree(killed, root)
+    claim = root / "cnn-bs8" / names.CLAIM_FILE
+    claim.write_text(json.dumps(json.loads(claim.read_text()) | {"pid": pid}))
+    summary = listed(root)["cnn-bs8/train"]
+    assert summary["status"] == "ended"
+    assert summary["status_text"] == f"ended without a report: its process (pid {pid}) is gone"
+
+
 def test_a_sweep_child_aborted_on_bad_alloc_is_failed_in_its_run_with_the_cause(tmp_path):
     row = aborted_sweep_run(tmp_path / "sweep")
     assert row["success"] is False and sweep_mod.is_oom(row) and row["failed_step"] == DIE_AT

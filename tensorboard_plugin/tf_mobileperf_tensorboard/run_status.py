@@ -138,7 +138,7 @@ def status_of(summary: dict, run_dir: Path, root: Path | None, checks: ReportChe
             return RunStatus(RUNNING, f"running (on host {host})")
         return _ended(logdir, root, f"no write to its files from host {host} for {quiet_s / 60:.0f} min")
     pid = claim.get("pid")
-    if type(pid) is int and pid > 0 and _alive(pid, claim.get("started")):
+    if type(pid) is int and 0 < pid <= PID_MAX and _alive(pid, claim.get("started")):
         return RunStatus(RUNNING, "running")
     return _finished_since(run_dir, root) or _ended(logdir, root, f"its process (pid {pid}) is gone")
 
@@ -161,6 +161,11 @@ def _read(path: Path, root: Path | None) -> dict[str, Any] | None:
     except (OSError, ValueError, RecursionError) as exc:
         log.warning("mobileperf: %s", exc)
         return {}
+
+
+#: The largest pid a process can have (pid_t is a signed 32-bit int); a claim's larger one names no process
+#: (os.kill would raise OverflowError on it).
+PID_MAX = 2**31 - 1
 
 
 def _alive(pid: int, started: Any) -> bool:

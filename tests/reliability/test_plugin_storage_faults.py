@@ -87,6 +87,28 @@ def test_a_fifo_in_a_run_is_refused_promptly_and_other_runs_still_load(logdir, n
     assert status == 200 and [r["run"] for r in runs] == ["a/train", "b/train"]
 
 
+@pytest.mark.parametrize(
+    "name,route", [("report.json", "steps"), ("channels.json", "channels"), ("channels.json", "series")]
+)
+def test_a_symlink_loop_or_a_folder_in_a_run_is_422_naming_the_file_and_leaks_no_descriptor(logdir, name, route):
+    # A link to itself answered 500 (RuntimeError: Symlink loop); a folder leaked one descriptor per request and
+    # its error named the descriptor's number ("[Errno 21] Is a directory: 312"), not the file.
+    path = series_file(logdir, "a", name)
+    path.unlink()
+    path.symlink_to(path.name)
+    client, _ = client_for(logdir)
+    status, body = get(client, route, run="a/train", channel="VDD_IN")
+    assert status == 422 and name in body["error"] and "symlink loop" in body["error"], body
+    path.unlink()
+    path.mkdir()
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        status, body = get(client, route, run="a/train", channel="VDD_IN")
+        assert status == 422 and name in body["error"] and "not a regular file" in body["error"], body
+    assert len(os.listdir("/proc/self/fd")) <= before + 2
+    assert get(client, "steps", run="b/train")[0] == 200
+
+
 @pytest.mark.parametrize("name,route", [("report.json", "steps"), ("channels.json", "channels")])
 def test_an_oversize_file_is_422_naming_the_file_and_the_limit(logdir, name, route):
     with open(series_file(logdir, "a", name), "r+b") as f:

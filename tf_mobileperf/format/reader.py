@@ -55,16 +55,19 @@ def open_file(path: Path, limit: int | None, logdir: Path | None = None) -> Bina
 
     Raises:
         OutsideLogdir: ``logdir`` is given and ``path`` resolves outside it.
-        ValueError: not a regular file, or over ``limit`` bytes.
+        ValueError: a symlink loop, not a regular file, or over ``limit`` bytes.
     """
-    label, resolved = _label(path, logdir), Path(path).resolve()
+    label = _label(path, logdir)
+    try:
+        resolved = Path(path).resolve()
+    except RuntimeError:  # Python before 3.13 raises this on a symlink loop
+        raise ValueError(f"{label} is a symlink loop") from None
     if logdir is not None and not resolved.is_relative_to(logdir):
         raise OutsideLogdir(f"{label} points outside the logdir")
     try:
         fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
     except FileNotFoundError:
         return None
-    file = os.fdopen(fd, "rb")
     info = os.fstat(fd)
     problem = None
     if not stat.S_ISREG(info.st_mode):
@@ -72,9 +75,9 @@ def open_file(path: Path, limit: int | None, logdir: Path | None = None) -> Bina
     elif limit is not None and info.st_size > limit:
         problem = f"is {info.st_size} bytes, over the {limit}-byte limit"
     if problem:
-        file.close()
+        os.close(fd)  # checked before fdopen, which refuses a folder with the descriptor's number and leaks it
         raise ValueError(f"{label} {problem}")
-    return file
+    return os.fdopen(fd, "rb")
 
 
 def read_bytes(path: Path, limit: int, logdir: Path | None = None) -> bytes | None:

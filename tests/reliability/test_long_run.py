@@ -38,6 +38,7 @@ class SimulatedSampler:
 
     mode, realtime_granted, dropped = "simulated", False, 0
     realtime, priority_reason, tick_loop, row_period_s = False, "", "simulated", PERIOD_S
+    pid = None  # no sampler process: it runs in the trainer's
 
     def __init__(self, clock: SimulatedClock, sensor: SyntheticSensor):
         self.clock, self.sensors, self.channels = clock, [sensor], sensor.channels

@@ -224,7 +224,10 @@ class RunCpu:
         if reason:
             report.unavailable["contention"] = reason
         if report.totals.mean("process_cpu_util") is None:
-            report.unavailable["process_cpu_util_avg"] = self.unavailable or "no measured step"
+            no_step = report.unavailable.get("step_time_s")
+            report.unavailable["process_cpu_util_avg"] = (
+                self.unavailable or no_step or "no measured step has the process's CPU time"
+            )
         return report
 
     def say_if_busy(self, report: Report) -> None:

@@ -30,7 +30,7 @@ $(FRONTEND)/node_modules/.package-lock.json: $(FRONTEND)/package.json $(FRONTEND
 
 # The bundle is committed (pip installs from git or a wheel need no node); it is
 # rebuilt here when a source is newer, and tests/test_packaging.py checks it is current.
-$(BUNDLE): $(FRONTEND)/node_modules/.package-lock.json $(wildcard $(FRONTEND)/src/*.js) tf_mobileperf/tools/model_colours.json
+$(BUNDLE): $(FRONTEND)/node_modules/.package-lock.json $(wildcard $(FRONTEND)/src/*.js) tf_mobileperf/analysis/model_colours.json
 	cd $(FRONTEND) && npm run build
 
 # A wheel and an sdist under dist/, both carrying the bundle.

@@ -43,8 +43,8 @@ def main() -> None:
     args = parser.parse_args()
     grid = [int(b) for b in args.grid.split(",")]
 
-    from tf_mobileperf.tools import zoo
-    from tf_mobileperf.tools.step_model import ci95
+    from tf_mobileperf import zoo
+    from tf_mobileperf.analysis.step_model import ci95
 
     spec = zoo.get(args.model)
     size = INPUT_SIZE.get(args.model)

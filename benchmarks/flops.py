@@ -34,7 +34,7 @@ def count_flops(name: str) -> dict[int, int]:
     import tensorflow as tf
     from tensorflow.python.profiler import model_analyzer, option_builder
 
-    from tf_mobileperf.tools import zoo
+    from tf_mobileperf import zoo
 
     spec = zoo.get(name)
     model = spec.build(INPUT_SIZE.get(name))

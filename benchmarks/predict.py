@@ -32,10 +32,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from tf_mobileperf.tools.predict import describe, largest_fitting_batch, predict
-from tf_mobileperf.tools.search import search_largest
-from tf_mobileperf.tools.step_model import choose_sizes
-from tf_mobileperf.tools.sweep import SweepConfig, sweep
+from tf_mobileperf.analysis.predict import describe, largest_fitting_batch, predict
+from tf_mobileperf.analysis.step_model import choose_sizes
+from tf_mobileperf.sweep.runner import SweepConfig, sweep
+from tf_mobileperf.sweep.search import search_largest
 
 from _results import save  # noqa: E402
 

@@ -17,13 +17,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
+from tf_mobileperf.analysis.crossrun import process_peak_gb
+from tf_mobileperf.cli.parser import OneLineParser, int_at_least
+from tf_mobileperf.cli.shell import tool_command
 from tf_mobileperf.output.files import local_dir
 from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.session.reporting import by_cause
-from tf_mobileperf.tools.cli import OneLineParser, int_at_least
-from tf_mobileperf.tools.crossrun import process_peak_gb
-from tf_mobileperf.tools.shell import tool_command
-from tf_mobileperf.tools.sweep import open_sensors_once
+from tf_mobileperf.sweep.runner import open_sensors_once
 
 log = logging.getLogger("examples")
 T = TypeVar("T")

@@ -19,7 +19,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mobileperf import PerfMonitor
-from tf_mobileperf.tools.zoo.rl import build_dqn
+from tf_mobileperf.zoo.rl import build_dqn
 
 from _common import every, finish, parser, setup_logging
 

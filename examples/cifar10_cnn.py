@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 from tf_mobileperf import MobilePerfCallback
-from tf_mobileperf.tools.zoo import get
+from tf_mobileperf.zoo import get
 
 from _common import download_or, finish, parser, progress, setup_logging, traced_steps, with_prefetch
 

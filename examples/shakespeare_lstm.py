@@ -17,7 +17,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_mobileperf import MobilePerfCallback
-from tf_mobileperf.tools.zoo.sequence import build_char_lstm
+from tf_mobileperf.zoo.sequence import build_char_lstm
 
 from _common import download_or, finish, parser, progress, setup_logging, traced_steps, with_prefetch
 

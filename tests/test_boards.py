@@ -16,6 +16,7 @@ import types
 import pytest
 
 from tf_mobileperf import PerfMonitor
+from tf_mobileperf.cli.parser import main
 from tf_mobileperf.sensors import (
     CpuSensor,
     Ina3221HwmonSensor,
@@ -26,7 +27,6 @@ from tf_mobileperf.sensors import (
     probe,
 )
 from tf_mobileperf.sensors.board import identify
-from tf_mobileperf.tools.cli import main
 
 from conftest import BOARDS, DATA, build_board, thor_ina238, write
 

@@ -11,9 +11,9 @@ import sys
 
 import pytest
 
+from tf_mobileperf.cli.parser import build_parser, main
 from tf_mobileperf.sensors import probe
 from tf_mobileperf.session.reporting import log_absent_power
-from tf_mobileperf.tools.cli import build_parser, main
 
 
 def test_sensors_on_this_machine_says_no_power(capsys):
@@ -56,7 +56,7 @@ def test_command_line_without_training_leaves_tensorflow_unimported(argv, tmp_pa
             )
         argv = [str(tmp_path) if a == "COMBINE_DIR" else a for a in argv]
     code = (
-        "import sys\nfrom tf_mobileperf.tools.cli import main\n"
+        "import sys\nfrom tf_mobileperf.cli.parser import main\n"
         "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
         "print('IMPORTED', sorted(m for m in ('tensorflow', 'keras') if m in sys.modules))"
     )
@@ -66,7 +66,7 @@ def test_command_line_without_training_leaves_tensorflow_unimported(argv, tmp_pa
 
 
 def test_zoo_names_without_keras_are_the_zoo():
-    from tf_mobileperf.tools import zoo
+    from tf_mobileperf import zoo
 
     assert zoo.NAMES == tuple(zoo.MODELS)
 

@@ -1,4 +1,4 @@
-"""The one cross-run analysis (tf_mobileperf.tools.crossrun) that ``mobileperf plot``, report.html and the
+"""The one cross-run analysis (tf_mobileperf.analysis.crossrun) that ``mobileperf plot``, report.html and the
 MobilePerf tab's /crossrun route share: rows of runs on two boards (replays of two logs on one machine), two
 runs sharing a point, a failure, the best batch size per board; and the route's answer over real runs."""
 
@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tf_mobileperf.tools import boards, crossrun, figure_specs
-from tf_mobileperf.tools.colours import model_colour, shade
+from tf_mobileperf.analysis import boards, crossrun
+from tf_mobileperf.analysis.colours import model_colour, shade
+from tf_mobileperf.figures import specs as figure_specs
 
 SRC = Path(__file__).parents[1] / "tensorboard_plugin" / "frontend" / "src"
 

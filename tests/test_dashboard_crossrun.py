@@ -119,7 +119,7 @@ def test_crossrun_chart_has_one_series_per_model_on_a_log2_batch_axis_and_marks_
     state = crossrun_state(browser)
     assert state["series"] == ["batch size", "mlp", "wide"] and state["canvases"] == 1
     # Each model's line in its colour, the one `mobileperf plot` gives it (model_colours.json).
-    from tf_mobileperf.tools.colours import model_colour
+    from tf_mobileperf.analysis.colours import model_colour
 
     markers = browser.execute_script("""
         return [...document.querySelectorAll('.crossrun .u-legend .u-series')].slice(1).map(

@@ -49,7 +49,7 @@ def train(
         x, y = data(samples)
         net = small_model()
     else:
-        from tf_mobileperf.tools.zoo import get
+        from tf_mobileperf.zoo import get
 
         x, y = get(model).synthetic(batch_size, samples // batch_size)
         net = get(model).build()
@@ -310,7 +310,7 @@ def test_three_runs_of_three_devices_overlaid_each_in_its_models_colour_with_eac
     """The README's screenshot: cnn on a replayed TX2 and on a replayed Orin, the small model on this machine."""
     from selenium.webdriver.common.by import By
 
-    from tf_mobileperf.tools.colours import model_colour, shade
+    from tf_mobileperf.analysis.colours import model_colour, shade
 
     show(browser, tensorboard, DEVICE_RUNS)
     view = browser.find_element(By.ID, "time-view")

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tf_mobileperf.cli.parser import main
 from tf_mobileperf.session.cluster import Worker, from_tf_config
-from tf_mobileperf.tools.cli import main
 
 HELPERS = Path(__file__).parent / "helpers"
 

@@ -104,7 +104,7 @@ def test_mobileperf_sensors_answers_with_a_fifo_in_the_tree(tx2_tree):
     os.mkfifo(bad)
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "tf_mobileperf.tools.cli", "sensors", "--root", str(tx2_tree), "--seconds", "0.3"],
+            [sys.executable, "-m", "tf_mobileperf.cli.parser", "sensors", "--root", str(tx2_tree), "--seconds", "0.3"],
             capture_output=True,
             text=True,
             timeout=60,

@@ -18,9 +18,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tf_mobileperf.tools.cli import main
-from tf_mobileperf.tools.fleet import fleet_sweep
-from tf_mobileperf.tools.sweep import SweepConfig
+from tf_mobileperf.cli.parser import main
+from tf_mobileperf.sweep.fleet import fleet_sweep
+from tf_mobileperf.sweep.runner import SweepConfig
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None, reason="Ray is not installed (the [fleet] extra)"
@@ -31,7 +31,7 @@ LOOPBACK_ONLY = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 #: Small nodes: this machine has 2 cores for all of them.
 NODE = {"num_cpus": 1, "node_ip_address": "127.0.0.1", "object_store_memory": 80 * 2**20}
 TINY = ["--steps", "3", "--warmup-steps", "1", "--sensors", "none"]
-CHILD = "tf_mobileperf.tools.sweep_child"
+CHILD = "tf_mobileperf.sweep.child"
 
 
 class Fleet:
@@ -202,7 +202,7 @@ def test_a_loopback_address_connects_without_rays_single_machine_variable(fleet,
         [
             sys.executable,
             "-m",
-            "tf_mobileperf.tools.cli",
+            "tf_mobileperf.cli.parser",
             "sweep",
             "--ray",
             fleet.address,
@@ -272,7 +272,7 @@ def test_ctrl_c_cancels_the_fleet_and_leaves_no_process_on_any_node(fleet, tmp_p
         [
             sys.executable,
             "-m",
-            "tf_mobileperf.tools.cli",
+            "tf_mobileperf.cli.parser",
             "sweep",
             "--ray",
             fleet.address,
@@ -332,7 +332,7 @@ def test_a_local_sweep_row_says_where_it_ran(tmp_path):
 def test_ray_is_not_imported_without_ray(argv, first_sweep):
     argv = [str(first_sweep[0]) if a == "FLEET_DIR" else a for a in argv]
     code = (
-        "import sys\nfrom tf_mobileperf.tools.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n"
+        "import sys\nfrom tf_mobileperf.cli.parser import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n"
         "    pass\nprint('RAY', 'ray' in sys.modules)"
     )
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=300)

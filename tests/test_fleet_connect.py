@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tf_mobileperf.tools.cli import main
+from tf_mobileperf.cli.parser import main
 
 needs_ray = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None, reason="Ray is not installed (the [fleet] extra)"
@@ -63,7 +63,7 @@ def driver(out: Path, port: int, timeout_s: float) -> subprocess.Popen:
         [
             sys.executable,
             "-m",
-            "tf_mobileperf.tools.cli",
+            "tf_mobileperf.cli.parser",
             "sweep",
             "--ray",
             f"127.0.0.1:{port}",

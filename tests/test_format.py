@@ -228,7 +228,12 @@ def test_the_plugin_package_imports_without_tensorflow():
     loaded = proc.stdout.split()
     # Neither TensorFlow, Keras nor matplotlib; of the core only what the dashboard shares with it: the stored
     # format, and the cross-run analysis (with the model colours) that `plot` draws too.
-    shared = ("tf_mobileperf", "tf_mobileperf.tools", "tf_mobileperf.tools.crossrun", "tf_mobileperf.tools.colours")
+    shared = (
+        "tf_mobileperf",
+        "tf_mobileperf.analysis",
+        "tf_mobileperf.analysis.crossrun",
+        "tf_mobileperf.analysis.colours",
+    )
     assert [m for m in loaded if m not in shared and not m.startswith("tf_mobileperf.format")] == []
 
 

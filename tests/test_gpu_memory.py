@@ -13,10 +13,10 @@ import types
 import pytest
 
 from tf_mobileperf import PerfMonitor
+from tf_mobileperf.figures.specs import figures
 from tf_mobileperf.sensors import SyntheticSensor
 from tf_mobileperf.session import gpu_memory
 from tf_mobileperf.session.gpu_memory import GpuMemory
-from tf_mobileperf.tools.figure_specs import figures
 
 from helpers.training import constant_sensor
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from tf_mobileperf.tools import sweep as sweep_mod
-from tf_mobileperf.tools.cli import main
-from tf_mobileperf.tools.fleet import fleet_sweep
-from tf_mobileperf.tools.sweep import SweepConfig, exception_message
-from tf_mobileperf.tools.zoo import check_input_size, get
-from tf_mobileperf.tools.zoo.shapes import RULES
+from tf_mobileperf.cli.parser import main
+from tf_mobileperf.sweep import runner as sweep_mod
+from tf_mobileperf.sweep.fleet import fleet_sweep
+from tf_mobileperf.sweep.runner import SweepConfig, exception_message
+from tf_mobileperf.zoo import check_input_size, get
+from tf_mobileperf.zoo.shapes import RULES
 
 TINY = ["--batch-sizes", "1", "--steps", "3", "--warmup-steps", "1", "--sensors", "none"]
 CNN_TOO_SMALL = (

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tf_mobileperf.tools.cli import main
+from tf_mobileperf.cli.parser import main
 
 from test_plugin import client_for, get
 

@@ -17,11 +17,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from tf_mobileperf.tools.cli import main
-from tf_mobileperf.tools.colours import limit_colour, model_colour, short_reason, table
-from tf_mobileperf.tools.figure_specs import figures
-from tf_mobileperf.tools.figures import batch_ticks, draw_panel
-from tf_mobileperf.tools.plot import plot
+from tf_mobileperf.analysis.colours import limit_colour, model_colour, short_reason, table
+from tf_mobileperf.cli.parser import main
+from tf_mobileperf.figures.draw import batch_ticks, draw_panel
+from tf_mobileperf.figures.plot import plot
+from tf_mobileperf.figures.specs import figures
 
 from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (the fixture)
 
@@ -199,7 +199,7 @@ def test_batch_size_axis_reads_1_2_4_to_64():
 def test_a_value_below_zero_is_inside_the_axis():
     """Active energy under the idle baseline (a replay's idle stretch drew more than a step) is a negative
     value: the axis goes down to it instead of cutting it off at 0; otherwise it starts at 0."""
-    from tf_mobileperf.tools.figure_specs import Panel, Series
+    from tf_mobileperf.figures.specs import Panel, Series
 
     fig, ax = plt.subplots()
     draw_panel(ax, Panel("energy", "energy (J)", [Series("active", [(1, -0.02), (4, 0.01)], dashed=True)]), [1, 4])

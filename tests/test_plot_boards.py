@@ -24,10 +24,10 @@ import matplotlib.image
 import numpy as np
 import pytest
 
-from tf_mobileperf.tools.boards import NO_SUCCESS, best_batch
-from tf_mobileperf.tools.colours import model_colour, shade
-from tf_mobileperf.tools.figure_specs import lines
-from tf_mobileperf.tools.plot import plot
+from tf_mobileperf.analysis.boards import NO_SUCCESS, best_batch
+from tf_mobileperf.analysis.colours import model_colour, shade
+from tf_mobileperf.figures.plot import plot
+from tf_mobileperf.figures.specs import lines
 
 from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (the fixture)
 from test_plot import line_pixels, run_cli, spec

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tf_mobileperf.tools import power_modes
-from tf_mobileperf.tools import sweep as sweep_mod
-from tf_mobileperf.tools.cli import main
-from tf_mobileperf.tools.figure_specs import lines
+from tf_mobileperf.cli.parser import main
+from tf_mobileperf.figures.specs import lines
+from tf_mobileperf.sweep import power_modes
+from tf_mobileperf.sweep import runner as sweep_mod
 
 NVPMODEL = """#!/bin/sh
 echo "nvpmodel $*" >> {state}/calls
@@ -263,7 +263,7 @@ def test_board_is_restored_when_the_sweep_is_interrupted(board, tmp_path, signum
     args = sweep_args(out, "cnn", "0,2")
     args[args.index("--steps") + 1] = "400"  # long enough to be running when the signal comes
     sweep = subprocess.Popen(
-        [sys.executable, "-m", "tf_mobileperf.tools.cli", *args],
+        [sys.executable, "-m", "tf_mobileperf.cli.parser", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from tf_mobileperf.analysis.predict import Line, PowerLaw, largest_fitting_batch, predict
+from tf_mobileperf.analysis.step_model import precision_reached
 from tf_mobileperf.format.reader import read_steps
-from tf_mobileperf.tools import sweep_child
-from tf_mobileperf.tools.predict import Line, PowerLaw, largest_fitting_batch, predict
-from tf_mobileperf.tools.search import search_largest
-from tf_mobileperf.tools.step_model import precision_reached
-from tf_mobileperf.tools.sweep import SweepConfig, sweep
+from tf_mobileperf.sweep import child as sweep_child
+from tf_mobileperf.sweep.runner import SweepConfig, sweep
+from tf_mobileperf.sweep.search import search_largest
 
 
 def rows(points: dict[int, float], start_gb: float = 0.5) -> list[dict]:
@@ -132,7 +132,7 @@ def test_a_precise_run_stops_when_its_mean_is_known_or_at_the_cap(tmp_path):
 
 
 def test_a_size_that_stopped_at_max_steps_short_of_its_precision_says_so():
-    from tf_mobileperf.tools.cli_commands import _short_of_precision
+    from tf_mobileperf.cli.commands import _short_of_precision
 
     row = {"step_time_s_mean": 0.01133, "step_time_s_ci95": [0.01083, 0.01183]}  # +-4.4%, as a newcomer saw
     assert _short_of_precision(row, 0.03, 400) == "; stopped at --max-steps 400 at +-4.4%, wider than the +-3.0% asked"

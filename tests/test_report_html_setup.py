@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from tf_mobileperf.tools.report_html import write_report
+from tf_mobileperf.figures.report_html import write_report
 
 
 def row(batch: int, memory_limit: str | None, host: str) -> dict:

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from tf_mobileperf.cli.parser import main
 from tf_mobileperf.format import finite_json, schema
 from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.format.reader import read_report
 from tf_mobileperf.output.writers import RunWriters
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.tools.cli import main
 
 GOOD = {
     "success": True,
@@ -78,7 +78,7 @@ def test_combine_refuses_a_malformed_report_in_one_line_naming_the_file_and_the_
 def test_combine_refuses_a_malformed_report_as_a_real_process(tmp_path):
     logdir = fleet(tmp_path, MALFORMED["success_no"][0])
     proc = subprocess.run(
-        [sys.executable, "-m", "tf_mobileperf.tools.cli", "combine", str(logdir)],
+        [sys.executable, "-m", "tf_mobileperf.cli.parser", "combine", str(logdir)],
         capture_output=True,
         text=True,
         timeout=300,
@@ -157,8 +157,8 @@ def test_plot_skips_rows_with_a_null_or_text_batch_size_with_a_warning_naming_ea
     assert (tmp_path / "step_time.png").exists()
     page = (tmp_path / "report.html").read_text()
     assert "3 configurations of cnn" in page and "out of memory" in page
-    from tf_mobileperf.tools.figure_specs import figures
-    from tf_mobileperf.tools.sweep_results import load_results
+    from tf_mobileperf.figures.specs import figures
+    from tf_mobileperf.sweep.results import load_results
 
     step_time = figures(load_results(results))[0].panels[0]
     assert step_time.series[0].points == [(1, 10.0), (4, 40.0)]

@@ -16,7 +16,7 @@ from tf_mobileperf.format.reader import read_combined, read_report, read_sweep_s
 from tf_mobileperf.format.writer import write_report
 from tf_mobileperf.output.writers import RunWriters
 from tf_mobileperf.session.cluster import combine
-from tf_mobileperf.tools import sweep
+from tf_mobileperf.sweep import runner as sweep
 
 OLD_RUN = Path(__file__).parent / "data" / "old_run_v1"
 

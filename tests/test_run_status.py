@@ -19,8 +19,8 @@ from unittest import mock
 import pytest
 
 from tf_mobileperf.format import names
-from tf_mobileperf.tools import sweep as sweep_mod
-from tf_mobileperf.tools import sweep_child
+from tf_mobileperf.sweep import child as sweep_child
+from tf_mobileperf.sweep import runner as sweep_mod
 from tf_mobileperf_tensorboard import run_status
 
 from test_plugin import client_for, get

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from tf_mobileperf.tools import sweep as sweep_mod
-from tf_mobileperf.tools.cli import main
-from tf_mobileperf.tools.figure_specs import figures
-from tf_mobileperf.tools.sizes import parse_size
+from tf_mobileperf.cli.parser import main
+from tf_mobileperf.figures.specs import figures
+from tf_mobileperf.sweep import runner as sweep_mod
+from tf_mobileperf.sweep.sizes import parse_size
 
 
 def test_tiny_sweep_with_a_real_oom(tmp_path, capsys):
@@ -133,7 +133,7 @@ def test_sweep_rejects_unknown_model(capsys):
 def test_zoo_builds_every_model_and_trains_a_step():
     import numpy as np
 
-    from tf_mobileperf.tools import zoo
+    from tf_mobileperf import zoo
 
     for name in ("cnn", "lstm", "dqn", "dcgan", "bert", "nmt"):
         spec = zoo.get(name)
@@ -148,7 +148,7 @@ def test_zoo_builds_every_model_and_trains_a_step():
 def test_find_max_batch_on_the_command_line_prints_each_run_as_it_finishes_and_where_they_are(
     tmp_path, monkeypatch, capsys
 ):
-    from tf_mobileperf.tools.cli import main
+    from tf_mobileperf.cli.parser import main
 
     def fake_run_one(model, batch_size, config):
         fits = batch_size <= 5

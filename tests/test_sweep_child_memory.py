@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 PROBE = (
-    "import json, resource; from tf_mobileperf.tools.sweep_child import _peak_rss_gb; "
+    "import json, resource; from tf_mobileperf.sweep.child import _peak_rss_gb; "
     "print(json.dumps([_peak_rss_gb(), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / 2**30]))"
 )
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from tf_mobileperf.analysis.step_model import precision_reached
 from tf_mobileperf.steps.records import StepRecord
-from tf_mobileperf.tools.step_model import precision_reached
-from tf_mobileperf.tools.sweep_child import _until_precise
+from tf_mobileperf.sweep.child import _until_precise
 
 
 def test_until_precise_decides_from_the_monitors_step_windows_and_skips_warmup_and_repeats():

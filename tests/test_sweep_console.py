@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tf_mobileperf.tools.cli import build_parser
-from tf_mobileperf.tools.cli_commands import _print_rows
-from tf_mobileperf.tools.power_modes import PowerPlan
-from tf_mobileperf.tools.sweep import SweepConfig, warn_few_measured_steps
-from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS
+from tf_mobileperf.cli.commands import _print_rows
+from tf_mobileperf.cli.parser import build_parser
+from tf_mobileperf.sweep.defaults import MEASURED_STEPS
+from tf_mobileperf.sweep.power_modes import PowerPlan
+from tf_mobileperf.sweep.runner import SweepConfig, warn_few_measured_steps
 
 ROOT = Path(__file__).parent.parent
 NO_POWER = "no power sensor: ina3221 (hwmon, JetPack 5/6): no ina3221 hwmon rails under /sys/bus/i2c"
@@ -45,7 +45,7 @@ def test_a_bad_argument_is_its_one_line_without_the_warning(tmp_path):
         [
             sys.executable,
             "-m",
-            "tf_mobileperf.tools.cli",
+            "tf_mobileperf.cli.parser",
             "sweep",
             "--models",
             "cnn",

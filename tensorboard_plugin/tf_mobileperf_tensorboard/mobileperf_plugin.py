@@ -34,9 +34,9 @@ from tensorboard.data import provider
 from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
+from tf_mobileperf.analysis import crossrun
 from tf_mobileperf.format import finite_json, names, reader, schema
 from tf_mobileperf.format.layout import RunLayout
-from tf_mobileperf.tools import crossrun
 
 from . import missing_bundle, run_status
 from .downsample import ChannelRate, declared_period_s, min_max

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from tf_mobileperf.cli.parser import main
+from tf_mobileperf.figures.specs import failures, lines
 from tf_mobileperf.format.names import CLAIM_FILE
-from tf_mobileperf.tools import sweep as sweep_mod
-from tf_mobileperf.tools.cli import main
-from tf_mobileperf.tools.figure_specs import failures, lines
+from tf_mobileperf.sweep import runner as sweep_mod
 
 from conftest import DATA
 
@@ -34,7 +34,7 @@ TINY = ["--models", "cnn", "--batch-sizes", "1", "--steps", "4", "--warmup-steps
 def cli(*args: str) -> subprocess.CompletedProcess:
     """``mobileperf ARGS`` as a real process."""
     return subprocess.run(
-        [sys.executable, "-m", "tf_mobileperf.tools.cli", *args], capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "tf_mobileperf.cli.parser", *args], capture_output=True, text=True, timeout=600
     )
 
 
@@ -223,7 +223,7 @@ def test_missing_sensor_log_is_retried_not_cached(tmp_path):
 def test_second_sweep_into_a_directory_in_use_exits_2_and_a_dead_sweep_frees_it(tmp_path, capsys):
     out = tmp_path / "sweep"
     first = subprocess.Popen(
-        [sys.executable, "-m", "tf_mobileperf.tools.cli", "sweep", *TINY, "--out", str(out)],
+        [sys.executable, "-m", "tf_mobileperf.cli.parser", "sweep", *TINY, "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,
@@ -259,7 +259,7 @@ def test_child_writes_its_summary_where_its_measurement_went(tmp_path):
         [
             sys.executable,
             "-m",
-            "tf_mobileperf.tools.sweep_child",
+            "tf_mobileperf.sweep.child",
             "--model",
             "cnn",
             "--batch-size",

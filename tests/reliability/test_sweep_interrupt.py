@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from tf_mobileperf.tools import sweep as sweep_mod
-from tf_mobileperf.tools.cli import INTERRUPTED, main
+from tf_mobileperf.cli.parser import INTERRUPTED, main
+from tf_mobileperf.sweep import runner as sweep_mod
 
 from conftest import DATA
 
@@ -72,7 +72,7 @@ def test_ctrl_c_during_a_sweep_is_one_line_and_exit_130_and_a_rerun_runs_only_wh
     out = tmp_path / "sweep"
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     sweep = subprocess.Popen(
-        [sys.executable, "-m", "tf_mobileperf.tools.cli", "sweep", *TWO, "--out", str(out)],
+        [sys.executable, "-m", "tf_mobileperf.cli.parser", "sweep", *TWO, "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -171,7 +171,7 @@ def test_sweep_child_killed_by_sigkill_keeps_its_steps(tmp_path):
 
     import psutil
 
-    from tf_mobileperf.tools.sweep import SweepConfig, run_name, run_one
+    from tf_mobileperf.sweep.runner import SweepConfig, run_name, run_one
 
     rows = []
     config = SweepConfig(out=tmp_path, steps=3000, warmup_steps=1)
@@ -181,9 +181,7 @@ def test_sweep_child_killed_by_sigkill_keeps_its_steps(tmp_path):
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (steps_csv.exists() and len(steps_csv.read_text().splitlines()) > 6):
         time.sleep(0.1)
-    child = next(
-        p for p in psutil.Process().children(recursive=True) if "tf_mobileperf.tools.sweep_child" in p.cmdline()
-    )
+    child = next(p for p in psutil.Process().children(recursive=True) if "tf_mobileperf.sweep.child" in p.cmdline())
     child.send_signal(signal.SIGKILL)  # as the kernel's OOM killer would
     runner.join(timeout=60)
     row = rows[0]

@@ -1,5 +1,5 @@
 // The table under the cross-run chart where the runs come from several boards: per board and model, the
-// best batch size for samples/s and for J/sample, as the server's analysis (tf_mobileperf/tools/crossrun.py)
+// best batch size for samples/s and for J/sample, as the server's analysis (tf_mobileperf/analysis/crossrun.py)
 // picked them; the same table report.html shows. Drawn only: no value is computed here.
 import { el } from "./format.js";
 import { sortableTable } from "./runs.js";

@@ -1,9 +1,9 @@
 // One colour per model, from the file `mobileperf plot` reads too
-// (tf_mobileperf/tools/model_colours.json, bundled by esbuild): a zoo
+// (tf_mobileperf/analysis/model_colours.json, bundled by esbuild): a zoo
 // model's own colour, else a fallback picked by a hash of its name that
-// tf_mobileperf/tools/colours.py computes alike. None is red: red marks
+// tf_mobileperf/analysis/colours.py computes alike. None is red: red marks
 // failures. Limit lines have a colour of their own (LIMIT_COLOUR).
-import COLOURS from "../../../tf_mobileperf/tools/model_colours.json";
+import COLOURS from "../../../tf_mobileperf/analysis/model_colours.json";
 
 export const LIMIT_COLOUR = COLOURS.limit;
 

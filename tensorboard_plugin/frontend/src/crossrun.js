@@ -9,7 +9,7 @@
 // its series' value where it has one, else on the x axis) with its cause on
 // hover, and listed under the chart.
 //
-// What is drawn is the server's analysis (the /crossrun route, tf_mobileperf/tools/crossrun.py, which
+// What is drawn is the server's analysis (the /crossrun route, tf_mobileperf/analysis/crossrun.py, which
 // `mobileperf plot` and report.html use too): the quantities and groupings to pick from, the lines with
 // their colours and points (mean, n, range, runs), the failures and the best batch sizes. Here it is only
 // laid out: log2 positions, the legend's text, the bars and crosses over the plot.

@@ -14,17 +14,17 @@ whether a model takes a size (``shapes``: the CNN's windows need at least 10).
 
 from __future__ import annotations
 
-from tf_mobileperf.tools.zoo.base import ModelSpec
-from tf_mobileperf.tools.zoo.shapes import check_input_size
+from tf_mobileperf.zoo.base import ModelSpec
+from tf_mobileperf.zoo.shapes import check_input_size
 
 #: The entries' names, known without importing Keras (the command line's help and checks).
 NAMES = ("cnn", "resnet50", "resnet152", "vgg19", "lstm", "dqn", "dcgan", "bert", "bert-base", "nmt")
 
 
 def _models() -> dict[str, ModelSpec]:
-    from tf_mobileperf.tools.zoo.rl import DQN
-    from tf_mobileperf.tools.zoo.sequence import BERT, BERT_BASE, CHAR_LSTM, NMT
-    from tf_mobileperf.tools.zoo.vision import CNN, DCGAN, RESNET50, RESNET152, VGG19
+    from tf_mobileperf.zoo.rl import DQN
+    from tf_mobileperf.zoo.sequence import BERT, BERT_BASE, CHAR_LSTM, NMT
+    from tf_mobileperf.zoo.vision import CNN, DCGAN, RESNET50, RESNET152, VGG19
 
     return {m.name: m for m in (CNN, RESNET50, RESNET152, VGG19, CHAR_LSTM, DQN, DCGAN, BERT, BERT_BASE, NMT)}
 

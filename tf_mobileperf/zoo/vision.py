@@ -6,8 +6,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tf_mobileperf.tools.zoo.base import ModelSpec
-from tf_mobileperf.tools.zoo.shapes import CNN_WINDOWS
+from tf_mobileperf.zoo.base import ModelSpec
+from tf_mobileperf.zoo.shapes import CNN_WINDOWS
 
 
 def _classifier(model: keras.Model) -> keras.Model:

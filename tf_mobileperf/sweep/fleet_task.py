@@ -18,7 +18,7 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from tf_mobileperf.tools.sweep import SweepConfig, run_one
+from tf_mobileperf.sweep.runner import SweepConfig, run_one
 
 
 def run_on_board(model: str, batch_size: int, config: SweepConfig) -> tuple[dict, bytes]:

@@ -1,6 +1,6 @@
 """One colour per model, read from the file the MobilePerf tab's bundle is built with.
 
-``tf_mobileperf/tools/model_colours.json`` names a colour for each zoo
+``tf_mobileperf/analysis/model_colours.json`` names a colour for each zoo
 model (and the demo's); any other name gets one of its fallback colours from
 a hash of the name that the dashboard's ``colours.js`` computes alike, so a
 model has the same colour in every figure of ``mobileperf plot`` and on the
@@ -18,7 +18,7 @@ from importlib import resources
 @functools.cache
 def table() -> dict:
     """The file's contents: ``models`` (name -> colour), ``fallback`` (colours) and ``limit``."""
-    return json.loads((resources.files("tf_mobileperf.tools") / "model_colours.json").read_text("utf-8"))
+    return json.loads((resources.files("tf_mobileperf.analysis") / "model_colours.json").read_text("utf-8"))
 
 
 def name_hash(name: str) -> int:

@@ -21,16 +21,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tf_mobileperf import sensors as sensors_mod
+from tf_mobileperf.cli.shell import tool_command
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.session.contention import BUSY_OTHER_PCT
 from tf_mobileperf.session.reporting import by_cause
 from tf_mobileperf.steps.precision import relative_half_width
-from tf_mobileperf.tools.shell import tool_command
-from tf_mobileperf.tools.sweep_results import contention_columns
+from tf_mobileperf.sweep.results import contention_columns
 
 if TYPE_CHECKING:
-    from tf_mobileperf.tools.sweep import SweepConfig
+    from tf_mobileperf.sweep.runner import SweepConfig
 
 #: Batch sizes measured to predict others (benchmarks/predict.py: 1,2,4 are too close together).
 MEASURE_DEFAULT = (1, 4, 16)
@@ -134,7 +134,7 @@ def cmd_sensors(args: argparse.Namespace) -> int:
 def _sweep_config(args: argparse.Namespace, models: list[str]) -> SweepConfig:
     """The ``SweepConfig`` of the sweep and predict commands' options, checked (ValueError) with the input size of
     each of ``models``; then one warning if it measures too few steps, after any error of the arguments."""
-    from tf_mobileperf.tools.sweep import SweepConfig, check_models, warn_few_measured_steps
+    from tf_mobileperf.sweep.runner import SweepConfig, check_models, warn_few_measured_steps
 
     precision = getattr(args, "precision", None) or None  # predict's; 0 or absent: exactly --steps
     config = SweepConfig(
@@ -153,10 +153,10 @@ def _sweep_config(args: argparse.Namespace, models: list[str]) -> SweepConfig:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from tf_mobileperf.tools.power_modes import PowerPlan
-    from tf_mobileperf.tools.predict import largest_fitting_batch
-    from tf_mobileperf.tools.search import search_largest
-    from tf_mobileperf.tools.sweep import find_max_batch, sweep
+    from tf_mobileperf.analysis.predict import largest_fitting_batch
+    from tf_mobileperf.sweep.power_modes import PowerPlan
+    from tf_mobileperf.sweep.runner import find_max_batch, sweep
+    from tf_mobileperf.sweep.search import search_largest
 
     plan = PowerPlan(args.power_modes, args.jetson_clocks, args.settle_s)
     if args.find_max_batch and plan.active:
@@ -172,7 +172,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         )
     config = _sweep_config(args, args.models)
     if args.ray is not None:
-        from tf_mobileperf.tools.fleet import fleet_sweep
+        from tf_mobileperf.sweep.fleet import fleet_sweep
 
         rows = fleet_sweep(args.ray, args.models, args.batch_sizes, config, args.boards, args.ray_timeout)
         return _print_rows(args, rows, plan)
@@ -283,10 +283,10 @@ def _cell(value, width: int = 10) -> str:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    from tf_mobileperf.analysis.predict import describe, predict
+    from tf_mobileperf.analysis.step_model import choose_sizes
     from tf_mobileperf.output.files import write_json
-    from tf_mobileperf.tools.predict import describe, predict
-    from tf_mobileperf.tools.step_model import choose_sizes
-    from tf_mobileperf.tools.sweep import sweep
+    from tf_mobileperf.sweep.runner import sweep
 
     config = _sweep_config(args, [args.model])
     if args.measure is None:
@@ -394,7 +394,7 @@ def cmd_combine(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    from tf_mobileperf.tools.plot import plot
+    from tf_mobileperf.figures.plot import plot
 
     for path in plot(args.directory):
         print(path)

@@ -43,7 +43,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tf_mobileperf.tools.step_model import Estimate, StepTimeModel, predict_energy
+from tf_mobileperf.analysis.step_model import Estimate, StepTimeModel, predict_energy
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,7 +15,7 @@ import html
 from collections.abc import Callable
 from pathlib import Path
 
-from tf_mobileperf.tools.crossrun import (
+from tf_mobileperf.analysis.crossrun import (
     BEST_COLUMNS,
     UNKNOWN_BOARD,
     Row,

@@ -49,12 +49,13 @@ from tf_mobileperf.format.schema import ENVELOPE
 from tf_mobileperf.output.files import StepProgress, local_dir
 from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.session.options import check_int, resolve_sensors
-from tf_mobileperf.tools import power_modes, sweep_child
-from tf_mobileperf.tools.power_modes import PowerPlan
-from tf_mobileperf.tools.search import search_largest
-from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
-from tf_mobileperf.tools.sweep_results import Results, SweepError
-from tf_mobileperf.tools.zoo import check_input_size
+from tf_mobileperf.sweep import child as sweep_child
+from tf_mobileperf.sweep import power_modes
+from tf_mobileperf.sweep.defaults import MEASURED_STEPS, WARMUP_STEPS
+from tf_mobileperf.sweep.power_modes import PowerPlan
+from tf_mobileperf.sweep.results import Results, SweepError
+from tf_mobileperf.sweep.search import search_largest
+from tf_mobileperf.zoo import check_input_size
 
 #: Words of the causes (``_cause``, ``_exit_cause``) that mean the configuration ran out of memory.
 OOM_WORDS = ("out of memory", "OOM killer", "allocation failure")

@@ -9,6 +9,6 @@ once); this module names it for the report.
 
 from __future__ import annotations
 
-from tf_mobileperf.tools.crossrun import NO_SUCCESS, Best, BestRow, best, best_batch
+from tf_mobileperf.analysis.crossrun import NO_SUCCESS, Best, BestRow, best, best_batch
 
 __all__ = ["NO_SUCCESS", "Best", "BestRow", "best", "best_batch"]

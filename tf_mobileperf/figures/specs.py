@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from tf_mobileperf.tools.colours import short_reason
-from tf_mobileperf.tools.crossrun import (  # noqa: F401 (grouping is the analysis module's; re-exported)
+from tf_mobileperf.analysis.colours import short_reason
+from tf_mobileperf.analysis.crossrun import (  # noqa: F401 (grouping is the analysis module's; re-exported)
     BOARD_KEYS,
     GROUP_ORDER,
     SETTING_LABELS,
@@ -30,9 +30,9 @@ from tf_mobileperf.tools.crossrun import (  # noqa: F401 (grouping is the analys
     rail_groups,
     why_missing,
 )
-from tf_mobileperf.tools.crossrun import cluster_util as _cluster_util
-from tf_mobileperf.tools.crossrun import group_power as _group_power
-from tf_mobileperf.tools.sweep import is_oom
+from tf_mobileperf.analysis.crossrun import cluster_util as _cluster_util
+from tf_mobileperf.analysis.crossrun import group_power as _group_power
+from tf_mobileperf.sweep.runner import is_oom
 
 
 @dataclasses.dataclass

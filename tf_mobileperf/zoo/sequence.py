@@ -10,7 +10,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from tf_mobileperf.tools.zoo.base import ModelSpec
+from tf_mobileperf.zoo.base import ModelSpec
 
 CHAR_VOCAB = 65  # distinct characters of tinyshakespeare
 

@@ -48,9 +48,9 @@ from typing import Any
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
-from tf_mobileperf.tools.fleet_task import run_on_board, unpack
-from tf_mobileperf.tools.sweep import SweepConfig, check_models
-from tf_mobileperf.tools.sweep_results import Results
+from tf_mobileperf.sweep.fleet_task import run_on_board, unpack
+from tf_mobileperf.sweep.results import Results
+from tf_mobileperf.sweep.runner import SweepConfig, check_models
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tf_mobileperf.tools.figure_specs import FigureSpec, figures
-from tf_mobileperf.tools.figures import draw
-from tf_mobileperf.tools.report_html import write_report
-from tf_mobileperf.tools.sweep_results import load_results
+from tf_mobileperf.figures.draw import draw
+from tf_mobileperf.figures.report_html import write_report
+from tf_mobileperf.figures.specs import FigureSpec, figures
+from tf_mobileperf.sweep.results import load_results
 
 
 def plot(directory: str | Path) -> list[Path]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from tf_mobileperf.tools.zoo.base import ModelSpec
-from tf_mobileperf.tools.zoo.shapes import DQN_WINDOWS
+from tf_mobileperf.zoo.base import ModelSpec
+from tf_mobileperf.zoo.shapes import DQN_WINDOWS
 
 ACTIONS = 6  # Pong's action set
 

@@ -22,11 +22,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from tf_mobileperf.cli.commands import cmd_combine, cmd_plot, cmd_predict, cmd_sensors, cmd_sweep
 from tf_mobileperf.sampling.sampler import check_period
-from tf_mobileperf.tools.cli_commands import cmd_combine, cmd_plot, cmd_predict, cmd_sensors, cmd_sweep
-from tf_mobileperf.tools.sizes import parse_size
-from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
-from tf_mobileperf.tools.sweep_results import SweepError
+from tf_mobileperf.sweep.defaults import MEASURED_STEPS, WARMUP_STEPS
+from tf_mobileperf.sweep.results import SweepError
+from tf_mobileperf.sweep.sizes import parse_size
 
 #: The exit status after Ctrl-C, as a shell gives a command that SIGINT ended.
 INTERRUPTED = 130
@@ -278,7 +278,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def zoo_names() -> list[str]:
-    from tf_mobileperf.tools.zoo import NAMES
+    from tf_mobileperf.zoo import NAMES
 
     return list(NAMES)
 

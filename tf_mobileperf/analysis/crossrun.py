@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
 
-from tf_mobileperf.tools.colours import model_colour, shade
+from tf_mobileperf.analysis.colours import model_colour, shade
 
 Row = dict
 Getter = Callable[[Row], "float | None"]

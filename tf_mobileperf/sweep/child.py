@@ -7,7 +7,7 @@ child's address space at start (interpreter and TensorFlow loaded) plus the
 limit, set before the model is built so weights count; on a GPU a logical
 device with that memory limit.
 
-    python -m tf_mobileperf.tools.sweep_child --model cnn --batch-size 8 --steps 10 --logdir DIR
+    python -m tf_mobileperf.sweep.child --model cnn --batch-size 8 --steps 10 --logdir DIR
 
 With ``--precision 0.03 --max-steps 400`` it trains until the 95% interval of
 the mean step time of its measured steps is within 3% of the mean (at least
@@ -53,13 +53,13 @@ from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.format.schema import SWEEP_SUMMARY
 from tf_mobileperf.format.writer import write_json, write_report
 from tf_mobileperf.sensors.board import BOARD_TYPE_ENV
-from tf_mobileperf.tools.sizes import parse_size
-from tf_mobileperf.tools.sweep_defaults import MEASURED_STEPS, WARMUP_STEPS
+from tf_mobileperf.sweep.defaults import MEASURED_STEPS, WARMUP_STEPS
+from tf_mobileperf.sweep.sizes import parse_size
 
 if TYPE_CHECKING:
     from tf_mobileperf.callback import MobilePerfCallback
     from tf_mobileperf.steps.records import StepRecord
-    from tf_mobileperf.tools.sweep import SweepConfig
+    from tf_mobileperf.sweep.runner import SweepConfig
 
 #: Exit status of a child that could not set its run up (unknown model, bad sensors, unwritable logdir).
 SETUP_FAILED = 3
@@ -115,7 +115,7 @@ def run(args: list[str], memory_limit: int | None, timeout_s: float, board_type:
         # RLIMIT_AS (seen on AVX-512/AMX CPUs); TF's own kernels raise ResourceExhaustedError.
         env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tf_mobileperf.tools.sweep_child", *args],
+        [sys.executable, "-m", "tf_mobileperf.sweep.child", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -275,7 +275,7 @@ def _until_precise(cb: MobilePerfCallback, precision: float, min_steps: int):
     ``cb`` in ``fit``'s callbacks, which closes each step first."""
     import keras
 
-    from tf_mobileperf.tools.step_model import precision_reached
+    from tf_mobileperf.analysis.step_model import precision_reached
 
     class UntilPrecise(keras.callbacks.Callback):
         def __init__(self) -> None:
@@ -300,8 +300,8 @@ def _until_precise(cb: MobilePerfCallback, precision: float, min_steps: int):
 def _precision(logdir: Path, precision: float) -> dict:
     """The 95% interval of the mean step time of the run's measured steps (steps.csv), and whether it is within
     ``precision``."""
+    from tf_mobileperf.analysis.step_model import ci95
     from tf_mobileperf.format.reader import read_steps
-    from tf_mobileperf.tools.step_model import ci95
 
     durations = [s["duration_s"] for s in read_steps(logdir) if not (s["warmup"] or s["failed"])]
     interval = ci95(durations)
@@ -339,8 +339,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import tensorflow as tf
 
+    from tf_mobileperf import zoo
     from tf_mobileperf.callback import MobilePerfCallback
-    from tf_mobileperf.tools import zoo
 
     rss_at_start = _peak_rss_gb()  # TF imported, no model yet
     try:

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import matplotlib
 
-from tf_mobileperf.tools.colours import limit_colour, model_colour, shade
-from tf_mobileperf.tools.figure_specs import Failures, FigureSpec, Panel, Series
+from tf_mobileperf.analysis.colours import limit_colour, model_colour, shade
+from tf_mobileperf.figures.specs import Failures, FigureSpec, Panel, Series
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

@@ -1,1 +1,0 @@
-"""Tools built on the measurement: the command line, sweeps, prediction, figures, the model zoo."""

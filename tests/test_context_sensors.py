@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from tf_mobileperf import PerfMonitor
-from tf_mobileperf.sensors.base import SensorUnavailable
 from tf_mobileperf.sensors.emc import EmcSensor
+from tf_mobileperf.sensors.errors import SensorUnavailable
 from tf_mobileperf.sensors.power_mode import parse_query, power_mode
 from tf_mobileperf.sensors.thermal import ThermalSensor
 from tf_mobileperf.sensors.throttle import ThrottleSensor

@@ -26,7 +26,7 @@ import pytest
 
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import nvml, nvml_rates
-from tf_mobileperf.sensors.base import SensorReadError, SensorUnavailable
+from tf_mobileperf.sensors.errors import SensorReadError, SensorUnavailable
 from tf_mobileperf.sensors.nvml import NvmlEnergySensor, NvmlProbe, NvmlSensor, nvml_sensors, probe_nvml
 from tf_mobileperf.sensors.nvml_rates import QueryRate, ReadPeriod, choose_period, paced_period, watch
 from tf_mobileperf.sensors.registry import probe

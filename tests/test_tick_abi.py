@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tf_mobileperf.sampling import abi, native, ring
-from tf_mobileperf.sensors import base, files
+from tf_mobileperf.sensors import files, kernel_file
 
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 
@@ -129,8 +129,8 @@ def test_the_header_declares_what_the_python_side_uses():
         abi.CONSTANTS[f"MP_{name}"]
         for name in ("HEADER_COUNT", "HEADER_EPOCH", "HEADER_REALTIME", "HEADER_ERRORS", "TEXT_BYTES")
     )
-    assert base.MAX_FILE_BYTES == abi.CONSTANTS["MP_MAX_FILE_BYTES"]
-    assert base.TOO_LARGE == f"larger than {base.MAX_FILE_BYTES >> 20} MiB"
+    assert kernel_file.MAX_FILE_BYTES == abi.CONSTANTS["MP_MAX_FILE_BYTES"]
+    assert kernel_file.TOO_LARGE == f"larger than {kernel_file.MAX_FILE_BYTES >> 20} MiB"
     assert (native.STOPPED, native.PYTHON, native.REPLACED, native.ABI) == tuple(
         abi.CONSTANTS[f"MP_{name}"] for name in ("STOPPED", "PYTHON", "REPLACED", "ABI")
     )

@@ -38,7 +38,7 @@
 
 #include "_tick_abi.h" /* the structures and constants Python shares: sampling/abi.py reads the same file */
 
-/* Why a file failed, besides an errno (base.NOT_REGULAR, base.TOO_LARGE): mp_file.failed. */
+/* Why a file failed, besides an errno (kernel_file.NOT_REGULAR, kernel_file.TOO_LARGE): mp_file.failed. */
 #define NOT_REGULAR (-1)
 #define TOO_LARGE (-2)
 

@@ -1,7 +1,7 @@
 /* What the C tick loop (_tick.c) and Python agree on: the version of the tables' meaning, the slots of the
  * shared header, what mp_run returns, the channels' op codes, and the structures Python fills. This file is
  * the one place they are written: _tick.c includes it, and sampling/abi.py reads it when it is imported,
- * building the ctypes structures and the constants that native.py, ring.py and sensors/base.py use
+ * building the ctypes structures and the constants that native.py and ring.py use
  * (tests/test_tick_abi.py compiles a program against it and compares what C sees with ctypes, field by field).
  *
  * So that abi.py can read it, it holds only:
@@ -46,12 +46,12 @@
 #define MP_OP_BUSY 3
 #define MP_OP_DIVIDE 4
 
-/* The largest file read (base.MAX_FILE_BYTES): /proc/stat of a 4096-core machine is about 0.5 MiB. */
+/* The largest file read (kernel_file.MAX_FILE_BYTES): /proc/stat of a 4096-core machine is about 0.5 MiB. */
 #define MP_MAX_FILE_BYTES (1 << 24)
 
-/* size: the next read's length, doubled when a read fills it (base.KernelFile); failed: this read's errno,
+/* size: the next read's length, doubled when a read fills it (kernel_file.KernelFile); failed: this read's errno,
  * or _tick.c's NOT_REGULAR or TOO_LARGE, else 0; why: its text's printf format, %s the reason
- * (base.file_error). */
+ * (kernel_file.file_error). */
 typedef struct {
     const char *path;
     const char *why;

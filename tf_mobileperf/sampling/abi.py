@@ -6,8 +6,9 @@ its ``typedef struct { ... } mp_...;`` blocks become ctypes structures
 (``STRUCTS``), with the same fields in the same order, and its function
 prototypes the ``restype`` and ``argtypes`` ctypes calls them with
 (``SIGNATURES``). ``native.py`` builds
-its tables from these, ``ring.py`` takes the header's slots from them, and
-``sensors/base.py`` its largest file. The header is package data: it is
+its tables from these and ``ring.py`` takes the header's slots from them
+(``sensors/kernel_file.py`` writes the largest file again, below this layer,
+and tests/test_tick_abi.py holds the two equal). The header is package data: it is
 installed beside this module whether the C loop was built or not.
 
 The reader takes only what the header's own comment allows (integer

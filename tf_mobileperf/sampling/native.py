@@ -24,7 +24,8 @@ import numpy as np
 
 from tf_mobileperf.sampling import abi
 from tf_mobileperf.sampling.ring import SharedRing, error_text
-from tf_mobileperf.sensors.base import Sensor, file_error, reading_range
+from tf_mobileperf.sensors.base import Sensor, reading_range
+from tf_mobileperf.sensors.kernel_file import file_error
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,8 @@ missing quantity. What each channel means is declared on its ``Channel``
 
 from __future__ import annotations
 
-from tf_mobileperf.sensors.base import DEVICES, UNITS, Channel, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.base import DEVICES, UNITS, Channel, Sensor
+from tf_mobileperf.sensors.errors import SensorUnavailable
 from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor, Ina3221IioSensor, rail_device, rail_group
 from tf_mobileperf.sensors.jetson_gpu import JetsonGpuSensor
 from tf_mobileperf.sensors.jtop_sensor import JtopSensor

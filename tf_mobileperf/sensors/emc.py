@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, SysfsValue, under_root
-from tf_mobileperf.sensors.files import FileReads
+from tf_mobileperf.sensors.base import Channel, Sensor, under_root
+from tf_mobileperf.sensors.errors import SensorUnavailable
+from tf_mobileperf.sensors.files import FileReads, SysfsValue
 
 #: Where the EMC clock (Hz) is, in the order tried.
 CLOCK_PATHS = (

@@ -27,7 +27,8 @@ import math
 import re
 from pathlib import Path
 
-from tf_mobileperf.sensors.base import KernelFile, SensorReadError
+from tf_mobileperf.sensors.errors import SensorReadError
+from tf_mobileperf.sensors.kernel_file import KernelFile
 
 #: How two numbers make a channel: the first alone, their product, their difference, and
 #: "busy%": 100 * (1 - change of the second / change of the first) since the last read, and
@@ -168,3 +169,20 @@ class FileReads:
     def close(self) -> None:
         for file in self.files:
             file.close()
+
+
+class SysfsValue(KernelFile):
+    """One numeric sysfs file, times ``scale``; NaN when it cannot be read."""
+
+    def __init__(self, path: Path, scale: float = 1.0):
+        super().__init__(path, 64)
+        self.scale = scale
+
+    def read(self) -> float:
+        try:
+            return parse_number(self.read_bytes(), b"") * self.scale
+        except OSError:
+            return math.nan
+
+    def __getstate__(self) -> dict:
+        return super().__getstate__() | {"scale": self.scale}

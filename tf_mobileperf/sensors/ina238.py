@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tf_mobileperf.sensors.base import SysfsValue, read_text
+from tf_mobileperf.sensors.files import SysfsValue
+from tf_mobileperf.sensors.kernel_file import read_text
 
 HWMON_GLOB = "sys/bus/i2c/drivers/ina238/*/hwmon/hwmon*"
 

@@ -20,10 +20,12 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, SysfsValue, read_text, under_root
-from tf_mobileperf.sensors.files import FileReads
+from tf_mobileperf.sensors.base import Channel, Sensor, under_root
+from tf_mobileperf.sensors.errors import SensorUnavailable
+from tf_mobileperf.sensors.files import FileReads, SysfsValue
 from tf_mobileperf.sensors.ina238 import HWMON_GLOB as INA238_GLOB
 from tf_mobileperf.sensors.ina238 import ina238_rails
+from tf_mobileperf.sensors.kernel_file import read_text
 
 IIO_GLOB = "sys/bus/i2c/drivers/ina3221x/*/iio:device*"
 HWMON_GLOB = "sys/bus/i2c/drivers/ina3221/*/hwmon/hwmon*"

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.base import Channel, Sensor
 from tf_mobileperf.sensors.board import DEVICE_TREES, TEGRA_FAMILIES, tegra_soc
+from tf_mobileperf.sensors.errors import SensorUnavailable
 from tf_mobileperf.sensors.files import FileReads
 
 LOAD_GLOBS = [

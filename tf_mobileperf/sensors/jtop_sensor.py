@@ -19,7 +19,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from tf_mobileperf.sensors.base import NAN, Sensor, SensorReadError, SensorUnavailable
+from tf_mobileperf.sensors.base import NAN, Sensor
+from tf_mobileperf.sensors.errors import SensorReadError, SensorUnavailable
 from tf_mobileperf.sensors.ina3221 import RAIL_PROVIDES, rail_channel
 
 

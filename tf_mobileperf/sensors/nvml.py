@@ -60,7 +60,8 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
-from tf_mobileperf.sensors.base import RAIL_KINDS, Channel, Sensor, SensorReadError, SensorUnavailable
+from tf_mobileperf.sensors.base import RAIL_KINDS, Channel, Sensor
+from tf_mobileperf.sensors.errors import SensorReadError, SensorUnavailable
 from tf_mobileperf.sensors.nvml_rates import (
     CPU_SHARE,
     CPU_SHARE_MAX,

@@ -22,7 +22,7 @@ from typing import Any
 
 import psutil
 
-from tf_mobileperf.sensors.base import SensorReadError
+from tf_mobileperf.sensors.errors import SensorReadError
 from tf_mobileperf.sensors.nvml import NvmlSession
 
 log = logging.getLogger(__name__)

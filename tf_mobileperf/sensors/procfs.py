@@ -16,8 +16,10 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from tf_mobileperf.sensors.base import Channel, KernelFile, Sensor, SensorUnavailable, read_text
+from tf_mobileperf.sensors.base import Channel, Sensor
+from tf_mobileperf.sensors.errors import SensorUnavailable
 from tf_mobileperf.sensors.files import FileReads, parse_number
+from tf_mobileperf.sensors.kernel_file import KernelFile, read_text
 
 # (implementer, part) from /proc/cpuinfo on ARM -> core name.
 ARM_CORES = {

@@ -11,7 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from tf_mobileperf.sensors.base import NAN, Channel, Sensor, SensorUnavailable, SysfsValue, read_text, under_root
+from tf_mobileperf.sensors.base import NAN, Channel, Sensor, under_root
+from tf_mobileperf.sensors.errors import SensorUnavailable
+from tf_mobileperf.sensors.files import SysfsValue
+from tf_mobileperf.sensors.kernel_file import read_text
 
 ZONE_GLOBS = ["sys/class/powercap/intel-rapl:*", "sys/class/powercap/amd-rapl:*"]
 _GROUPS = {"package": "cpu", "dram": "mem", "psys": "total"}

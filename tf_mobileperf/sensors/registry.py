@@ -15,9 +15,10 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from tf_mobileperf.sensors.base import DEVICES, UNITS, Sensor, SensorUnavailable
+from tf_mobileperf.sensors.base import DEVICES, UNITS, Sensor
 from tf_mobileperf.sensors.board import tegra_soc
 from tf_mobileperf.sensors.emc import EmcSensor
+from tf_mobileperf.sensors.errors import SensorUnavailable
 from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor, Ina3221IioSensor
 from tf_mobileperf.sensors.jetson_gpu import JetsonGpuSensor
 from tf_mobileperf.sensors.jtop_sensor import JtopSensor

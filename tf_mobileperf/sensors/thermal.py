@@ -19,8 +19,10 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 
-from tf_mobileperf.sensors.base import Channel, Sensor, SensorUnavailable, read_text, under_root
+from tf_mobileperf.sensors.base import Channel, Sensor, under_root
+from tf_mobileperf.sensors.errors import SensorUnavailable
 from tf_mobileperf.sensors.files import FileReads
+from tf_mobileperf.sensors.kernel_file import read_text
 
 ZONES_DIR = "sys/class/thermal"
 #: Tegra's reading of a sensor whose unit is powered off, in degrees C.

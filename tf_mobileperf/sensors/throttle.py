@@ -33,7 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tf_mobileperf.sensors.base import NAN, Channel, Sensor, SensorUnavailable, SysfsValue, under_root
+from tf_mobileperf.sensors.base import NAN, Channel, Sensor, under_root
+from tf_mobileperf.sensors.errors import SensorUnavailable
+from tf_mobileperf.sensors.files import SysfsValue
 from tf_mobileperf.sensors.thermal import ThermalZone, thermal_zones
 
 #: A clock this far (relative) below what was asked is held below it; less is measurement noise.

@@ -34,7 +34,8 @@ from pathlib import Path
 
 from tf_mobileperf.analysis.predict import describe, largest_fitting_batch, predict
 from tf_mobileperf.analysis.step_model import choose_sizes
-from tf_mobileperf.sweep.runner import SweepConfig, sweep
+from tf_mobileperf.sweep.config import SweepConfig
+from tf_mobileperf.sweep.runner import sweep
 from tf_mobileperf.sweep.search import search_largest
 
 from _results import save  # noqa: E402

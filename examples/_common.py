@@ -23,7 +23,7 @@ from tf_mobileperf.cli.shell import tool_command
 from tf_mobileperf.output.files import local_dir
 from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.session.reporting import by_cause
-from tf_mobileperf.sweep.runner import open_sensors_once
+from tf_mobileperf.sweep.config import open_sensors_once
 
 log = logging.getLogger("examples")
 T = TypeVar("T")

@@ -19,8 +19,8 @@ import psutil
 import pytest
 
 from tf_mobileperf.cli.parser import main
+from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.fleet import fleet_sweep
-from tf_mobileperf.sweep.runner import SweepConfig
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("ray") is None, reason="Ray is not installed (the [fleet] extra)"

@@ -7,8 +7,9 @@ import pytest
 
 from tf_mobileperf.cli.parser import main
 from tf_mobileperf.sweep import runner as sweep_mod
+from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.fleet import fleet_sweep
-from tf_mobileperf.sweep.runner import SweepConfig, exception_message
+from tf_mobileperf.sweep.runner import exception_message
 from tf_mobileperf.zoo import check_input_size, get
 from tf_mobileperf.zoo.shapes import RULES
 

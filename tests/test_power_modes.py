@@ -22,6 +22,7 @@ from tf_mobileperf.cli.parser import main
 from tf_mobileperf.figures.specs import lines
 from tf_mobileperf.sweep import power_modes
 from tf_mobileperf.sweep import runner as sweep_mod
+from tf_mobileperf.sweep.config import SweepConfig
 
 NVPMODEL = """#!/bin/sh
 echo "nvpmodel $*" >> {state}/calls
@@ -168,7 +169,7 @@ def test_jetson_clocks_on_is_set_in_each_mode_and_the_mode_is_in_the_run_name(bo
     assert fake_runs == [("cnn", 1, 0, 0, "on"), ("cnn", 2, 0, 0, "on")]
     assert board.calls()[2:5] == ["nvpmodel -m 0", "jetson_clocks", "nvpmodel -q"]
     assert restored(board, board.calls())
-    config = sweep_mod.SweepConfig(out=tmp_path, sensors="none", power_mode=2)
+    config = SweepConfig(out=tmp_path, sensors="none", power_mode=2)
     assert sweep_mod.run_name("cnn", 8, config).startswith("cnn-bs8-mode2-")
     assert sweep_mod.run_name("cnn", 8, config) != sweep_mod.run_name(
         "cnn", 8, dataclasses.replace(config, power_mode=0)

@@ -9,8 +9,9 @@ import pytest
 from tf_mobileperf.analysis.predict import Line, PowerLaw, largest_fitting_batch, predict
 from tf_mobileperf.analysis.step_model import precision_reached
 from tf_mobileperf.format.reader import read_steps
-from tf_mobileperf.sweep import child as sweep_child
-from tf_mobileperf.sweep.runner import SweepConfig, sweep
+from tf_mobileperf.sweep import launch
+from tf_mobileperf.sweep.config import SweepConfig
+from tf_mobileperf.sweep.runner import sweep
 from tf_mobileperf.sweep.search import search_largest
 
 
@@ -105,10 +106,10 @@ def test_energy_cannot_be_predicted_without_a_power_sensor_and_says_why():
 
 def test_precision_option_is_in_the_key_and_the_childs_options_only_when_given(tmp_path):
     plain = SweepConfig(out=tmp_path)
-    assert "precision" not in plain.key() and "--precision" not in sweep_child.options("dqn", 1, plain, tmp_path)
+    assert "precision" not in plain.key() and "--precision" not in launch.options("dqn", 1, plain, tmp_path)
     precise = SweepConfig(out=tmp_path, precision=0.03, max_steps=50)
     assert precise.key()["precision"] == 0.03 and precise.key()["max_steps"] == 50
-    assert sweep_child.options("dqn", 1, precise, tmp_path)[-4:] == ["--precision", "0.03", "--max-steps", "50"]
+    assert launch.options("dqn", 1, precise, tmp_path)[-4:] == ["--precision", "0.03", "--max-steps", "50"]
     with pytest.raises(ValueError, match="give precision"):
         SweepConfig(out=tmp_path, max_steps=50)
     with pytest.raises(ValueError, match="max_steps must be >= 13"):

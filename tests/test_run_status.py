@@ -19,8 +19,9 @@ from unittest import mock
 import pytest
 
 from tf_mobileperf.format import names
-from tf_mobileperf.sweep import child as sweep_child
+from tf_mobileperf.sweep import launch
 from tf_mobileperf.sweep import runner as sweep_mod
+from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf_tensorboard import run_status
 
 from test_plugin import client_for, get
@@ -46,13 +47,13 @@ def aborted_sweep_run(out: Path, batch_size: int = 32) -> dict:
     """A sweep configuration under a memory limit whose child aborts on std::bad_alloc: the sweep's own
     ``run_one``, its child the helper instead of a zoo model. Returns the sweep's row."""
 
-    def run(args: list[str], memory_limit, timeout_s, board_type=None) -> sweep_child.Exit:
+    def run(args: list[str], memory_limit, timeout_s, board_type=None) -> launch.Exit:
         proc = start_run(Path(args[args.index("--logdir") + 1]), batch_size, "abort")
         _, stderr = proc.communicate(timeout=300)
-        return sweep_child.Exit(proc.pid, proc.returncode, stderr)
+        return launch.Exit(proc.pid, proc.returncode, stderr)
 
-    config = sweep_mod.SweepConfig(out=out, steps=10, warmup_steps=1, memory_limit=2**30, sensors="none")
-    with mock.patch.object(sweep_child, "run", run):
+    config = SweepConfig(out=out, steps=10, warmup_steps=1, memory_limit=2**30, sensors="none")
+    with mock.patch.object(launch, "run", run):
         return sweep_mod.run_one("cnn", batch_size, config)
 
 
@@ -154,14 +155,12 @@ def test_a_finished_run_is_not_given_an_end_record(tmp_path):
     logdir.mkdir()
     (logdir / names.CLAIM_FILE).write_text(json.dumps({"pid": 42}))
     (logdir / names.REPORT_FILE).write_text(json.dumps({"success": False, "steps": []}))
-    done = sweep_child.Exit(42, -signal.SIGKILL, "")
-    assert sweep_child.record_end(logdir, done, {"cause": "killed by SIGKILL"}, oom=True) is None
+    done = launch.Exit(42, -signal.SIGKILL, "")
+    assert launch.record_end(logdir, done, {"cause": "killed by SIGKILL"}, oom=True) is None
     with contextlib.suppress(FileNotFoundError):
         (logdir / names.REPORT_FILE).unlink()
-    assert (
-        sweep_child.record_end(logdir, sweep_child.Exit(43, -9, ""), {"cause": "x"}, oom=False) is None
-    )  # not its claim
-    path = sweep_child.record_end(
+    assert launch.record_end(logdir, launch.Exit(43, -9, ""), {"cause": "x"}, oom=False) is None  # not its claim
+    path = launch.record_end(
         logdir, done, {"cause": "killed by SIGKILL (the kernel's OOM killer, most likely)"}, oom=True
     )
     assert json.loads(path.read_text())["error"] == "out of memory (SIGKILL)"

@@ -12,6 +12,7 @@ import pytest
 from tf_mobileperf.cli.parser import main
 from tf_mobileperf.figures.specs import figures
 from tf_mobileperf.sweep import runner as sweep_mod
+from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.sizes import parse_size
 
 
@@ -102,7 +103,7 @@ def test_find_max_batch_doubles_then_bisects(tmp_path, monkeypatch):
         return {"model": model, "batch_size": batch_size, "success": batch_size <= 37}
 
     monkeypatch.setattr(sweep_mod, "run_one", fake_run_one)
-    size, _ = sweep_mod.find_max_batch("cnn", sweep_mod.SweepConfig(out=tmp_path))
+    size, _ = sweep_mod.find_max_batch("cnn", SweepConfig(out=tmp_path))
     assert size == 37
     assert tried[:7] == [1, 2, 4, 8, 16, 32, 64] and len(tried) == 7 + 5
 

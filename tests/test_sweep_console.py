@@ -12,9 +12,10 @@ from pathlib import Path
 
 from tf_mobileperf.cli.commands import _print_rows
 from tf_mobileperf.cli.parser import build_parser
+from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.defaults import MEASURED_STEPS
 from tf_mobileperf.sweep.power_modes import PowerPlan
-from tf_mobileperf.sweep.runner import SweepConfig, warn_few_measured_steps
+from tf_mobileperf.sweep.runner import warn_few_measured_steps
 
 ROOT = Path(__file__).parent.parent
 NO_POWER = "no power sensor: ina3221 (hwmon, JetPack 5/6): no ina3221 hwmon rails under /sys/bus/i2c"

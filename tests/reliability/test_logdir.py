@@ -108,7 +108,7 @@ def test_fit_twice_with_one_callback_writes_a_second_run(tmp_path):
 
 @pytest.mark.parametrize("logdir", ["gs://bucket/runs/x", "s3://b/x", "ram://runs/x"])
 def test_a_remote_logdir_is_refused_by_name_and_no_local_folder_appears(tmp_path, monkeypatch, logdir):
-    from tf_mobileperf.sweep.runner import SweepConfig
+    from tf_mobileperf.sweep.config import SweepConfig
 
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match=f"logdir '{logdir}' is on a remote file system"):

@@ -23,6 +23,7 @@ from tf_mobileperf.cli.parser import main
 from tf_mobileperf.figures.specs import failures, lines
 from tf_mobileperf.format.names import CLAIM_FILE
 from tf_mobileperf.sweep import runner as sweep_mod
+from tf_mobileperf.sweep.config import SweepConfig
 
 from conftest import DATA
 
@@ -207,7 +208,7 @@ def test_rerun_with_other_steps_runs_again_and_the_same_steps_does_not(tmp_path)
 def test_missing_sensor_log_is_retried_not_cached(tmp_path):
     log = tmp_path / "tx2.log"
     shutil.copy(DATA / "tx2_tegrastats.log", log)
-    config = sweep_mod.SweepConfig(out=tmp_path / "sweep", steps=4, warmup_steps=1, sensors=f"replay:{log}")
+    config = SweepConfig(out=tmp_path / "sweep", steps=4, warmup_steps=1, sensors=f"replay:{log}")
     log.unlink()  # gone after the arguments were checked: the child cannot set the run up
     (row,) = sweep_mod.sweep(["cnn"], [1], config)
     assert not (config.out / "results.json").exists()
@@ -291,7 +292,7 @@ def test_killed_child_with_a_torn_steps_csv_keeps_its_whole_steps(tmp_path):
         "step,duration_s,warmup,failed,energy_j/total,mem_peak_gb\n"
         "0,0.5,1,0,,1.0\n1,0.25,0,0,,1.0\n2,0.75,0,0,,1.1\n3,0.2"
     )  # killed mid-row
-    row = sweep_mod._row(-signal.SIGKILL, "", tmp_path, sweep_mod.SweepConfig(out=tmp_path, sensors="none"))
+    row = sweep_mod._row(-signal.SIGKILL, "", tmp_path, SweepConfig(out=tmp_path, sensors="none"))
     assert row["cause"].startswith("killed by SIGKILL") and "retry" not in row
     assert row["steps_on_disk"] == 3 and row["steps_measured"] == 2 and row["step_time_s"]["mean"] == 0.5
 
@@ -309,7 +310,7 @@ def test_killed_child_with_a_torn_steps_csv_keeps_its_whole_steps(tmp_path):
     ],
 )
 def test_only_the_models_own_failures_are_results(tmp_path, returncode, stderr, result):
-    row = sweep_mod._row(returncode, stderr, tmp_path, sweep_mod.SweepConfig(out=tmp_path, sensors="none"))
+    row = sweep_mod._row(returncode, stderr, tmp_path, SweepConfig(out=tmp_path, sensors="none"))
     assert row["success"] is False and bool(row.get("retry")) is (not result), row
 
 

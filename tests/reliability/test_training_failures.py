@@ -171,7 +171,8 @@ def test_sweep_child_killed_by_sigkill_keeps_its_steps(tmp_path):
 
     import psutil
 
-    from tf_mobileperf.sweep.runner import SweepConfig, run_name, run_one
+    from tf_mobileperf.sweep.config import SweepConfig
+    from tf_mobileperf.sweep.runner import run_name, run_one
 
     rows = []
     config = SweepConfig(out=tmp_path, steps=3000, warmup_steps=1)

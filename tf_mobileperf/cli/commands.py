@@ -30,7 +30,7 @@ from tf_mobileperf.steps.precision import relative_half_width
 from tf_mobileperf.sweep.results import contention_columns
 
 if TYPE_CHECKING:
-    from tf_mobileperf.sweep.runner import SweepConfig
+    from tf_mobileperf.sweep.config import SweepConfig
 
 #: Batch sizes measured to predict others (benchmarks/predict.py: 1,2,4 are too close together).
 MEASURE_DEFAULT = (1, 4, 16)
@@ -134,7 +134,8 @@ def cmd_sensors(args: argparse.Namespace) -> int:
 def _sweep_config(args: argparse.Namespace, models: list[str]) -> SweepConfig:
     """The ``SweepConfig`` of the sweep and predict commands' options, checked (ValueError) with the input size of
     each of ``models``; then one warning if it measures too few steps, after any error of the arguments."""
-    from tf_mobileperf.sweep.runner import SweepConfig, check_models, warn_few_measured_steps
+    from tf_mobileperf.sweep.config import SweepConfig
+    from tf_mobileperf.sweep.runner import check_models, warn_few_measured_steps
 
     precision = getattr(args, "precision", None) or None  # predict's; 0 or absent: exactly --steps
     config = SweepConfig(

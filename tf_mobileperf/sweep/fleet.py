@@ -48,9 +48,10 @@ from typing import Any
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
+from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.fleet_task import run_on_board, unpack
 from tf_mobileperf.sweep.results import Results
-from tf_mobileperf.sweep.runner import SweepConfig, check_models
+from tf_mobileperf.sweep.runner import check_models
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ import tarfile
 import tempfile
 from pathlib import Path
 
-from tf_mobileperf.sweep.runner import SweepConfig, run_one
+from tf_mobileperf.sweep.config import SweepConfig
+from tf_mobileperf.sweep.runner import run_one
 
 
 def run_on_board(model: str, batch_size: int, config: SweepConfig) -> tuple[dict, bytes]:

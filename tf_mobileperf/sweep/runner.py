@@ -32,7 +32,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import math
 import os
 import re
 import shutil
@@ -46,12 +45,11 @@ from tqdm.contrib.logging import logging_redirect_tqdm
 from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.format.reader import read_steps, read_sweep_summary
 from tf_mobileperf.format.schema import ENVELOPE
-from tf_mobileperf.output.files import StepProgress, local_dir
+from tf_mobileperf.output.files import StepProgress
 from tf_mobileperf.sensors.board import identify
-from tf_mobileperf.session.options import check_int, resolve_sensors
-from tf_mobileperf.sweep import child as sweep_child
-from tf_mobileperf.sweep import power_modes
-from tf_mobileperf.sweep.defaults import MEASURED_STEPS, WARMUP_STEPS
+from tf_mobileperf.sweep import launch, power_modes
+from tf_mobileperf.sweep.config import SweepConfig
+from tf_mobileperf.sweep.defaults import MEASURED_STEPS
 from tf_mobileperf.sweep.power_modes import PowerPlan
 from tf_mobileperf.sweep.results import Results, SweepError
 from tf_mobileperf.sweep.search import search_largest
@@ -69,78 +67,6 @@ _MESSAGE_END = re.compile(r"^(Arguments received by |[IWEF]\d{4} )")
 CAUSE_CHARS = 300
 
 log = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass
-class SweepConfig:
-    """How every configuration of a sweep runs; ValueError (or FileNotFoundError) for a bad argument."""
-
-    out: Path
-    steps: int = WARMUP_STEPS + MEASURED_STEPS
-    warmup_steps: int = WARMUP_STEPS
-    input_size: int | None = None
-    memory_limit: int | None = None
-    sensors: str = "auto"
-    timeout_s: float = 1800.0
-    power_mode: int | None = None  #: the nvpmodel mode the configuration runs in (None: the board's, untouched)
-    jetson_clocks: str | None = None  #: "on" or "off" (None: as the board had it)
-    board_type: str | None = None  #: the Ray board resource it runs on, "orin-nano" (None: a local sweep)
-    #: Train each configuration until the 95% interval of its mean step time is within this fraction of the mean
-    #: (``steps``: the fewest, ``max_steps``: the most); None: exactly ``steps``.
-    precision: float | None = None
-    max_steps: int | None = None
-
-    def __post_init__(self) -> None:
-        self.out = local_dir(self.out)
-        check_int("steps", self.steps, 1)
-        check_int("warmup_steps", self.warmup_steps, 0)
-        if self.warmup_steps >= self.steps:
-            raise ValueError(
-                f"steps ({self.steps}) must be more than warmup_steps ({self.warmup_steps}): no step would be measured"
-            )
-        if self.input_size is not None:
-            check_int("input_size", self.input_size, 1)
-        if self.memory_limit is not None:
-            check_int("memory_limit", self.memory_limit, 1)
-        if not (isinstance(self.timeout_s, (int, float)) and math.isfinite(self.timeout_s) and self.timeout_s > 0):
-            raise ValueError(f"timeout_s must be a finite number > 0, got {self.timeout_s!r}")
-        if self.precision is not None:
-            if not (isinstance(self.precision, (int, float)) and 0 < self.precision < 1):
-                raise ValueError(f"precision must be a fraction between 0 and 1, got {self.precision!r}")
-            self.max_steps = self.max_steps if self.max_steps is not None else max(self.steps, 200)
-            check_int("max_steps", self.max_steps, self.steps)
-        elif self.max_steps is not None:
-            raise ValueError("max_steps caps a run with a precision: give precision too")
-        open_sensors_once(self.sensors)
-
-    @property
-    def measured_steps(self) -> int:
-        """Steps measured in each configuration: those after the warm-up."""
-        return self.steps - self.warmup_steps
-
-    def key(self) -> dict:
-        """What a result depends on besides its model and batch size."""
-        key = {
-            "steps": self.steps,
-            "warmup_steps": self.warmup_steps,
-            "input_size": self.input_size,
-            "memory_limit": self.memory_limit,
-            "sensors": self.sensors,
-        }
-        # Only where set, so that the rows of sweeps that leave the board alone keep their keys.
-        board = {
-            "power_mode": self.power_mode,
-            "jetson_clocks": self.jetson_clocks,
-            "board_type": self.board_type,
-            "precision": self.precision,
-            "max_steps": self.max_steps,
-        }
-        return key | {k: v for k, v in board.items() if v is not None}
-
-    @property
-    def runs(self) -> Path:
-        """Where its TensorBoard runs go: DIR/runs, or DIR/runs/<board type> in a fleet sweep."""
-        return self.out / "runs" / (self.board_type or "")
 
 
 def check_models(models: Iterable[str], config: SweepConfig) -> None:
@@ -165,17 +91,6 @@ def warn_few_measured_steps(config: SweepConfig) -> None:
         )
 
 
-def open_sensors_once(spec: str) -> None:
-    """ValueError now for a sensors argument the children would fail on (a missing replay log, a bad speed)."""
-    if spec == "auto":  # probing the machine is the child's work
-        return
-    try:
-        for sensor in resolve_sensors(spec).sensors:
-            sensor.close()
-    except (ValueError, TypeError, OSError) as exc:
-        raise ValueError(f"sensors {spec!r}: {exc}") from None
-
-
 def run_name(model: str, batch_size: int, config: SweepConfig) -> str:
     """The configuration's TensorBoard run: model, batch size, power mode and a digest of the rest of its key."""
     digest = hashlib.sha1(json.dumps(config.key(), sort_keys=True).encode()).hexdigest()[:8]
@@ -187,12 +102,12 @@ def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
     """Runs one configuration in a child process; returns its result row (``retry: True`` if it is not one)."""
     logdir = config.runs / run_name(model, batch_size, config)
     shutil.rmtree(logdir, ignore_errors=True)  # what an unfinished earlier try left: this run replaces it
-    done = sweep_child.run(
-        sweep_child.options(model, batch_size, config, logdir), config.memory_limit, config.timeout_s, config.board_type
+    done = launch.run(
+        launch.options(model, batch_size, config, logdir), config.memory_limit, config.timeout_s, config.board_type
     )
     logdir = _claimed_by(logdir, done.pid)
     row = _row(done.returncode, done.stderr, logdir, config)
-    sweep_child.record_end(logdir, done, row, is_oom(row))  # a run without a report says how it ended
+    launch.record_end(logdir, done, row, is_oom(row))  # a run without a report says how it ended
     row.update(model=model, batch_size=batch_size, config=config.key(), logdir=str(logdir), **_where(config))
     for total, per_step in (("energy_total", "energy_per_step_j"), ("energy_active_total", "energy_active_per_step_j")):
         row[per_step] = (

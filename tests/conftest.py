@@ -13,6 +13,9 @@ from pathlib import Path
 
 import pytest
 
+#: The fixtures tests of several modules share.
+pytest_plugins = ["helpers.fixtures"]
+
 DATA = Path(__file__).parent / "data"
 
 A57, DENVER2, CARMEL, A78AE, V3AE = (
@@ -207,3 +210,10 @@ def build_board(root: Path, board: str) -> Path:
     write(root, "proc/stat", stat_text(online))
     write(root, "proc/meminfo", "MemTotal:  16000000 kB\nMemAvailable:  12000000 kB\n")
     return root
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that uses the ``browser`` fixture is a browser test (``-m "not browser"`` leaves it out)."""
+    for item in items:
+        if "browser" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)

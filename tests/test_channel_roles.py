@@ -52,17 +52,6 @@ def proc_only_tree(tmp_path):
 
 
 @pytest.fixture
-def rapl_tree(tmp_path):
-    """An Intel machine's powercap: a package with core and dram sub-zones, and psys."""
-    zones = {"intel-rapl:0": "package-0", "intel-rapl:0:0": "core", "intel-rapl:0:1": "dram", "intel-rapl:1": "psys"}
-    for zone, label in zones.items():
-        write(tmp_path, f"sys/class/powercap/{zone}/name", label + "\n")
-        write(tmp_path, f"sys/class/powercap/{zone}/max_energy_range_uj", "262143328850\n")
-        write(tmp_path, f"sys/class/powercap/{zone}/energy_uj", "1000000\n")
-    return tmp_path
-
-
-@pytest.fixture
 def fake_nvml(monkeypatch):
     from helpers import fake_pynvml
 

@@ -147,7 +147,7 @@ def test_the_dashboard_scripts_no_longer_copy_the_analysis():
 # -- the route -------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def logdir(tmp_path_factory):
-    from test_plugin import train
+    from helpers.plugin_client import train
 
     root = tmp_path_factory.mktemp("logs")
     train(root / "bs8", batch_size=8)
@@ -156,7 +156,7 @@ def logdir(tmp_path_factory):
 
 
 def test_route_serves_the_analysis_of_the_runs_summaries(logdir):
-    from test_plugin import client_for, get
+    from helpers.plugin_client import client_for, get
 
     client, _ = client_for(logdir)
     status, runs = get(client, "runs")

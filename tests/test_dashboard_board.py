@@ -12,8 +12,7 @@ import pytest
 from tf_mobileperf import MobilePerfCallback
 
 from conftest import DATA
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401 (the shared Chromium fixture)
-from test_dashboard_timeview import OUTPUT, serving, show
+from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, serving, show
 
 
 @pytest.mark.skipif(

@@ -11,14 +11,12 @@ directories under runs/<board_type>/. Screenshots under tests/_output/boards-*.p
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (fixture)
-from test_dashboard_timeview import serving, show
-from test_plot_boards import BOARDS, fleet  # noqa: F401 (fixture)
+from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, hover_batch, number, pick, serving, show
+from helpers.figures import BOARDS
 
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
@@ -69,45 +67,6 @@ def board(row: dict) -> str:
 def label(row: dict) -> str:
     """The dashboard's line of a row's run: its model on its board."""
     return f"{model(row)} on {board(row)}"
-
-
-def pick(browser, select: str, text: str) -> None:
-    """Picks the option of ``select`` that starts with ``text`` and waits until the chart it asked the server
-    for is drawn (the cross-run box's data-ready)."""
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    browser.execute_script(
-        """
-        const select = document.querySelector(arguments[0]);
-        select.value = [...select.options].find((o) => o.textContent.startsWith(arguments[1])).value;
-        select.dispatchEvent(new Event('change'));
-    """,
-        select,
-        text,
-    )
-    WebDriverWait(browser, 30).until(
-        lambda d: d.execute_script("return document.querySelector('.crossrun').dataset.ready === 'true'")
-    )
-
-
-def hover_batch(browser, size: int, sizes: list[int]) -> None:
-    """Moves the mouse over the chart's plot area at batch size ``size`` (x is log2, padded by half a step)."""
-    import math
-
-    from selenium.webdriver.common.action_chains import ActionChains
-
-    over = browser.find_element("css selector", ".crossrun .u-over")
-    lo, hi = math.log2(min(sizes)), math.log2(max(sizes))
-    fraction = (math.log2(size) - lo + 0.5) / (hi - lo + 1)
-    width = over.size["width"]
-    # Away first: a pointer already at the target (the previous test's hover) moves nowhere and fires no event.
-    ActionChains(browser).move_to_element_with_offset(over, round(0.45 * width), 5).perform()
-    ActionChains(browser).move_to_element_with_offset(over, round((fraction - 0.5) * width), 0).perform()
-
-
-def number(text: str) -> float:
-    """The number of a cell or legend value: "batch 4: 789 samples/s" -> 789.0, "0.0204 J" -> 0.0204."""
-    return float(re.search(r"(-?[\d.]+(?:e[+-]?\d+)?) (?:samples/s|J)", text).group(1))
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,6 @@ tests/_output/."""
 
 from __future__ import annotations
 
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -18,21 +16,14 @@ import pytest
 
 from tf_mobileperf.session.cluster import combine
 
-from test_plugin import train
+from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, free_port
+from helpers.plugin_client import train
 
 HOSTILE = "<img src=x onerror=alert(1)>"
 
-OUTPUT = Path(__file__).parent / "_output"
-CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -76,32 +67,6 @@ def tensorboard(tmp_path_factory):
     yield url
     proc.terminate()
     proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--window-size=1400,2400",
-        "--disable-dev-shm-usage",
-    ):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    yield driver
-    driver.quit()
 
 
 def test_tab_renders_charts_table_and_no_console_errors(tensorboard, browser):

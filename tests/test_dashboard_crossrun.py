@@ -25,11 +25,9 @@ import pytest
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.sensors import MemorySensor, ReplaySensor
 
+from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, hover_batch, number, pick, serving, show
+from helpers.figures import replay_log
 from helpers.training import constant_sensor, data
-from test_dashboard_boards import hover_batch, number, pick
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (fixture)
-from test_dashboard_timeview import serving, show
-from test_plot_boards import replay_log
 
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (fixture)
-from test_dashboard_timeview import serving, show
-from test_plugin import train
-from test_run_status import DIE_AT, aborted_sweep_run
+from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, serving, show
+from helpers.plugin_client import train
+from helpers.sweep_runs import DIE_AT, aborted_sweep_run
 
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"

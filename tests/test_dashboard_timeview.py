@@ -8,12 +8,9 @@ tests/_output/timeview-*.png."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -25,8 +22,8 @@ import pytest
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.sensors import CpuSensor, MemorySensor, ReplaySensor, SyntheticSensor
 
+from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, serving, show
 from helpers.training import data, small_model
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser, free_port  # noqa: F401,F811 (the shared Chromium fixture)
 
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
@@ -88,42 +85,6 @@ def cpu_with_clocks(root: Path) -> CpuSensor:
     return CpuSensor(root)
 
 
-@contextlib.contextmanager
-def serving(logdir: Path):
-    """A real `tensorboard` on a free localhost port, once it lists the MobilePerf tab as enabled."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "tensorboard"),
-            "--logdir",
-            str(logdir),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--load_fast",
-            "false",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 90
-    try:
-        while True:
-            with contextlib.suppress(OSError):
-                listing = urllib.request.urlopen(f"{url}/data/plugins_listing", timeout=2).read().decode()
-                if '"mobileperf"' in listing and '"enabled": true' in listing.split('"mobileperf"')[1][:200]:
-                    break
-            if time.monotonic() > deadline or proc.poll() is not None:
-                stderr = proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ""
-                pytest.fail(f"tensorboard did not come up: {stderr}")
-            time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
-
-
 @pytest.fixture(scope="module")
 def tensorboard(tmp_path_factory):
     logdir = tmp_path_factory.mktemp("tb")
@@ -148,35 +109,6 @@ def tensorboard(tmp_path_factory):
         )
     with serving(logdir) as url:
         yield url
-
-
-def show(browser, url: str, runs: tuple[str, ...]) -> None:
-    """Opens the tab, ticks exactly ``runs`` and waits until the time view is drawn."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as EC
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    browser.get(f"{url}/#mobileperf")
-    wait = WebDriverWait(browser, 120)
-    browser.switch_to.frame(wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "iframe"))))
-    wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#mobileperf[data-ready='true']")))
-    browser.execute_script(
-        """
-        for (const box of document.querySelectorAll('.runs input'))
-            if (box.checked !== arguments[0].includes(box.parentElement.textContent)) box.click();
-    """,
-        list(runs),
-    )
-    wait.until(
-        lambda d: d.execute_script(
-            """
-        const ticked = [...document.querySelectorAll('#run-details section')].map((s) => s.dataset.run);
-        return document.getElementById('mobileperf').dataset.ready === 'true'
-            && ticked.length === arguments[0].length && arguments[0].every((r) => ticked.includes(r));
-    """,
-            list(runs),
-        )
-    )
 
 
 #: Per time chart of the runs' details (energy bars are per step, not over time): its title, its

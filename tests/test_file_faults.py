@@ -28,7 +28,6 @@ from tf_mobileperf.sensors.jetson_gpu import JetsonGpuSensor
 from tf_mobileperf.sensors.procfs import CpuSensor
 
 from conftest import A57, write, write_cores
-from test_tick_loop import tick_loop  # noqa: F401 (fixture: the C loop, then the Python loop)
 
 IIO = "sys/bus/i2c/drivers/ina3221x/0-0041/iio:device1"
 TX2_RAIL = "sys/bus/i2c/drivers/ina3221x/0-0041/iio:device1/in_power1_input"  # VDD_SYS_CPU

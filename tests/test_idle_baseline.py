@@ -18,8 +18,7 @@ from tf_mobileperf import PerfMonitor
 from tf_mobileperf.sensors import SyntheticSensor
 from tf_mobileperf.sensors.base import Channel, Sensor
 
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, browser  # noqa: F401 (the shared Chromium fixture)
-from test_dashboard_timeview import OUTPUT, serving, show
+from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, serving, show
 
 IDLE_S, STEP_S, STEPS, WARMUP, BATCH = 0.5, 0.08, 6, 1, 4
 THROTTLED = (2, 4)  # the steps during which the synthetic throttle state is 1

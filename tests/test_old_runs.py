@@ -13,7 +13,7 @@ import pytest
 
 from tf_mobileperf.cli.parser import main
 
-from test_plugin import client_for, get
+from helpers.plugin_client import client_for, get
 
 OLD_RUN = Path(__file__).parent / "data" / "old_run_v1"
 

@@ -179,7 +179,7 @@ def test_the_op_that_draws_the_power_gets_the_energy(tmp_path):
     assert counters and {e["args"]["W"] for e in counters} == {1.0, 20.0}
 
     # The dashboard serves the table with the run's steps, and the trace as a download.
-    from test_plugin import client_for, get
+    from helpers.plugin_client import client_for, get
 
     client, _ = client_for(tmp_path)
     status, steps = get(client, "steps", run="train")

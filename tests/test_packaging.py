@@ -28,8 +28,8 @@ import pytest
 from tf_mobileperf_tensorboard import mobileperf_plugin
 from tf_mobileperf_tensorboard.missing_bundle import MISSING
 
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser, free_port  # noqa: F401 (fixture)
-from test_plugin import client_for, train
+from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, free_port
+from helpers.plugin_client import client_for, train
 
 ROOT = Path(__file__).resolve().parents[1]
 FRONTEND = ROOT / "tensorboard_plugin" / "frontend"

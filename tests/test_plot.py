@@ -5,8 +5,6 @@ report.html is opened in headless Chromium. Copies of a figure and of the page g
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 from pathlib import Path
@@ -23,7 +21,8 @@ from tf_mobileperf.figures.draw import batch_ticks, draw_panel
 from tf_mobileperf.figures.plot import plot
 from tf_mobileperf.figures.specs import figures
 
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (the fixture)
+from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT
+from helpers.figures import line_pixels, run_cli, spec
 
 TX2_LOG = Path(__file__).parent / "data" / "tx2_tegrastats.log"
 #: The rows of a real sweep on a replayed TX2 (tx2_tegrastats.log repeated, at 20x) under a 1.4 GiB memory limit:
@@ -31,13 +30,6 @@ TX2_LOG = Path(__file__).parent / "data" / "tx2_tegrastats.log"
 #: samples and sensors' details left out.
 RECORDED = Path(__file__).parent / "data" / "sweep_tx2_replay.json"
 FIGURES = ("step_time", "throughput", "gpu_util", "cpu_util", "power", "energy", "memory")
-
-
-def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(argv)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture(scope="module")
@@ -80,16 +72,6 @@ def replay_sweep(tmp_path_factory):
 
 def rows_of(out: Path) -> list[dict]:
     return json.loads((out / "results.json").read_text())
-
-
-def line_pixels(png: Path) -> int:
-    """How many pixels of ``png`` are coloured (lines, markers, their legend): not white, grey or black."""
-    image = matplotlib.image.imread(png)[..., :3]
-    return int((image.max(axis=-1) - image.min(axis=-1) > 0.25).sum())
-
-
-def spec(rows: list[dict], name: str):
-    return next(s for s in figures(rows) if s.name == name)
 
 
 def test_sweep_console_shows_step_time_and_samples_per_s_and_one_progress_bar(cpu_sweep):

@@ -13,9 +13,7 @@ the page go to tests/_output/.
 
 from __future__ import annotations
 
-import functools
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -29,131 +27,10 @@ from tf_mobileperf.analysis.colours import model_colour, shade
 from tf_mobileperf.figures.plot import plot
 from tf_mobileperf.figures.specs import lines
 
-from test_dashboard_browser import CHROMEDRIVER, CHROMIUM, OUTPUT, browser  # noqa: F401 (the fixture)
-from test_plot import line_pixels, run_cli, spec
+from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT
+from helpers.figures import line_pixels, spec
 
 DATA = Path(__file__).parent / "data"
-#: board_type -> (board, host, jetpack), as the fleet sweep records them.
-BOARDS = {
-    "agx-orin": ("NVIDIA Jetson AGX Orin Developer Kit (p3701-0005)", "agx-orin-1", "6.0"),
-    "tx2": ("NVIDIA Jetson TX2 Developer Kit (p3310-1000)", "tx2-1", "4.6.4"),
-    "nano": ("NVIDIA Jetson Nano Developer Kit (p3450-0000)", "nano-1", "4.6.4"),
-}
-
-
-def replay_log(tmp: Path, name: str) -> Path:
-    """The recorded log repeated to 1200 lines, a minute at 20x (a line a second: its timestamps are dropped, or
-    the repeats of a two-line log would be read as one second)."""
-    text = "".join(
-        re.sub(r"^\d\d-\d\d-\d{4} \d\d:\d\d:\d\d ", "", line)
-        for line in (DATA / f"{name}_tegrastats.log").read_text().splitlines(keepends=True)
-    )
-    path = tmp / f"{name}_long.log"
-    path.write_text(text * (1200 // text.count("\n")))
-    return path
-
-
-def relabel(run: Path, device: dict) -> None:
-    """Sets the board of a run's report and of its run summary (the dashboard's entry) to ``device``'s fields."""
-    from tensorboard.backend.event_processing.event_file_loader import RawEventFileLoader
-    from tensorboard.compat.proto import event_pb2
-    from tensorboard.summary.writer.record_writer import RecordWriter
-    from tensorboard.util import tensor_util
-
-    from tf_mobileperf.format import names
-    from tf_mobileperf.format.summary import run_summary
-
-    for name in ("report.json", "summary.json"):
-        if not (run / name).exists():  # a child killed before its first report
-            continue
-        data = json.loads((run / name).read_text())
-        data["device"] |= device
-        (run / name).write_text(json.dumps(data))
-    for path in (run / "train").glob("events.out.tfevents.*"):
-        events = [event_pb2.Event.FromString(r) for r in RawEventFileLoader(str(path)).Load()]
-        for event in events:
-            for value in event.summary.value:
-                if value.tag == names.RUN_TAG:
-                    summary = json.loads(tensor_util.make_ndarray(value.tensor).item())
-                    if "device" in summary:
-                        summary["device"] |= device
-                        value.CopyFrom(run_summary(summary).value[0])
-        with open(path, "wb") as f:
-            writer = RecordWriter(f)
-            for event in events:
-                writer.write(event.SerializeToString())
-            writer.close()
-
-
-@pytest.fixture(scope="session")
-def fleet(tmp_path_factory) -> Path:
-    """DIR/results.json of the three boards' rows and DIR/runs/<board_type>/<run name>, as a fleet sweep writes."""
-    return make_fleet(tmp_path_factory.getbasetemp())
-
-
-@functools.cache
-def make_fleet(base: Path) -> Path:
-    """The fleet under the session's ``base``, made once (the dashboard's test module imports the fixture too)."""
-    tmp = base / "fleet"
-    tmp.mkdir()
-    sweeps = {
-        "agx-orin": [
-            "--models",
-            "cnn,lstm",
-            "--batch-sizes",
-            "1,4",
-            "--steps",
-            "5",
-            "--sensors",
-            f"replay:{replay_log(tmp, 'orin')}@20",
-        ],
-        "tx2": [
-            "--models",
-            "cnn",
-            "--batch-sizes",
-            "1,4",
-            "--steps",
-            "5",
-            "--sensors",
-            f"replay:{replay_log(tmp, 'tx2')}@20",
-        ],
-        "nano": [
-            "--models",
-            "cnn",
-            "--batch-sizes",
-            "64",
-            "--input-size",
-            "224",
-            "--memory-limit",
-            "1GiB",
-            "--steps",
-            "4",
-        ],
-    }
-    out = tmp / "fleet"
-    rows = []
-    for board_type, argv in sweeps.items():
-        code, _, stderr = run_cli(["sweep", *argv, "--out", str(tmp / board_type)])
-        assert code == 0, stderr[-3000:]
-        board, host, jetpack = BOARDS[board_type]
-        for row in json.loads((tmp / board_type / "results.json").read_text()):
-            run = out / "runs" / board_type / Path(row["logdir"]).name
-            run.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(row["logdir"], run)
-            relabel(run, {"board": board, "hostname": host, "jetpack": jetpack})
-            rows.append(
-                row
-                | {
-                    "board_type": board_type,
-                    "board": board,
-                    "host": host,
-                    "jetpack": jetpack,
-                    "logdir": str(run),
-                    "config": row["config"] | {"board_type": board_type},
-                }
-            )
-    (out / "results.json").write_text(json.dumps(rows))
-    return out
 
 
 def rows_of(out: Path) -> list[dict]:

@@ -4,39 +4,17 @@ on logdirs made by the real callback with the synthetic sensor."""
 from __future__ import annotations
 
 import json
-import math
 import shutil
 
 import keras
 import numpy as np
 import pytest
-from tensorboard.backend import application
-from tensorboard.backend.event_processing import data_provider, plugin_event_multiplexer
-from tensorboard.plugins import base_plugin
-from werkzeug import test as werkzeug_test
-from werkzeug import wrappers
 
 from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.sensors import SyntheticSensor
 from tf_mobileperf_tensorboard.downsample import min_max
-from tf_mobileperf_tensorboard.mobileperf_plugin import MobilePerfPlugin
 
-BASE = "/data/plugin/mobileperf"
-
-
-def train(logdir, batch_size=32, profile_steps=None):
-    sensor = SyntheticSensor(
-        power_w={"VDD_IN": lambda t: 5.0 + math.sin(t * 20), "VDD_SYS_GPU": lambda t: 2.0},
-        memory_b={"ram_used": lambda t: 2e9},
-        groups={"VDD_IN": "total", "VDD_SYS_GPU": "gpu"},
-        roles={"ram_used": {"device": "board"}, "VDD_SYS_GPU": {"device": "gpu"}},
-    )
-    cb = MobilePerfCallback(logdir, idle_s=0, sensors=[sensor], batch_size=batch_size, profile_steps=profile_steps)
-    model = keras.Sequential([keras.Input((8,)), keras.layers.Dense(32), keras.layers.Dense(1)], name="mlp")
-    model.compile("sgd", "mse")
-    x = np.ones((batch_size * 12, 8), "float32")
-    model.fit(x, x[:, :1], batch_size=batch_size, epochs=1, callbacks=[cb], verbose=0)
-    return cb.report
+from helpers.plugin_client import client_for, get, train
 
 
 @pytest.fixture(scope="module")
@@ -45,31 +23,6 @@ def logdir(tmp_path_factory):
     train(root / "bs8", batch_size=8)
     train(root / "bs32", batch_size=32)
     return root
-
-
-@pytest.fixture(scope="module")
-def two_runs(tmp_path_factory):
-    """Two real runs (a and b) of one batch size, for the tests that break one of them."""
-    root = tmp_path_factory.mktemp("logs")
-    train(root / "a", batch_size=8)
-    train(root / "b", batch_size=8)
-    return root
-
-
-def client_for(logdir):
-    multiplexer = plugin_event_multiplexer.EventMultiplexer()
-    multiplexer.AddRunsFromDirectory(str(logdir))
-    multiplexer.Reload()
-    provider = data_provider.MultiplexerDataProvider(multiplexer, str(logdir))
-    context = base_plugin.TBContext(logdir=str(logdir), multiplexer=multiplexer, data_provider=provider)
-    plugin = MobilePerfPlugin(context)
-    app = application.TensorBoardWSGI([plugin], data_provider=provider)
-    return werkzeug_test.Client(app, wrappers.Response), plugin
-
-
-def get(client, route, **params):
-    response = client.get(f"{BASE}/{route}", query_string=params)
-    return response.status_code, json.loads(response.get_data()) if response.mimetype == "application/json" else None
 
 
 def test_runs_lists_every_run_with_its_summary(logdir):

@@ -8,18 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 
 import numpy as np
 import pytest
-from tensorboard.compat.proto import event_pb2, summary_pb2
-from tensorboard.summary.writer.event_file_writer import EventFileWriter
-from tensorboard.util import tensor_util
 
-from tf_mobileperf.format import names
-from tf_mobileperf.format.summary import create_summary_metadata
-
-from test_plugin import client_for, get, two_runs  # noqa: F401 (two_runs: a fixture)
+from helpers.plugin_client import client_for, get, write_summary
 
 
 @pytest.fixture
@@ -27,16 +20,6 @@ def logdir(two_runs, tmp_path):
     root = tmp_path / "logs"
     shutil.copytree(two_runs, root)
     return root
-
-
-def write_summary(run_dir, tensor) -> None:
-    """A run whose summary tensor (what the runs list shows) is ``tensor`` (a numpy value or text)."""
-    value = summary_pb2.Summary.Value(
-        tag=names.RUN_TAG, metadata=create_summary_metadata(), tensor=tensor_util.make_tensor_proto(tensor)
-    )
-    writer = EventFileWriter(str(run_dir))
-    writer.add_event(event_pb2.Event(wall_time=time.time(), step=0, summary=summary_pb2.Summary(value=[value])))
-    writer.close()
 
 
 def report_file(root, run):

@@ -91,8 +91,7 @@ def test_the_sweep_summary_is_written_atomically_as_its_kind_and_read_back_as_a_
 def test_the_dashboard_lists_a_run_of_a_newer_format_as_unreadable_naming_its_version(tmp_path):
     import shutil
 
-    from test_plugin import client_for, get
-    from test_plugin_isolation import write_summary
+    from helpers.plugin_client import client_for, get, write_summary
 
     root = tmp_path / "logs"
     shutil.copytree(OLD_RUN, root)

@@ -22,8 +22,6 @@ from tf_mobileperf.sensors import JtopSensor, nvml, probe
 from conftest import BOARDS, build_board
 from helpers import fake_nvml_h200
 from helpers.forked import in_forked_child
-from test_channel_roles import rapl_tree  # noqa: F401 (fixture)
-from test_context_sensors import orin_board, tx2_board  # noqa: F401 (fixtures)
 
 
 @pytest.fixture

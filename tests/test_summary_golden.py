@@ -10,7 +10,7 @@ from pathlib import Path
 from tf_mobileperf.steps.records import StepTotals
 from tf_mobileperf.steps.report import Report
 
-from test_records import CHANNELS, IDLE_W, report_of, steps_of
+from helpers.records import CHANNELS, IDLE_W, report_of, steps_of
 
 GOLDEN = Path(__file__).parent / "data" / "summary_golden.json"
 

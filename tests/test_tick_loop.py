@@ -31,16 +31,6 @@ from conftest import INA3221, hwmon_rails, write
 HWMON = f"{INA3221}/1-0040/hwmon/hwmon1"
 
 
-@pytest.fixture(params=["native", "python"])
-def tick_loop(request, monkeypatch):
-    """Runs the test with the C tick loop, then with the Python loop."""
-    if request.param == "python":
-        monkeypatch.setenv("MOBILEPERF_NATIVE", "0")
-    elif native.load() is None:
-        pytest.skip(f"C tick loop not built: {native.why_not()}")
-    return request.param
-
-
 def child_wakeups(pid: int) -> int:
     """Voluntary context switches of every thread of ``pid``: how often it went to sleep."""
     total = 0

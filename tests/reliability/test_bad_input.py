@@ -16,7 +16,7 @@ from tf_mobileperf import MobilePerfCallback, PerfMonitor
 from tf_mobileperf.sensors.tegrastats import ReplaySensor, parse_line, read_log
 
 from conftest import DATA
-from test_plugin import client_for, get, train
+from helpers.plugin_client import client_for, get, train
 
 LINES = [
     line

@@ -24,7 +24,7 @@ from tf_mobileperf.format.summary import create_summary_metadata
 from tf_mobileperf.output.files import StepsCsv, write_json
 from tf_mobileperf.session.cluster import combine
 
-from test_plugin import client_for, get, two_runs  # noqa: F401 (two_runs: a fixture)
+from helpers.plugin_client import client_for, get
 
 DEEP = "[" * 100_000 + "]" * 100_000  # valid JSON, nested deeper than any parser's recursion limit
 

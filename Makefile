@@ -11,7 +11,7 @@ PORT ?= 6006
 # failing with "Could not get lock /var/lib/dpkg/lock-frontend".
 APT := apt-get -o DPkg::Lock::Timeout=600
 
-.PHONY: demo test lint bench browser clean docs-images wheel
+.PHONY: demo test test-fast lint bench browser clean docs-images wheel
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -58,8 +58,15 @@ lint: $(STAMP) $(FRONTEND)/node_modules/.package-lock.json
 	$(BIN)/mypy
 	cd $(FRONTEND) && npm run --silent lint
 
+# Tests run in parallel (pytest-xdist), each test file on one worker, so that its module fixtures are built once.
+# `make test` runs every test (what CI runs); `make test-fast` leaves out the slow and the browser tests.
+TEST_WORKERS ?= 3
+PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 test: $(STAMP) $(BUNDLE) browser lint
-	$(BIN)/python -m pytest -q --durations=15
+	$(PYTEST) --durations=15
+
+test-fast: $(STAMP) $(BUNDLE)
+	$(PYTEST) -m "not slow and not browser"
 
 # Every benchmark, one after another (about 30 minutes here; soak.py alone is 10).
 # CodeCarbon is installed only here: overhead.py measures it beside ours.

@@ -8,7 +8,7 @@ import logging
 
 from tf_mobileperf.sensors.board import identify, l4t_release, module_of, tegra_soc
 from tf_mobileperf.session import reporting
-from tf_mobileperf.session.collector import Guard
+from tf_mobileperf.session.guard import Guard
 
 from conftest import write
 

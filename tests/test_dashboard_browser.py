@@ -6,17 +6,11 @@ tests/_output/."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
 
 from tf_mobileperf.session.cluster import combine
 
-from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, free_port
+from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, serving
 from helpers.plugin_client import train
 
 HOSTILE = "<img src=x onerror=alert(1)>"
@@ -35,38 +29,8 @@ def tensorboard(tmp_path_factory):
         train(logdir / "fleet" / host, batch_size=8)
     combine(logdir / "fleet", ("worker-0", "worker-1"))
     train(logdir / HOSTILE, batch_size=8)
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "tensorboard"),
-            "--logdir",
-            str(logdir),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--load_fast",
-            "false",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            listing = urllib.request.urlopen(f"{url}/data/plugins_listing", timeout=2).read().decode()
-            if '"mobileperf"' in listing and '"enabled": true' in listing.split('"mobileperf"')[1][:200]:
-                break
-        except OSError:
-            pass
-        if time.monotonic() > deadline or proc.poll() is not None:
-            proc.kill()
-            pytest.fail(f"tensorboard did not come up: {proc.stderr.read().decode()[-2000:]}")
-        time.sleep(0.5)
-    yield url
-    proc.terminate()
-    proc.wait(10)
+    with serving(logdir) as url:
+        yield url
 
 
 def test_tab_renders_charts_table_and_no_console_errors(tensorboard, browser):

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.session.collector import unread_reasons
+from tf_mobileperf.session.unread import unread_reasons
 from tf_mobileperf.steps.join import INTERPOLATED, MEASURED, join
 from tf_mobileperf.steps.records import StepRecord, csv_fields, fill_steps
 

@@ -10,15 +10,12 @@ sensor), headless Debian Chromium. Saves screenshots under tests/_output/."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import subprocess
 import sys
 import sysconfig
 import tarfile
-import tempfile
-import time
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -28,7 +25,7 @@ import pytest
 from tf_mobileperf_tensorboard import mobileperf_plugin
 from tf_mobileperf_tensorboard.missing_bundle import MISSING
 
-from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, free_port
+from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, serving
 from helpers.plugin_client import client_for, train
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -105,44 +102,6 @@ def logdir(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("tb")
     train(root / "mlp-bs8", batch_size=8)
     return root
-
-
-@contextlib.contextmanager
-def tensorboard(python: Path, logdir: Path):
-    """`tensorboard` run by ``python`` from outside the source tree, once the MobilePerf tab is enabled."""
-    port, log = free_port(), tempfile.TemporaryFile()
-    proc = subprocess.Popen(
-        [
-            str(python),
-            "-m",
-            "tensorboard.main",
-            "--logdir",
-            str(logdir),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--load_fast",
-            "false",
-        ],
-        cwd=logdir,
-        env=OUTSIDE,
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    try:
-        while '"enabled": true' not in fetch(f"{url}/data/plugins_listing").partition('"mobileperf"')[2][:200]:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"tensorboard did not come up: {log.read().decode()[-2000:]}")
-            time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
 
 
 def fetch(url: str) -> str:
@@ -250,7 +209,7 @@ def test_wheel_from_a_clean_clone_installed_outside_the_tree_renders_its_tab_and
     site = site_packages(python)
     where = run(python, "-c", "import tf_mobileperf_tensorboard as p; print(p.__file__)", cwd=tmp_path)
     assert where.startswith(str(site)), where
-    with tensorboard(python, logdir) as url:
+    with serving(logdir, python, env=OUTSIDE) as url:
         assert fetch(f"{url}/data/plugin/mobileperf/index.js") == (clone / IN_TREE).read_text()
         text = open_tab(browser, url, "#mobileperf[data-ready='true'] #runs-table tr + tr", "packaged-wheel.png")
         assert "mlp-bs8/train" in text and MISSING not in text

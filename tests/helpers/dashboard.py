@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -28,39 +29,35 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def serving(logdir: Path):
-    """A real `tensorboard` on a free localhost port, once it lists the MobilePerf tab as enabled."""
-    port = free_port()
+def serving(logdir: Path, python: str | Path = sys.executable, env: dict | None = None, timeout_s: float = 120):
+    """A real `tensorboard` (``python -m tensorboard.main``, run in ``logdir`` with ``env``) on a free localhost port;
+    yields its URL once it lists the MobilePerf tab as enabled, and fails the test with its last words if it does
+    not within ``timeout_s``. Its stderr goes to a file: a pipe nobody reads would stall it once full."""
+    port, log = free_port(), tempfile.TemporaryFile()
+    command = [str(python), "-m", "tensorboard.main", "--logdir", str(logdir), "--host", "127.0.0.1"]
     proc = subprocess.Popen(
-        [
-            str(Path(sys.executable).parent / "tensorboard"),
-            "--logdir",
-            str(logdir),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--load_fast",
-            "false",
-        ],
+        command + ["--port", str(port), "--load_fast", "false"],
+        cwd=logdir,
+        env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=log,
     )
-    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 90
+    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + timeout_s
     try:
         while True:
             with contextlib.suppress(OSError):
-                listing = urllib.request.urlopen(f"{url}/data/plugins_listing", timeout=2).read().decode()
-                if '"mobileperf"' in listing and '"enabled": true' in listing.split('"mobileperf"')[1][:200]:
+                listing = urllib.request.urlopen(f"{url}/data/plugins_listing", timeout=5).read().decode()
+                if '"enabled": true' in listing.partition('"mobileperf"')[2][:200]:
                     break
             if time.monotonic() > deadline or proc.poll() is not None:
-                stderr = proc.stderr.read().decode()[-2000:] if proc.poll() is not None else ""
-                pytest.fail(f"tensorboard did not come up: {stderr}")
+                log.seek(0)
+                pytest.fail(f"tensorboard did not come up: {log.read().decode(errors='replace')[-2000:]}")
             time.sleep(0.5)
         yield url
     finally:
         proc.terminate()
         proc.wait(10)
+        log.close()
 
 
 def show(browser, url: str, runs: tuple[str, ...]) -> None:

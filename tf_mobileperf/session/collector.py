@@ -39,7 +39,6 @@ through a ``Guard``, which logs a failure and goes on.
 from __future__ import annotations
 
 import bisect
-import dataclasses
 import logging
 import threading
 import time
@@ -49,8 +48,11 @@ import numpy as np
 from tf_mobileperf.output.writers import RunWriters
 from tf_mobileperf.sampling.sampler import FIRST_ROW_TIMEOUT_S, Sampler, Samples
 from tf_mobileperf.sampling.stats import SamplingStats
-from tf_mobileperf.sensors.base import RAIL_KINDS, Sensor
+from tf_mobileperf.sensors.base import RAIL_KINDS
+from tf_mobileperf.session.guard import Guard
+from tf_mobileperf.session.idle import IdleBaseline
 from tf_mobileperf.session.options import MonitorOptions
+from tf_mobileperf.session.unread import absent_in_source, ending_sources, never_valued, unread_reasons
 from tf_mobileperf.steps import join as join_mod
 from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, fill_steps
 
@@ -63,88 +65,6 @@ SETTLE_MAX_S = 1.0
 #: ``COUNTER_HISTORY_MAX_S``): the join fits the counter's update grid through the changes on either side of
 #: a step, and over 8 changes its rate was off by 1.6% (an edge placed 7 ms off), over 32 by well under 0.1%.
 COUNTER_HISTORY, COUNTER_HISTORY_MAX_S = 32, 5.0
-
-
-def never_valued(stats: SamplingStats) -> list[str]:
-    """The channels without a single valid reading so far."""
-    return [c.name for c, n in zip(stats.channels, stats.valid) if n == 0]
-
-
-def absent_in_source(sampler: Sampler | None) -> dict[str, str]:
-    """Channel -> why its source itself gives it no value at times (``Sensor.absent_in_source``)."""
-    sensors = sampler.sensors if sampler is not None else []
-    return {name: why for s in sensors for name, why in getattr(s, "absent_in_source", {}).items()}
-
-
-def ending_sources(sampler: Sampler | None) -> list[tuple[Sensor, float]]:
-    """The sensors whose source ends (``Sensor.covers_s``: a replayed log), each with how long it lasts."""
-    sensors = sampler.sensors if sampler is not None else []
-    return [(s, covers) for s in sensors if (covers := getattr(s, "covers_s", None)) is not None]
-
-
-def unread_reasons(names: list[str], sampler: Sampler | None, default: str) -> dict[str, str]:
-    """Channel -> why it has no value, in the sensor library's words where the sampler kept them
-    (``error_texts``: a channel's last failed read), with its sensor's failed reads (``errors``); else
-    the source's own word ("off in the log", ``absent_in_source``); ``default`` where there is none.
-    ``error_texts`` is optional on a sampler."""
-    texts = getattr(sampler, "error_texts", None)
-    texts = texts() if callable(texts) else {}
-    failed = sampler.errors() if sampler is not None else {}
-    sensor_of = {c.name: s.name for s in sampler.sensors for c in s.channels} if sampler is not None else {}
-    default_of = absent_in_source(sampler)
-    out = {}
-    for name in names:
-        text = texts.get(name) or texts.get(sensor_of.get(name, ""))
-        count = failed.get(name, failed.get(sensor_of.get(name, ""), 0))
-        reads = f"{count} failed read{'s' if count != 1 else ''}" if count else ""
-        out[name] = (
-            f"{text} ({reads})"
-            if text and reads
-            else text or (f"no valid reading ({reads})" if reads else default_of.get(name, default))
-        )
-    return out
-
-
-@dataclasses.dataclass(frozen=True)
-class IdleBaseline:
-    """The idle baseline's outcome, as measured before the first step and read by the report.
-
-    ``power_w``: each rail's and the total's idle power (None for a rail with no complete power), or None
-    when none was measured; ``reason``: why it, or some rail of it, has no value; ``measured_s``: the
-    window's length, when one was sampled."""
-
-    power_w: dict[str, float | None] | None = None
-    reason: str | None = None
-    measured_s: float | None = None
-
-    @classmethod
-    def not_measured(cls, options: MonitorOptions) -> IdleBaseline:
-        """The outcome before (or without) a measurement: skipped by ``idle_s=0``, else failed until it succeeds."""
-        if options.idle_s == 0:
-            return cls(reason="idle_s=0: no idle baseline was measured")
-        return cls(reason="the idle baseline failed (see the log)")
-
-
-class Guard:
-    """Runs monitoring work; a failure is logged (a warning the first time per ``what``), never raised."""
-
-    def __init__(self) -> None:
-        self._warned: set[str] = set()
-
-    def __call__(self, what: str, fn, *args):
-        try:
-            return fn(*args)
-        except Exception as exc:  # monitoring must never break training
-            first = what not in self._warned
-            self._warned.add(what)
-            log.log(
-                logging.WARNING if first else logging.DEBUG,
-                "mobileperf: %s failed: %s%s",
-                what,
-                exc,
-                " (further failures of this kind are logged at debug level)" if first else "",
-            )
-            return None
 
 
 class Collector:

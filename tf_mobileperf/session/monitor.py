@@ -44,9 +44,10 @@ from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors.nvml import NvmlSensorBase
 from tf_mobileperf.session import backend
 from tf_mobileperf.session.cluster import combine, from_tf_config
-from tf_mobileperf.session.collector import Collector, Guard
+from tf_mobileperf.session.collector import Collector
 from tf_mobileperf.session.contention import RunCpu
 from tf_mobileperf.session.gpu_memory import GpuMemory
+from tf_mobileperf.session.guard import Guard
 from tf_mobileperf.session.interrupts import deferred
 from tf_mobileperf.session.options import MonitorOptions, check_logdir, resolve_sensors
 from tf_mobileperf.session.profiling import Profiler

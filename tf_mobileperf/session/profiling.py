@@ -20,7 +20,7 @@ from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.format.reader import read_series
 from tf_mobileperf.output.files import write_json
 from tf_mobileperf.session import backend
-from tf_mobileperf.session.collector import Guard
+from tf_mobileperf.session.guard import Guard
 from tf_mobileperf.steps.op_energy import ClockPair, chrome_trace, op_energy, read_ops
 from tf_mobileperf.steps.records import StepRecord
 

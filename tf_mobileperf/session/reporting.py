@@ -20,8 +20,11 @@ from tf_mobileperf.sensors import Probe, Sensor
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.sensors.power_mode import power_mode
-from tf_mobileperf.session.collector import Collector, Guard, IdleBaseline, never_valued, unread_reasons
+from tf_mobileperf.session.collector import Collector
+from tf_mobileperf.session.guard import Guard
+from tf_mobileperf.session.idle import IdleBaseline
 from tf_mobileperf.session.options import MonitorOptions
+from tf_mobileperf.session.unread import never_valued, unread_reasons
 from tf_mobileperf.steps.records import Roles
 from tf_mobileperf.steps.report import Report
 

@@ -174,14 +174,14 @@ def test_thor_probe_takes_gpu_util_clock_and_memory_from_nvml(tmp_path, thor_nvm
 
 def test_server_pcie_gpu_driven_by_openrm_is_not_a_thor_and_is_named_as_nvml_names_it(tmp_path, monkeypatch, capsys):
     """An x86 server with an H200: the OpenRM driver's version file, no device tree, NVML (the fake H200)."""
-    from tf_mobileperf.sensors import nvml
+    from tf_mobileperf.sensors.nvml import probe as nvml_probe
 
     from helpers import fake_nvml_h200
 
     write(tmp_path, "proc/driver/nvidia/version", "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.00\n")
     write(tmp_path, "sys/class/dmi/id/product_name", "Standard PC (Q35 + ICH9, 2009)\n")
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml_h200)
-    monkeypatch.setattr(nvml, "PROBE_WINDOW_S", 0.12)
+    monkeypatch.setattr(nvml_probe, "PROBE_WINDOW_S", 0.12)
     found = probe(tmp_path, use_jtop=False, real_machine=True)
     reason = found.absent["jetson gpu load"]
     assert reason.startswith("no Jetson GPU load file: this is not a Jetson")

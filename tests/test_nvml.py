@@ -25,10 +25,12 @@ import numpy as np
 import pytest
 
 from tf_mobileperf.sampling.sampler import Sampler
-from tf_mobileperf.sensors import nvml, nvml_rates
 from tf_mobileperf.sensors.errors import SensorReadError, SensorUnavailable
 from tf_mobileperf.sensors.nvml import NvmlEnergySensor, NvmlProbe, NvmlSensor, nvml_sensors, probe_nvml
-from tf_mobileperf.sensors.nvml_rates import QueryRate, ReadPeriod, choose_period, paced_period, watch
+from tf_mobileperf.sensors.nvml import probe as nvml_probe
+from tf_mobileperf.sensors.nvml import rates as nvml_rates
+from tf_mobileperf.sensors.nvml import sensors as nvml_sensors_module
+from tf_mobileperf.sensors.nvml.rates import QueryRate, ReadPeriod, choose_period, paced_period, watch
 from tf_mobileperf.sensors.registry import probe
 
 from helpers import fake_nvml_h200 as fake
@@ -231,7 +233,7 @@ def test_watch_places_no_change_by_a_stamp_taken_after_a_stall(monkeypatch, ever
 
 def test_each_value_is_read_only_when_due(probed, monkeypatch):
     clock = [1000.0]
-    monkeypatch.setattr(nvml, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(nvml_sensors_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
     periods = {"power_instant": 0.05, "util": 0.1, "clock": 0.1, "memory": 0.1, "energy": 0.01}  # as on the H200
     gpus = [
         dataclasses.replace(g, periods={key: ReadPeriod(periods[key], "test") for key in g.periods})
@@ -293,7 +295,7 @@ def test_a_different_gpu_at_the_same_index_fails_the_read(sensors, monkeypatch):
 
 def test_registry_builds_both_sensors_from_one_probe_and_says_why_nvml_is_absent(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", fake)
-    monkeypatch.setattr(nvml, "PROBE_WINDOW_S", 0.12)
+    monkeypatch.setattr(nvml_probe, "PROBE_WINDOW_S", 0.12)
     found = probe(tmp_path, use_jtop=False, real_machine=True)
     assert [type(s) for s in found.sensors] == [NvmlSensor, NvmlEnergySensor]
     assert found.has_kind("energy", "gpu") and found.has_kind("power", "gpu") and "nvml" not in found.absent

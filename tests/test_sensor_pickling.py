@@ -17,7 +17,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from tf_mobileperf.sensors import JtopSensor, nvml, probe
+from tf_mobileperf.sensors import JtopSensor, probe
+from tf_mobileperf.sensors.nvml import probe as nvml_probe
 
 from conftest import BOARDS, build_board
 from helpers import fake_nvml_h200
@@ -28,7 +29,7 @@ from helpers.forked import in_forked_child
 def fake_libraries(monkeypatch):
     """The fake H200 NVML as pynvml, and a jtop whose connections say which process started them."""
     monkeypatch.setitem(sys.modules, "pynvml", fake_nvml_h200)
-    monkeypatch.setattr(nvml, "PROBE_WINDOW_S", 0.12)
+    monkeypatch.setattr(nvml_probe, "PROBE_WINDOW_S", 0.12)
     module = types.ModuleType("jtop")
 
     class JtopException(Exception):

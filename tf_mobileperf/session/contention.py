@@ -18,7 +18,7 @@ CPU, and the run a ``contention`` block over its measured steps:
   (``/proc/stat``'s steal);
 * ``gpus``: per GPU that NVML measures, the other processes with a compute
   context on it and their SM utilization where the driver gives it
-  (``sensors.nvml_processes``);
+  (``sensors.nvml.processes``);
 * ``busy_steps``: the measured steps in which others (other processes and the
   hypervisor) used more than ``STEP_OTHER_PCT`` of the cores, from the step's
   ``cpu_util`` less its ``process_cpu_util`` and the run's children's share.
@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tf_mobileperf.sensors.nvml import NvmlSession
-from tf_mobileperf.sensors.nvml_processes import busy_gpus, read_gpu_processes
+from tf_mobileperf.sensors.nvml.processes import busy_gpus, read_gpu_processes
 from tf_mobileperf.session.cpu_times import Snapshot, StepCpu
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class Contention:
         steal_pct: The hypervisor's steal, % of all cores.
         busy_steps: Measured steps in which others used more than ``STEP_OTHER_PCT``.
         steps: Measured steps with both ``cpu_util`` and ``process_cpu_util`` known.
-        gpus: Per NVML GPU index, the other processes on it (``nvml_processes.gpu_processes``).
+        gpus: Per NVML GPU index, the other processes on it (``nvml.processes.gpu_processes``).
         gpus_unavailable: Why ``gpus`` is empty (no NVML GPU, NVML would not open); None when read.
     """
 

@@ -33,7 +33,6 @@ OVER = {
     "tf_mobileperf/analysis/step_model.py": 420,
     "tf_mobileperf/cli/commands.py": 402,
     "tf_mobileperf/sweep/fleet.py": 365,
-    "tf_mobileperf/sensors/tegrastats.py": 364,
     "tf_mobileperf/steps/op_energy.py": 342,
     "tf_mobileperf/cli/parser.py": 339,
     "tf_mobileperf/figures/specs.py": 333,

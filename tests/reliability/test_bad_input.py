@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 
 from tf_mobileperf import MobilePerfCallback, PerfMonitor
-from tf_mobileperf.sensors.tegrastats import ReplaySensor, parse_line, read_log
+from tf_mobileperf.sensors.replay import ReplaySensor
+from tf_mobileperf.sensors.tegrastats import parse_line, read_log
 
 from conftest import DATA
 from helpers.plugin_client import client_for, get, train

@@ -19,8 +19,9 @@ from tf_mobileperf.sensors.nvml import NvmlSensor
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
 from tf_mobileperf.sensors.rapl import RaplSensor
 from tf_mobileperf.sensors.registry import REGISTRY, Probe, SensorSpec, detect, probe
+from tf_mobileperf.sensors.replay import ReplaySensor
 from tf_mobileperf.sensors.synthetic import SyntheticSensor
-from tf_mobileperf.sensors.tegrastats import ReplaySensor, TegrastatsRecord, parse_line
+from tf_mobileperf.sensors.tegrastats import TegrastatsRecord, parse_line
 
 __all__ = [
     "DEVICES",

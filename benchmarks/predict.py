@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from tf_mobileperf.analysis.predict import describe, largest_fitting_batch, predict
-from tf_mobileperf.analysis.step_model import choose_sizes
+from tf_mobileperf.analysis.size_choice import choose_sizes
 from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.runner import sweep
 from tf_mobileperf.sweep.search import search_largest

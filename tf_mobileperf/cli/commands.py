@@ -285,7 +285,7 @@ def _cell(value, width: int = 10) -> str:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from tf_mobileperf.analysis.predict import describe, predict
-    from tf_mobileperf.analysis.step_model import choose_sizes
+    from tf_mobileperf.analysis.size_choice import choose_sizes
     from tf_mobileperf.output.files import write_json
     from tf_mobileperf.sweep.runner import sweep
 

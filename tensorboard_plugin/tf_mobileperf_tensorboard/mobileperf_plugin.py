@@ -20,8 +20,6 @@ writes.
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import math
 from pathlib import Path
@@ -40,47 +38,12 @@ from tf_mobileperf.format.layout import RunLayout
 
 from . import missing_bundle, run_status
 from .downsample import ChannelRate, declared_period_s, min_max
+from .http import Download, number, route
 
 log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
 MAX_POINTS_LIMIT = 20000
-
-
-@dataclasses.dataclass
-class Download:
-    """A handler's answer that is a file to save, not JSON to show."""
-
-    body: bytes
-    filename: str
-
-
-def _route(fn):
-    """Wraps a handler: JSON (or a Download) out; client errors and broken files as 4xx."""
-
-    @wrappers.Request.application
-    def handler(self, request):
-        if request.method not in ("GET", "HEAD"):  # no route writes
-            return _error(request, "only GET is served", 405)
-        try:
-            answer = fn(self, request)
-            if isinstance(answer, Download):
-                response = http_util.Respond(request, answer.body, "application/json")
-                response.headers["Content-Disposition"] = f'attachment; filename="{quote(answer.filename)}"'
-                return response
-            body = json.dumps(answer, allow_nan=False)  # NaN from a corrupt file is not JSON
-        except errors.PublicError as exc:
-            return _error(request, str(exc), exc.http_code)
-        except reader.OutsideLogdir as exc:
-            return _error(request, str(exc), 403)
-        except FileNotFoundError as exc:
-            return _error(request, str(exc), 404)
-        except (OSError, ValueError, KeyError, TypeError, IndexError, RecursionError) as exc:
-            log.warning("mobileperf: %s: %s", request.path, exc)
-            return _error(request, f"unreadable data: {exc}", 422)
-        return http_util.Respond(request, body, "application/json")
-
-    return handler
 
 
 def _summary(run: str, data: list) -> dict:
@@ -99,25 +62,13 @@ def _summary(run: str, data: list) -> dict:
     return run_status.unreadable(f"unreadable run summary: {detail}")
 
 
-def _error(request, message: str, status: int):
-    return http_util.Respond(request, {"error": message}, "application/json", code=status)
-
-
-def _number(request, name: str, default: float | None = None) -> float | None:
-    raw = request.args.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise errors.InvalidArgumentError(f"parameter {name!r} must be a number, got {raw[:40]!r}") from None
-    if not math.isfinite(value):
-        raise errors.InvalidArgumentError(f"parameter {name!r} must be finite")
-    return value
-
-
 class MobilePerfPlugin(base_plugin.TBPlugin):
-    """The "MobilePerf" tab: power per rail, energy per step, memory, utilization."""
+    """The "MobilePerf" tab: power per rail, energy per step, memory, utilization.
+
+    Each route (``*_route``) parses its request and calls its ``*_impl``, which takes plain values and returns
+    the data the route answers with (docs/http_api.md). ``ctx`` and ``experiment`` are TensorBoard's request
+    context and experiment id, handed to the data provider.
+    """
 
     plugin_name = names.PLUGIN_NAME
 
@@ -129,12 +80,12 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     def get_plugin_apps(self):
         return {
             "/index.js": self._serve_js,
-            "/runs": self._serve_runs,
-            "/crossrun": self._serve_crossrun,
-            "/steps": self._serve_steps,
-            "/channels": self._serve_channels,
-            "/series": self._serve_series,
-            "/trace": self._serve_trace,
+            "/runs": self.runs_route,
+            "/crossrun": self.crossrun_route,
+            "/steps": self.steps_route,
+            "/channels": self.channels_route,
+            "/series": self.series_route,
+            "/trace": self.trace_route,
         }
 
     def is_active(self) -> bool:
@@ -148,73 +99,58 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     def _serve_js(self, request):
         return http_util.Respond(request, missing_bundle.frontend_module(STATIC / "index.js"), "application/javascript")
 
-    # -- data --------------------------------------------------------------
-    def _summaries(self, request) -> dict[str, dict]:
-        ctx = plugin_util.context(request.environ)
-        experiment = plugin_util.experiment_id(request.environ)
-        mapping = self._data_provider.list_tensors(ctx, experiment_id=experiment, plugin_name=names.PLUGIN_NAME)
-        if not mapping:
-            return {}
-        filter_ = provider.RunTagFilter(runs=list(mapping), tags=[names.RUN_TAG])
-        data = self._data_provider.read_tensors(
-            ctx, experiment_id=experiment, plugin_name=names.PLUGIN_NAME, run_tag_filter=filter_, downsample=1
-        )
-        return {run: _summary(run, tags[names.RUN_TAG]) for run, tags in data.items() if tags.get(names.RUN_TAG)}
+    # -- routes: each parses its request and calls its impl -----------------
+    @route
+    def runs_route(self, request):
+        return self.runs_impl(*_where(request))
 
-    def _status(self, run: str, summary: dict) -> run_status.RunStatus:
-        """The run's status as it is (a "running" summary checked against its process)."""
-        run_dir = (self._logdir / run).resolve() if self._logdir is not None else Path(run)
-        return run_status.status_of(summary, run_dir, self._logdir, self._report_checks)
+    @route
+    def crossrun_route(self, request):
+        quantity, grouping = request.args.get("quantity") or None, request.args.get("grouping") or None
+        return self.crossrun_impl(*_where(request), quantity, grouping)
 
-    def _run_dir(self, request) -> tuple[str, Path]:
-        run, path, _ = self._run(request)
-        return run, path
+    @route
+    def steps_route(self, request):
+        return self.steps_impl(*_where(request), _run_name(request))
 
-    def _run(self, request) -> tuple[str, Path, dict]:
-        """The requested run: its name, its folder (inside the logdir) and its summary."""
-        run = request.args.get("run")
-        if not run:
-            raise errors.InvalidArgumentError("missing parameter 'run'")
-        summary = self._summaries(request).get(run)
-        if summary is None:
-            raise errors.NotFoundError(f"unknown run {run[:100]!r}")
-        if self._logdir is None:
-            raise errors.NotFoundError("this TensorBoard has no local logdir; series are not available")
-        path = (self._logdir / run).resolve()
-        if not path.is_relative_to(self._logdir):
-            raise errors.NotFoundError(f"run {run[:100]!r} is outside the logdir")
-        return run, path, summary
+    @route
+    def trace_route(self, request):
+        return self.trace_impl(*_where(request), _run_name(request))
 
-    def _listed(self, request) -> list[tuple[str, dict]]:
-        """Every run and its summary, sorted by name, with its status as it is."""
-        out = []
-        for run, summary in sorted(self._summaries(request).items()):
-            if summary.get("status") != run_status.UNREADABLE:
-                summary = self._status(run, summary).applied(summary)
-            out.append((run, summary))
-        return out
+    @route
+    def channels_route(self, request):
+        return self.channels_impl(*_where(request), _run_name(request))
 
-    @_route
-    def _serve_runs(self, request):
-        return [{"run": run, "summary": summary} for run, summary in self._listed(request)]
+    @route
+    def series_route(self, request):
+        run, channel = _run_name(request), request.args.get("channel")
+        if not channel:
+            raise errors.InvalidArgumentError("missing parameter 'channel'")
+        max_points = int(number(request, "max_points", 2000))
+        start, end = number(request, "start", -math.inf), number(request, "end", math.inf)
+        return self.series_impl(*_where(request), run, channel, start, end, max_points)
 
-    @_route
-    def _serve_crossrun(self, request):
+    # -- impls: plain values in, the route's data out ------------------------
+    def runs_impl(self, ctx, experiment: str) -> list[dict]:
+        """Every run with its summary, sorted by name."""
+        return [{"run": run, "summary": summary} for run, summary in self._listed(ctx, experiment)]
+
+    def crossrun_impl(self, ctx, experiment: str, quantity: str | None, grouping: str | None) -> dict:
         """The cross-run chart (``crossrun.chart``) of the runs' summaries: ``quantity`` and ``grouping`` keys
         choose it, the first measured quantity and the first grouping by default."""
         rows = [
             crossrun.row_of_summary(run, summary)
-            for run, summary in self._listed(request)
+            for run, summary in self._listed(ctx, experiment)
             if summary.get("status") != run_status.UNREADABLE
         ]
         try:
-            return crossrun.chart(rows, request.args.get("quantity") or None, request.args.get("grouping") or None)
+            return crossrun.chart(rows, quantity, grouping)
         except crossrun.UnknownKey as exc:
             raise errors.InvalidArgumentError(str(exc)) from None
 
-    @_route
-    def _serve_steps(self, request):
-        run, path, summary = self._run(request)
+    def steps_impl(self, ctx, experiment: str, run: str) -> dict:
+        """The run's steps from its report, its profile sessions and energy per op; or why it has none yet."""
+        path, summary = self._run(ctx, experiment, run)
         layout = RunLayout.of_run(path)
         data = reader.read_report(layout.plugin_dir, self._logdir)
         if data is None:
@@ -232,7 +168,7 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
             "steps": data.get("steps", []),
             "warmup_steps": data.get("warmup_steps"),
             "failed_step": data.get("failed_step"),
-            "profile": self._profile_links(run, path),
+            "profile": _profile_links(run, path),
         }
         op_energy = reader.read_json(layout.op_energy, reader.MAX_JSON_BYTES, self._logdir)
         if op_energy is not None:
@@ -240,46 +176,33 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
             out["trace_url"] = f"./trace?run={quote(run, safe='')}"
         return out
 
-    @_route
-    def _serve_trace(self, request):
+    def trace_impl(self, ctx, experiment: str, run: str) -> Download:
         """The run's Chrome/Perfetto trace (ops and power rails), as a download."""
-        run, path = self._run_dir(request)
+        path, _ = self._run(ctx, experiment, run)
         trace = reader.read_bytes(RunLayout.of_run(path).trace, reader.MAX_TRACE_BYTES, self._logdir)
         if trace is None:
             raise errors.NotFoundError(f"run {run[:100]!r} has no traced steps with power samples")
         return Download(trace, f"{Path(run).parent.name or 'run'}-power-trace.json")
 
-    @staticmethod
-    def _profile_links(run: str, path: Path) -> list[dict]:
-        sessions = sorted(p.name for p in RunLayout.of_run(path).profile_dir.glob("*") if p.is_dir())
-        return [
-            {"session": s, "url": f"/?run={quote(run + '/' + s, safe='')}&tool=trace_viewer#profile"} for s in sessions
-        ]
-
-    @_route
-    def _serve_channels(self, request):
-        _, path = self._run_dir(request)
+    def channels_impl(self, ctx, experiment: str, run: str) -> dict:
+        """The header of the run's samples (each column's channel and roles), their first and last time, count."""
+        path, _ = self._run(ctx, experiment, run)
         header, rows = reader.read_series(path, self._logdir)
         header["t0"] = float(rows[0, 0]) if len(rows) else None
         header["t1"] = float(rows[-1, 0]) if len(rows) else None
         header["samples"] = len(rows)
         return header
 
-    @_route
-    def _serve_series(self, request):
+    def series_impl(
+        self, ctx, experiment: str, run: str, channel: str, start: float, end: float, max_points: int
+    ) -> dict:
         """A channel's readings in [start, end] as a line: its rate, None only in its real gaps (``downsample``)."""
-        run, path = self._run_dir(request)
-        channel = request.args.get("channel")
-        if not channel:
-            raise errors.InvalidArgumentError("missing parameter 'channel'")
+        path, _ = self._run(ctx, experiment, run)
         header, rows = reader.read_series(path, self._logdir)
         if channel not in header["columns"][1:]:
             raise errors.NotFoundError(f"unknown channel {channel[:100]!r} in run {run[:100]!r}")
-        max_points = int(_number(request, "max_points", 2000))
         if not 2 <= max_points <= MAX_POINTS_LIMIT:
             raise errors.InvalidArgumentError(f"max_points must be within 2..{MAX_POINTS_LIMIT}")
-        start = _number(request, "start", -math.inf)
-        end = _number(request, "end", math.inf)
         if end < start:
             raise errors.InvalidArgumentError("end must be >= start")
         t = np.asarray(rows[:, 0])
@@ -294,3 +217,59 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
             **rate.to_dict(),
             **min_max(t[lo:hi], column[lo:hi], max_points, rate.max_gap_s),
         }
+
+    # -- runs ----------------------------------------------------------------
+    def _summaries(self, ctx, experiment: str) -> dict[str, dict]:
+        mapping = self._data_provider.list_tensors(ctx, experiment_id=experiment, plugin_name=names.PLUGIN_NAME)
+        if not mapping:
+            return {}
+        filter_ = provider.RunTagFilter(runs=list(mapping), tags=[names.RUN_TAG])
+        data = self._data_provider.read_tensors(
+            ctx, experiment_id=experiment, plugin_name=names.PLUGIN_NAME, run_tag_filter=filter_, downsample=1
+        )
+        return {run: _summary(run, tags[names.RUN_TAG]) for run, tags in data.items() if tags.get(names.RUN_TAG)}
+
+    def _status(self, run: str, summary: dict) -> run_status.RunStatus:
+        """The run's status as it is (a "running" summary checked against its process)."""
+        run_dir = (self._logdir / run).resolve() if self._logdir is not None else Path(run)
+        return run_status.status_of(summary, run_dir, self._logdir, self._report_checks)
+
+    def _run(self, ctx, experiment: str, run: str) -> tuple[Path, dict]:
+        """The run's folder (inside the logdir) and its summary."""
+        summary = self._summaries(ctx, experiment).get(run)
+        if summary is None:
+            raise errors.NotFoundError(f"unknown run {run[:100]!r}")
+        if self._logdir is None:
+            raise errors.NotFoundError("this TensorBoard has no local logdir; series are not available")
+        path = (self._logdir / run).resolve()
+        if not path.is_relative_to(self._logdir):
+            raise errors.NotFoundError(f"run {run[:100]!r} is outside the logdir")
+        return path, summary
+
+    def _listed(self, ctx, experiment: str) -> list[tuple[str, dict]]:
+        """Every run and its summary, sorted by name, with its status as it is."""
+        out = []
+        for run, summary in sorted(self._summaries(ctx, experiment).items()):
+            if summary.get("status") != run_status.UNREADABLE:
+                summary = self._status(run, summary).applied(summary)
+            out.append((run, summary))
+        return out
+
+
+def _where(request) -> tuple:
+    """TensorBoard's request context and experiment id of ``request``."""
+    return plugin_util.context(request.environ), plugin_util.experiment_id(request.environ)
+
+
+def _run_name(request) -> str:
+    """The ``run`` parameter; 400 where it is missing."""
+    run = request.args.get("run")
+    if not run:
+        raise errors.InvalidArgumentError("missing parameter 'run'")
+    return run
+
+
+def _profile_links(run: str, path: Path) -> list[dict]:
+    """The run's TF profiler sessions, each with the URL of its trace viewer."""
+    sessions = sorted(p.name for p in RunLayout.of_run(path).profile_dir.glob("*") if p.is_dir())
+    return [{"session": s, "url": f"/?run={quote(run + '/' + s, safe='')}&tool=trace_viewer#profile"} for s in sessions]

@@ -1,4 +1,4 @@
-"""``MobilePerfCallback``: the seed's per-step measurement inside ``model.fit``.
+"""``MobilePerfCallback``: the paper's per-step measurement inside ``model.fit``.
 
 The hooks stay thin: they mark step windows on a ``PerfMonitor``, which does
 the sampling, joining and writing. Whatever way ``fit`` ends, the

@@ -1,6 +1,6 @@
 """Predict before you run: memory, step time and energy at larger batch sizes.
 
-Training workloads are regular (the seed's finding; Prashanthi et al.,
+Training workloads are regular (the paper's finding; Prashanthi et al.,
 POMACS 2022): from runs at a few batch sizes, each quantity is fitted as a
 function of the batch size B:
 

@@ -1,4 +1,4 @@
-"""``mobileperf plot DIR``: the seed's figures of a sweep, one PNG each, and ``DIR/report.html``.
+"""``mobileperf plot DIR``: the paper's figures of a sweep, one PNG each, and ``DIR/report.html``.
 
 Per model, against batch size: step time, samples/s, GPU utilization, CPU
 utilization per cluster, mean power per rail group, energy per step and per

@@ -111,7 +111,7 @@ class Sampler:
 
     Args:
         sensors: The sensors to read (see ``tf_mobileperf.sensors.detect``).
-        period_s: Requested sampling period, seconds (at least ``MIN_PERIOD_S``); the seed uses 5 ms.
+        period_s: Requested sampling period, seconds (at least ``MIN_PERIOD_S``); the paper uses 5 ms.
         mode: "process" (a sampler process, default where fork exists), or
             "thread" (in this process; simpler, but suffers from the GIL).
         start: How the sampler process starts: "spawn" (a fresh interpreter

@@ -64,7 +64,7 @@ class Channel:
         kind: One of ``UNITS`` ("power", "energy", "util", "memory", "clock",
             "temperature", "state").
         source: Where the value is read from (a file path or an API call).
-        group: The seed's grouping: "cpu", "gpu", "mem", "total", "soc",
+        group: The paper's grouping: "cpu", "gpu", "mem", "total", "soc",
             "subzone", "cpu+gpu+cv", ... or "" when the channel belongs to none.
         cluster: For per-core CPU channels, the core type (e.g. "Denver2").
         device: What the quantity belongs to: one of ``DEVICES`` or "".

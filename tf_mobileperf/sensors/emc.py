@@ -1,6 +1,6 @@
 """The memory controller (EMC) clock and utilization of a Jetson.
 
-DRAM energy is a large share of a training step on a Jetson (the seed's
+DRAM energy is a large share of a training step on a Jetson (the paper's
 finding), and it follows the EMC clock, which the board scales with load and
 nvpmodel caps. The clock is only in debugfs on most releases (root only), so
 this sensor is often absent for a normal user; it then says which files it

@@ -1,6 +1,6 @@
 """Jetson on-board power monitors (TI INA3221) read straight from sysfs.
 
-jtop polls these at about 1 Hz; the seed samples every 5 ms, which only the
+jtop polls these at about 1 Hz; the paper samples every 5 ms, which only the
 sysfs files themselves allow. Two kernel drivers exist:
 
 * JetPack 4 (TX1/TX2/Nano): iio driver ``ina3221x``, ``rail_name_N`` and
@@ -30,7 +30,7 @@ from tf_mobileperf.sensors.kernel_file import read_text
 IIO_GLOB = "sys/bus/i2c/drivers/ina3221x/*/iio:device*"
 HWMON_GLOB = "sys/bus/i2c/drivers/ina3221/*/hwmon/hwmon*"
 
-# Rail-name keywords -> the seed's groups. Checked in order; a rail that
+# Rail-name keywords -> the paper's groups. Checked in order; a rail that
 # feeds several blocks (Orin Nano's VDD_CPU_GPU_CV) gets all of them.
 _GROUP_PATTERNS = [
     ("total", re.compile(r"(^|_)(IN|5V_IN)$|^VIN$")),
@@ -44,7 +44,7 @@ _GROUP_PATTERNS = [
 
 
 def rail_group(rail: str) -> str:
-    """The seed's group of a rail name: "cpu", "gpu", "mem", "total", ...
+    """The paper's group of a rail name: "cpu", "gpu", "mem", "total", ...
 
     >>> rail_group("VDD_SYS_DDR"), rail_group("VDD_IN"), rail_group("VDD_CPU_GPU_CV"), rail_group("SYS5V")
     ('mem', 'total', 'cpu+gpu+cv', 'sys')

@@ -1,7 +1,7 @@
 """jetson-stats (jtop): board metadata, and a slow fallback power sensor.
 
 jtop talks to its root service over a socket and refreshes at most every
-0.5 s (its maintainer's advice), so it cannot give the seed's 5 ms; it is
+0.5 s (its maintainer's advice), so it cannot give the paper's 5 ms; it is
 used for what sysfs does not say (board, JetPack/L4T, nvpmodel mode) and for
 power only when the INA3221 files are not readable. Off a Jetson, starting
 jtop raises ``JtopException``: that means "not present".

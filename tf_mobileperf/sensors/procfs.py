@@ -191,7 +191,7 @@ class MemorySensor(Sensor):
     """System RAM in use (bytes) and the training process's RSS and peak RSS.
 
     On a Jetson, CPU and GPU share one DRAM, so system RAM in use is the
-    seed's "peak memory". ``pid`` is the training process: the sampler may run
+    paper's "peak memory". ``pid`` is the training process: the sampler may run
     in a child process, where ``/proc/self`` would be the wrong one.
 
     Args:

@@ -96,8 +96,8 @@ class MonitorOptions:
     """Every option of a measurement (``PerfMonitor`` and ``MobilePerfCallback``).
 
     Args:
-        warmup_steps: Steps recorded but left out of averages (seed: 3).
-        sample_period_ms: Sampler period (seed: 5 ms).
+        warmup_steps: Steps recorded but left out of averages (the paper's 3).
+        sample_period_ms: Sampler period (the paper's 5 ms).
         sensors: "auto" (detect), "none", "replay:PATH[@SPEED]" (a recorded
             tegrastats log, time-compressed by SPEED), or sensor objects.
         profile_steps: ``(first, last)`` global steps to trace with the TF

@@ -72,7 +72,7 @@ def by_cause(missing: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
 
 
 def missing_sensors(channels: list[Channel], probe: Probe) -> dict[str, str]:
-    """The seed's quantities no channel measures, by role, each with the reasons the probe gave."""
+    """The paper's quantities no channel measures, by role, each with the reasons the probe gave."""
     roles = Roles.of(channels)
     out = {}
     if not roles.rails:

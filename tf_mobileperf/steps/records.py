@@ -1,7 +1,7 @@
 """Per-step records: what each training step cost, and running totals of the measured steps.
 
 A ``StepRecord`` keeps every reduction the join computed for every channel
-(``channels``: energy, mean, peak, ... by the channel's kind) and the seed's
+(``channels``: energy, mean, peak, ... by the channel's kind) and the paper's
 quantities derived from them by the channels' roles (``Roles``): energy and
 power per rail and in total, the energy above the idle baseline
 (``energy_active_j``), CPU utilization overall and per core, GPU
@@ -120,7 +120,7 @@ BASE_FIELDS = [
 
 
 def csv_fields(channels: list[Channel]) -> list[str]:
-    """The columns of ``steps.csv``: the seed's, ``throttled`` with a throttle sensor, energy, active energy,
+    """The columns of ``steps.csv``: the paper's, ``throttled`` with a throttle sensor, energy, active energy,
     power, energy bound and energy method per rail, every channel's reductions."""
     rails = [c.name for c in energy_rails(channels)]
     rails += ["total"] if rails else []
@@ -156,14 +156,14 @@ def unused_power(rail: Channel, channels: list[Channel]) -> list[str]:
 
 @dataclasses.dataclass
 class Roles:
-    """The channels that give each of the seed's quantities, chosen by their roles, never by their names."""
+    """The channels that give each of the paper's quantities, chosen by their roles, never by their names."""
 
     rails: list[Channel]  # energy per rail
     total: list[Channel]  # the rails whose sum is the total: the "total" rail, else every rail but sub-zones
     cpu: list[Channel]  # overall CPU utilization (no core)
     cores: list[Channel]  # utilization of each CPU core
     gpus: list[Channel]  # GPU utilization, averaged over the GPUs
-    memory: list[Channel]  # memory used on the board: its peak is the seed's mem_peak_gb
+    memory: list[Channel]  # memory used on the board: its peak is the paper's mem_peak_gb
     throttle: list[Channel]  # states of group "throttle": above 0 while the board holds a clock down
 
     @classmethod
@@ -239,7 +239,7 @@ def fill_steps(
     idle_w: dict[str, float | None] | None = None,
 ) -> None:
     """Writes the joined per-step values into ``steps`` (same order): every channel's reductions, then
-    the seed's quantities derived from them. ``idle_w``: idle power per rail and "total" (no active
+    the paper's quantities derived from them. ``idle_w``: idle power per rail and "total" (no active
     energy without it)."""
     roles = Roles.of(channels)
     for i, step in enumerate(steps):

@@ -1,6 +1,6 @@
-"""The report of a run: the seed's numbers, per step and in total.
+"""The report of a run: the paper's numbers, per step and in total.
 
-The summary keys keep the seed's names and meaning (``success``,
+The summary keys keep the paper's names and meaning (``success``,
 ``gpu_util_avg``, ``cpu_util_avg``, ``power_avg``, ``energy_total``,
 ``mem_peak_gb``). Averages and totals cover measured steps only; warm-up
 steps are listed, marked, and left out. A quantity no sensor measured is
@@ -137,7 +137,7 @@ class Report:
         }
 
     def _headline(self, energy_j: dict[str, float | None], power_avg_w: dict[str, float | None]) -> dict[str, Any]:
-        """The seed's quantities (utilization, power, energy, memory) and the GPU allocator's memory."""
+        """The paper's quantities (utilization, power, energy, memory) and the GPU allocator's memory."""
         gpus = Roles.of(self.channels).gpus
         windows = [w for w in (self.totals.update_period_s(c.name) for c in gpus) if w is not None]
         return {

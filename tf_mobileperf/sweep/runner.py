@@ -1,4 +1,4 @@
-"""The seed's benchmark: models x batch sizes, each in a fresh child process.
+"""The paper's benchmark: models x batch sizes, each in a fresh child process.
 
 Results go to ``DIR/results.json`` and ``DIR/results.csv`` (one row per
 configuration, the report's summary keys; ``sweep_results``), written after

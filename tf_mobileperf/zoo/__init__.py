@@ -1,9 +1,9 @@
-"""The seed's model families, built from Keras layers and keras.applications.
+"""The paper's model families, built from Keras layers and keras.applications.
 
 Every entry builds a compiled model (``weights=None``: nothing is downloaded)
 and gives synthetic batches of the right shapes, so a sweep runs anywhere;
 ``real_data`` names a Keras/TF loader where one exists. Image models take an
-input size (CIFAR-10's 32 or ImageNet's 224); the seed's TX2 out-of-memory
+input size (CIFAR-10's 32 or ImageNet's 224); the paper's TX2 out-of-memory
 failures only show at full size. ``check_input_size`` says, without Keras,
 whether a model takes a size (``shapes``: the CNN's windows need at least 10).
 

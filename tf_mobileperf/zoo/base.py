@@ -10,11 +10,11 @@ import numpy as np
 
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
-    """One model family of the seed.
+    """One model family of the paper.
 
     Args:
         name: Short name used on the command line ("cnn", "resnet50", ...).
-        family: The seed's family ("CNN", "RNN", "GAN", "RL", "Transformer").
+        family: The paper's family ("CNN", "RNN", "GAN", "RL", "Transformer").
         build_fn: ``build_fn(input_size) -> compiled keras.Model``.
         data_fn: ``data_fn(rng, n, input_size) -> (x, y)`` synthetic samples.
         default_input_size: Input size when none is given.

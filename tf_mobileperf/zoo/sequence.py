@@ -1,5 +1,5 @@
 """Sequence models: the char-LSTM (Shakespeare), a small BERT-style masked LM,
-and an encoder-decoder LSTM for translation (the seed's IWSLT15 NMT).
+and an encoder-decoder LSTM for translation (the paper's IWSLT15 NMT).
 
 Each Keras model is named as its zoo entry ("lstm", "bert", "bert-base",
 "nmt"): a run's report names the model by its Keras name, a sweep's rows by
@@ -54,7 +54,7 @@ def build_bert(
 
 
 def build_bert_base(seq_len: int) -> keras.Model:
-    """BERT-base's shape (12 layers, 768 wide, 12 heads, 30522 tokens): the seed's SQuAD case."""
+    """BERT-base's shape (12 layers, 768 wide, 12 heads, 30522 tokens): the paper's SQuAD case."""
     return build_bert(seq_len, vocab=30522, dim=768, layers=12, heads=12, name="bert-base")
 
 

@@ -45,7 +45,7 @@ def smallest_side(windows: tuple[Window, ...]) -> int:
     return side
 
 
-#: The seed's small CNN: 3x3 convolutions and 2x2 poolings, no padding.
+#: The paper's small CNN: 3x3 convolutions and 2x2 poolings, no padding.
 CNN_WINDOWS = (Window(3, filters=32), Window(2, 2), Window(3, filters=64), Window(2, 2))
 #: The DQN's convolutions over 84x84 frames (Mnih et al. 2015), no padding.
 DQN_WINDOWS = (Window(8, 4, filters=32), Window(4, 2, filters=64), Window(3, 1, filters=64))

@@ -1,4 +1,4 @@
-"""Image models: the seed's small CNN, ResNet50/152, VGG19, and a DCGAN."""
+"""Image models: the paper's small CNN, ResNet50/152, VGG19, and a DCGAN."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from tf_mobileperf.analysis.crossrun import process_peak_gb
-from tf_mobileperf.cli.parser import OneLineParser, int_at_least
+from tf_mobileperf.cli.arguments import OneLineParser, int_at_least
 from tf_mobileperf.cli.shell import tool_command
 from tf_mobileperf.output.files import local_dir
 from tf_mobileperf.session.options import MonitorOptions

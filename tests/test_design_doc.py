@@ -34,7 +34,6 @@ OVER = {
     "tf_mobileperf/cli/commands.py": 402,
     "tf_mobileperf/sweep/fleet.py": 365,
     "tf_mobileperf/steps/op_energy.py": 342,
-    "tf_mobileperf/cli/parser.py": 339,
     "tf_mobileperf/figures/specs.py": 333,
     "tf_mobileperf/session/monitor.py": 330,
     "tf_mobileperf/steps/report.py": 319,

@@ -9,105 +9,37 @@ stderr, ``mobileperf: error: ...`` or argparse's ``mobileperf CMD: error: ...``,
 and exit status 2. Ctrl-C is one line too, ``mobileperf: CMD interrupted``,
 and exit status 130.
 
-This module owns the parser, its argument checks and ``main``; what each
-command does is in ``cli_commands``.
+This module owns the parser and ``main``; the arguments' types are in
+``arguments``, what each command does in ``commands``.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
-from collections.abc import Callable
-from pathlib import Path
 
+from tf_mobileperf.cli.arguments import (
+    OneLineParser,
+    board_types,
+    existing_dir,
+    finite,
+    int_at_least,
+    int_list,
+    memory_size,
+    model_names,
+    out_dir,
+    period_ms,
+    positive,
+    power_mode_ids,
+    zoo_names,
+)
 from tf_mobileperf.cli.commands import cmd_combine, cmd_plot, cmd_predict, cmd_sensors, cmd_sweep
-from tf_mobileperf.sampling.sampler import check_period
 from tf_mobileperf.sweep.defaults import MEASURED_STEPS, WARMUP_STEPS
 from tf_mobileperf.sweep.results import SweepError
-from tf_mobileperf.sweep.sizes import parse_size
 
 #: The exit status after Ctrl-C, as a shell gives a command that SIGINT ended.
 INTERRUPTED = 130
-
-
-class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
-    """Help that shows every default an option has (not those of required options, flags or unset ones)."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        if action.required or action.default in (None, False):
-            return action.help or ""
-        return super()._get_help_string(action) or ""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse whose errors are one line (the usage is a ``--help`` away) and whose help shows every default."""
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", _DefaultsHelp)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
-
-
-def int_at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-def _finite(text: str, minimum: float) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value) or value < minimum:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= {minimum:g}, got {text!r}")
-    return value
-
-
-def _positive(text: str) -> float:
-    value = _finite(text, 0.0)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be a finite number > 0, got 0")
-    return value
-
-
-def _period_ms(text: str) -> float:
-    try:
-        return check_period(_finite(text, 0.0), "ms")
-    except (TypeError, ValueError) as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _out_dir(text: str) -> Path:
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
-    return path
-
-
-def _existing_dir(text: str) -> Path:
-    path = Path(text)
-    if not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text} is not a directory" if path.exists() else f"{text} does not exist")
-    return path
 
 
 def _add_run_options(p: argparse.ArgumentParser) -> None:
@@ -135,7 +67,7 @@ def _add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--out",
         required=True,
-        type=_out_dir,
+        type=out_dir,
         help="sweep directory: results.json/.csv, a TensorBoard run per configuration",
     )
 
@@ -147,10 +79,12 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
         help="models x batch sizes, each in its own process, OOM recorded as a result",
         description="Train models x batch sizes, each in its own process; an OOM is a result.",
     )
-    p.add_argument("--models", type=_names, required=True, help="comma-separated zoo names: " + ", ".join(zoo_names()))
-    p.add_argument("--batch-sizes", type=_ints, default="1,2,4,8,16,32,64", help="comma-separated")
+    p.add_argument(
+        "--models", type=model_names, required=True, help="comma-separated zoo names: " + ", ".join(zoo_names())
+    )
+    p.add_argument("--batch-sizes", type=int_list, default="1,2,4,8,16,32,64", help="comma-separated")
     _add_run_options(p)
-    p.add_argument("--memory-limit", type=_size, default=None, help="emulate a smaller device, e.g. 8GiB")
+    p.add_argument("--memory-limit", type=memory_size, default=None, help="emulate a smaller device, e.g. 8GiB")
     p.add_argument("--find-max-batch", action="store_true", help="largest batch that fits, by doubling then bisection")
     p.add_argument(
         "--predict",
@@ -159,7 +93,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--power-modes",
-        type=_modes,
+        type=power_mode_ids,
         default=(),
         help="Jetson nvpmodel modes, comma-separated: every configuration runs in each (root); "
         "the board's own mode and clocks are restored at the end",
@@ -172,7 +106,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--settle-s",
-        type=lambda text: _finite(text, 0.0),
+        type=lambda text: finite(text, 0.0),
         default=5.0,
         help="seconds to wait after a mode change for the clocks to settle",
     )
@@ -186,13 +120,13 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--ray-timeout",
         metavar="SECONDS",
-        type=_positive,
+        type=positive,
         default=30.0,
         help="with --ray: how long to wait for the cluster to answer before giving up",
     )
     p.add_argument(
         "--boards",
-        type=_board_types,
+        type=board_types,
         default=None,
         help="with --ray: comma-separated board types (the nodes' board:<type> resources); "
         "none: every board type of the cluster",
@@ -214,9 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the sensors on this machine, why the others are absent, and test the sampling rate.",
     )
     p.add_argument("--root", default="/", help="root of the sysfs/procfs tree")
-    p.add_argument("--period-ms", type=_period_ms, default=5.0, help="sampling period for the test")
+    p.add_argument("--period-ms", type=period_ms, default=5.0, help="sampling period for the test")
     p.add_argument(
-        "--seconds", type=lambda text: _finite(text, 0.0), default=2.0, help="length of the sampling test (0 skips it)"
+        "--seconds", type=lambda text: finite(text, 0.0), default=2.0, help="length of the sampling test (0 skips it)"
     )
     p.set_defaults(func=cmd_sensors)
 
@@ -228,20 +162,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Measure a few batch sizes; predict memory, time and energy at others.",
     )
     p.add_argument(
-        "--model", required=True, type=lambda text: _names(text)[0], help="a zoo name: " + ", ".join(zoo_names())
+        "--model", required=True, type=lambda text: model_names(text)[0], help="a zoo name: " + ", ".join(zoo_names())
     )
     p.add_argument(
         "--measure",
-        type=lambda text: None if text == "auto" else _ints(text),
+        type=lambda text: None if text == "auto" else int_list(text),
         default="auto",
         help="batch sizes to run; auto (default): 1, 4, 16, then doubling until the device saturates, "
         "then the gaps where the fit is least certain, at most --budget sizes up to the largest target",
     )
     p.add_argument("--budget", type=int_at_least(2), default=7, help="with --measure auto: the most sizes measured")
-    p.add_argument("--target", type=_ints, default="8,16,32,64", help="batch sizes to predict")
+    p.add_argument("--target", type=int_list, default="8,16,32,64", help="batch sizes to predict")
     p.add_argument(
         "--precision",
-        type=lambda text: _finite(text, 0.0),
+        type=lambda text: finite(text, 0.0),
         default=0.03,
         help="run each measured size until the 95%% interval of its mean step time is within this "
         "fraction of the mean (0: exactly --steps steps)",
@@ -250,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-steps", type=int_at_least(1), default=400, help="with --precision: the most steps a size runs"
     )
     _add_run_options(p)
-    p.add_argument("--memory-limit", type=_size, default=None, help="say which targets would run out of it")
+    p.add_argument("--memory-limit", type=memory_size, default=None, help="say which targets would run out of it")
     p.set_defaults(func=cmd_predict)
 
     p = sub.add_parser(
@@ -258,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="figures of a sweep (one PNG each) and its report.html",
         description="Figures of a sweep against batch size, one PNG each, and a one-page report.html.",
     )
-    p.add_argument("directory", type=_existing_dir, help="a sweep's --out directory (holds results.json)")
+    p.add_argument("directory", type=existing_dir, help="a sweep's --out directory (holds results.json)")
     p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser(
@@ -266,7 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="combine the workers' runs of a multi-worker logdir (the chief does it at its end)",
         description="Combine the workers' runs of a multi-worker logdir into one report.",
     )
-    p.add_argument("logdir", type=_existing_dir, help="the logdir holding chief-N/worker-N folders")
+    p.add_argument("logdir", type=existing_dir, help="the logdir holding chief-N/worker-N folders")
     p.add_argument(
         "--tasks",
         type=lambda text: tuple(t for t in text.split(",") if t),
@@ -275,47 +209,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_combine)
     return parser
-
-
-def zoo_names() -> list[str]:
-    from tf_mobileperf.zoo import NAMES
-
-    return list(NAMES)
-
-
-def _names(text: str) -> list[str]:
-    names = [n.strip() for n in text.split(",") if n.strip()]
-    unknown = [n for n in names if n not in zoo_names()]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown model(s) {unknown}; known: {', '.join(zoo_names())}")
-    return names
-
-
-def _board_types(text: str) -> list[str]:
-    types = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
-    if not types:
-        raise argparse.ArgumentTypeError(f"board types must be comma-separated names, got {text!r}")
-    return types
-
-
-def _modes(text: str) -> tuple[int, ...]:
-    try:
-        modes = tuple(dict.fromkeys(int(v) for v in text.split(",") if v.strip()))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"power modes must be comma-separated integers, got {text!r}") from None
-    if not modes or min(modes) < 0:
-        raise argparse.ArgumentTypeError(f"power modes must be integers >= 0, got {text!r}")
-    return modes
-
-
-def _ints(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"batch sizes must be comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"batch sizes must be >= 1, got {text!r}")
-    return values
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,7 +40,6 @@ OVER = {
     "tf_mobileperf/sweep/runner.py": 319,
     "tf_mobileperf/analysis/size_choice.py:choose_sizes": 80,
     "tf_mobileperf/figures/specs.py:figures": 75,
-    "tf_mobileperf/cli/parser.py:build_parser": 75,
     "tf_mobileperf/analysis/crossrun.py:chart": 73,
     "tf_mobileperf/steps/op_energy.py:op_energy": 65,
     "tf_mobileperf/sweep/child.py:main": 63,

@@ -142,6 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
+    _add_sensors(sub)
+    _add_sweep(sub)
+    _add_predict(sub)
+    _add_plot(sub)
+    _add_combine(sub)
+    return parser
+
+
+def _add_sensors(sub: argparse._SubParsersAction) -> None:
+    """``mobileperf sensors``: the sensors found, and a sampling test."""
     p = sub.add_parser(
         "sensors",
         help="list the sensors on this machine and test the sampling rate",
@@ -154,8 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_sensors)
 
-    _add_sweep(sub)
 
+def _add_predict(sub: argparse._SubParsersAction) -> None:
+    """``mobileperf predict``: a few batch sizes measured, the others predicted."""
     p = sub.add_parser(
         "predict",
         help="measure a few batch sizes, predict memory, time and energy at others",
@@ -187,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory-limit", type=memory_size, default=None, help="say which targets would run out of it")
     p.set_defaults(func=cmd_predict)
 
+
+def _add_plot(sub: argparse._SubParsersAction) -> None:
+    """``mobileperf plot``: a sweep's figures and report.html."""
     p = sub.add_parser(
         "plot",
         help="figures of a sweep (one PNG each) and its report.html",
@@ -195,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("directory", type=existing_dir, help="a sweep's --out directory (holds results.json)")
     p.set_defaults(func=cmd_plot)
 
+
+def _add_combine(sub: argparse._SubParsersAction) -> None:
+    """``mobileperf combine``: a multi-worker logdir's runs combined."""
     p = sub.add_parser(
         "combine",
         help="combine the workers' runs of a multi-worker logdir (the chief does it at its end)",
@@ -208,7 +225,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated task names (none: every chief-N/worker-N folder in logdir)",
     )
     p.set_defaults(func=cmd_combine)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

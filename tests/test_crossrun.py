@@ -11,7 +11,6 @@ import pytest
 
 from tf_mobileperf.analysis import boards, crossrun
 from tf_mobileperf.analysis.colours import model_colour, shade
-from tf_mobileperf.figures import specs as figure_specs
 
 SRC = Path(__file__).parents[1] / "tensorboard_plugin" / "frontend" / "src"
 
@@ -122,8 +121,7 @@ def test_best_batch_per_board_takes_the_mean_of_a_shared_point_and_says_why_ther
     one = crossrun.chart(tx2)
     assert one["best"] is None and [g["key"] for g in one["groupings"]] == ["model", "folder"]
     # The plot's modules use the same definitions.
-    assert boards.NO_SUCCESS is crossrun.NO_SUCCESS and figure_specs.UNKNOWN_BOARD is crossrun.UNKNOWN_BOARD
-    assert figure_specs.lines is crossrun.lines and boards.best_batch is crossrun.best_batch
+    assert boards.NO_SUCCESS is crossrun.NO_SUCCESS and boards.best_batch is crossrun.best_batch
 
 
 def test_an_unmeasured_quantity_says_why_and_an_unknown_key_is_refused():

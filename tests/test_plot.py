@@ -181,7 +181,7 @@ def test_batch_size_axis_reads_1_2_4_to_64():
 def test_a_value_below_zero_is_inside_the_axis():
     """Active energy under the idle baseline (a replay's idle stretch drew more than a step) is a negative
     value: the axis goes down to it instead of cutting it off at 0; otherwise it starts at 0."""
-    from tf_mobileperf.figures.specs import Panel, Series
+    from tf_mobileperf.figures.panels import Panel, Series
 
     fig, ax = plt.subplots()
     draw_panel(ax, Panel("energy", "energy (J)", [Series("active", [(1, -0.02), (4, 0.01)], dashed=True)]), [1, 4])

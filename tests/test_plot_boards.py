@@ -24,8 +24,8 @@ import pytest
 
 from tf_mobileperf.analysis.boards import NO_SUCCESS, best_batch
 from tf_mobileperf.analysis.colours import model_colour, shade
+from tf_mobileperf.analysis.crossrun import lines
 from tf_mobileperf.figures.plot import plot
-from tf_mobileperf.figures.specs import lines
 
 from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT
 from helpers.figures import line_pixels, spec

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tf_mobileperf.analysis.crossrun import lines
 from tf_mobileperf.cli.parser import main
-from tf_mobileperf.figures.specs import lines
 from tf_mobileperf.sweep import power_modes
 from tf_mobileperf.sweep import runner as sweep_mod
 from tf_mobileperf.sweep.config import SweepConfig

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from tf_mobileperf.analysis.crossrun import lines
 from tf_mobileperf.cli.parser import main
-from tf_mobileperf.figures.specs import failures, lines
+from tf_mobileperf.figures.panels import failures
 from tf_mobileperf.format.names import CLAIM_FILE
 from tf_mobileperf.sweep import runner as sweep_mod
 from tf_mobileperf.sweep.config import SweepConfig

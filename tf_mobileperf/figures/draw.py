@@ -1,4 +1,4 @@
-"""Draws a ``figure_specs.FigureSpec`` into a PNG with matplotlib (Agg, no display needed).
+"""Draws a ``panels.FigureSpec`` into a PNG with matplotlib (Agg, no display needed).
 
 It exists apart from the specs so that the look of every figure is decided in
 one place: batch size on a log2 axis labelled 1, 2, 4, ... (never 2^k), a
@@ -22,7 +22,7 @@ from pathlib import Path
 import matplotlib
 
 from tf_mobileperf.analysis.colours import limit_colour, model_colour, shade
-from tf_mobileperf.figures.specs import Failures, FigureSpec, Panel, Series
+from tf_mobileperf.figures.panels import Failures, FigureSpec, Panel, Series
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402

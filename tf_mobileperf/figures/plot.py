@@ -16,8 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tf_mobileperf.figures.draw import draw
+from tf_mobileperf.figures.panels import FigureSpec
 from tf_mobileperf.figures.report_html import write_report
-from tf_mobileperf.figures.specs import FigureSpec, figures
+from tf_mobileperf.figures.specs import figures
 from tf_mobileperf.sweep.results import load_results
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
-from tf_mobileperf.analysis.crossrun import process_peak_gb
+from tf_mobileperf.analysis.rows import process_peak_gb
 from tf_mobileperf.cli.arguments import OneLineParser, int_at_least
 from tf_mobileperf.cli.shell import tool_command
 from tf_mobileperf.output.files import local_dir

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tf_mobileperf.analysis import boards, crossrun
+from tf_mobileperf.analysis import rows as run_rows
 from tf_mobileperf.analysis.colours import model_colour, shade
 
 SRC = Path(__file__).parents[1] / "tensorboard_plugin" / "frontend" / "src"
@@ -48,17 +49,17 @@ TX2, ORIN = "vm, replay of tx2.log", "vm, replay of orin.log"
 
 
 def rows() -> list[dict]:
-    return [crossrun.row_of_summary(run, s) for run, s in RUNS.items()]
+    return [run_rows.row_of_summary(run, s) for run, s in RUNS.items()]
 
 
 def test_a_summary_becomes_a_sweep_row_on_its_replayed_board():
-    row = crossrun.row_of_summary("tx2/mlp-bs4/train", RUNS["tx2/mlp-bs4/train"])
-    assert crossrun.board_of(row) == TX2 and row["folder"] == "tx2" and row["run"] == "tx2/mlp-bs4/train"
+    row = run_rows.row_of_summary("tx2/mlp-bs4/train", RUNS["tx2/mlp-bs4/train"])
+    assert run_rows.board_of(row) == TX2 and row["folder"] == "tx2" and row["run"] == "tx2/mlp-bs4/train"
     assert row["energy_per_step_j"] == pytest.approx(0.2) and row["step_time_s_mean"] == 0.02
-    failed = crossrun.row_of_summary("x/train", RUNS["tx2/wide-bs16/train"])
+    failed = run_rows.row_of_summary("x/train", RUNS["tx2/wide-bs16/train"])
     assert failed["success"] is False and failed["cause"] == "MemoryError: out of memory"
-    assert crossrun.row_of_summary("solo/train", {"batch_size": 2})["folder"] == "solo"
-    assert crossrun.board_of(crossrun.row_of_summary("a", {"device": {"board_type": "tx2", "hostname": "h"}})) == "tx2"
+    assert run_rows.row_of_summary("solo/train", {"batch_size": 2})["folder"] == "solo"
+    assert run_rows.board_of(run_rows.row_of_summary("a", {"device": {"board_type": "tx2", "hostname": "h"}})) == "tx2"
 
 
 def test_the_chart_keeps_two_boards_apart_and_averages_a_shared_point():
@@ -117,7 +118,7 @@ def test_best_batch_per_board_takes_the_mean_of_a_shared_point_and_says_why_ther
     failed = [r for r in rows() if r["model"] == "wide" and r["batch_size"] == 16]
     assert crossrun.best_batch(failed + rows()[:1])[1].samples_per_s.text() == crossrun.NO_SUCCESS
     # One board: no table, no board grouping.
-    tx2 = [r for r in rows() if crossrun.board_of(r) == TX2]
+    tx2 = [r for r in rows() if run_rows.board_of(r) == TX2]
     one = crossrun.chart(tx2)
     assert one["best"] is None and [g["key"] for g in one["groupings"]] == ["model", "folder"]
     # The plot's modules use the same definitions.
@@ -137,7 +138,7 @@ def test_an_unmeasured_quantity_says_why_and_an_unknown_key_is_refused():
 def test_the_dashboard_scripts_no_longer_copy_the_analysis():
     for script in SRC.glob("*.js"):
         text = script.read_text()
-        for copied in ("UNKNOWN_BOARD", "NO_SUCCESS", crossrun.UNKNOWN_BOARD, crossrun.NO_SUCCESS, "successStats"):
+        for copied in ("UNKNOWN_BOARD", "NO_SUCCESS", run_rows.UNKNOWN_BOARD, crossrun.NO_SUCCESS, "successStats"):
             assert copied not in text, (script.name, copied)
         assert not re.search(r"function (boardOf|groupPower|quantities|groupColours)\b", text), script.name
 
@@ -161,7 +162,7 @@ def test_route_serves_the_analysis_of_the_runs_summaries(logdir):
     by_run = {r["run"]: r["summary"] for r in runs}
     status, out = get(client, "crossrun")
     assert status == 200
-    assert out == crossrun.chart([crossrun.row_of_summary(run, s) for run, s in sorted(by_run.items())])
+    assert out == crossrun.chart([run_rows.row_of_summary(run, s) for run, s in sorted(by_run.items())])
     assert out["quantity"] == "energy_per_step" and out["grouping"] == "model" and out["x"] == [8, 32]
     (line,) = out["lines"]
     assert line["label"] == "mlp" and line["colour"] == model_colour("mlp")

@@ -26,7 +26,6 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 60
 OVER = {
     "tf_mobileperf/session/collector.py": 464,
     "tf_mobileperf/steps/join.py": 519,
-    "tf_mobileperf/analysis/crossrun.py": 477,
     "tf_mobileperf/analysis/step_model.py": 329,
     "tf_mobileperf/sampling/sampler.py": 449,
     "tf_mobileperf/steps/records.py": 440,

@@ -24,7 +24,7 @@ import pytest
 
 from tf_mobileperf.analysis.boards import NO_SUCCESS, best_batch
 from tf_mobileperf.analysis.colours import model_colour, shade
-from tf_mobileperf.analysis.crossrun import lines
+from tf_mobileperf.analysis.rows import lines
 from tf_mobileperf.figures.plot import plot
 
 from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT

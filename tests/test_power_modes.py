@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tf_mobileperf.analysis.crossrun import lines
+from tf_mobileperf.analysis.rows import lines
 from tf_mobileperf.cli.parser import main
 from tf_mobileperf.sweep import power_modes
 from tf_mobileperf.sweep import runner as sweep_mod

@@ -33,6 +33,7 @@ from tensorboard.plugins import base_plugin
 from werkzeug import wrappers
 
 from tf_mobileperf.analysis import crossrun
+from tf_mobileperf.analysis import rows as run_rows
 from tf_mobileperf.format import finite_json, names, reader, schema
 from tf_mobileperf.format.layout import RunLayout
 
@@ -139,7 +140,7 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
         """The cross-run chart (``crossrun.chart``) of the runs' summaries: ``quantity`` and ``grouping`` keys
         choose it, the first measured quantity and the first grouping by default."""
         rows = [
-            crossrun.row_of_summary(run, summary)
+            run_rows.row_of_summary(run, summary)
             for run, summary in self._listed(ctx, experiment)
             if summary.get("status") != run_status.UNREADABLE
         ]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tf_mobileperf.analysis.crossrun import lines
+from tf_mobileperf.analysis.rows import lines
 from tf_mobileperf.cli.parser import main
 from tf_mobileperf.figures.panels import failures
 from tf_mobileperf.format.names import CLAIM_FILE

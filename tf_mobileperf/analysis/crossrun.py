@@ -13,220 +13,33 @@ imports it.
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
-import re
 from collections.abc import Callable
-from pathlib import PurePosixPath
 
 from tf_mobileperf.analysis.colours import model_colour, shade
+from tf_mobileperf.analysis.rows import (
+    Getter,
+    Row,
+    boards,
+    line_groups,
+    lines,
+    natural_key,
+    why_missing,
+)
+from tf_mobileperf.analysis.values import (
+    cluster_util,
+    cpu_util_all_cores,
+    field,
+    power_groups,
+    power_of,
+)
 
-Row = dict
-Getter = Callable[[Row], "float | None"]
-#: A row's fields that name its board, the one that names it best first (per the fleet sweep's rows).
-BOARD_KEYS = ("board_type", "board", "host")
-#: The board of a row that names none, beside rows that do.
-UNKNOWN_BOARD = "(board not recorded)"
 #: A line's best batch size where none of its configurations trained.
 NO_SUCCESS = "no successful configuration on this board"
-#: A row's model where its run named none.
-NO_MODEL = "(no model)"
-#: Rail groups in the order their panels appear; any other group follows, "" is "other".
-GROUP_ORDER = ("total", "cpu", "gpu", "mem", "soc")
-#: How a setting that differs between the lines of a model is named in their labels ("cnn (mode 2)").
-SETTING_LABELS = {"power_mode": "mode"}
-GIB = 2**30
 
 
 class UnknownKey(ValueError):
     """A quantity or grouping the rows do not have."""
-
-
-# -- rows ------------------------------------------------------------------------------------------------------
-def natural_key(text: object) -> tuple:
-    """Sorts "bs2" before "bs16", case aside (as the tab's Intl.Collator with numeric on)."""
-    parts = re.split(r"(\d+)", str(text))
-    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.casefold()) for p in parts if p)
-
-
-def run_folder(run: str) -> str:
-    """The run's folder, without the train (or validation) folder the callback writes: a sweep's configuration
-    is in the sweep's folder ("tx2/cnn-bs4/train" -> "tx2"), a run directly in the logdir in its own."""
-    parts = run.split("/")
-    if len(parts) > 1 and parts[-1] in ("train", "validation"):
-        parts.pop()
-    return "/".join(parts[:-1]) if len(parts) > 1 else parts[0]
-
-
-def _device_board(device: dict) -> str | None:
-    """The board a report's device names: its host (board model, else hostname) and, for a replay, the log it
-    played ("vm, replay of tx2.log": its power is the log's)."""
-    host = device.get("board") or device.get("hostname") or None
-    replay = (
-        f"replay of {PurePosixPath(str(device['replay_of']).replace(chr(92), '/')).name}"
-        if device.get("replay_of")
-        else None
-    )
-    return f"{host}, {replay}" if host and replay else host or replay
-
-
-def process_peak_gb(summary: dict) -> float | None:
-    """The process's own peak memory: the highest peak of its memory channels (VmHWM, VmRSS)."""
-    names = [
-        c["name"]
-        for sensor in summary.get("sensors") or []
-        for c in sensor.get("channels") or []
-        if c.get("kind") == "memory" and c.get("device") == "process"
-    ]
-    peaks = [p for n in names if (p := ((summary.get("channels") or {}).get(n) or {}).get("peak")) is not None]
-    return max(peaks) / GIB if peaks else None
-
-
-def row_of_summary(run: str, summary: dict) -> Row:
-    """A run's report summary as a sweep's row: its model, batch size, success, board and quantities; ``run``
-    and ``folder`` name it."""
-    row = dict(summary)
-    device = summary.get("device") or {}
-    steps = summary.get("steps_measured")
-    energy = summary.get("energy_total")
-    error = summary.get("error")
-    row.update(
-        run=run,
-        folder=run_folder(run),
-        model=summary.get("model") or NO_MODEL,
-        success=summary.get("success") is not False,
-        board_type=device.get("board_type"),
-        board=_device_board(device),
-        host=None,
-        cause=str(error).split("\n")[0] if error else None,
-        energy_per_step_j=energy / steps if energy is not None and steps else None,
-        step_time_s_mean=(summary.get("step_time_s") or {}).get("mean"),
-    )
-    if row.get("proc_peak_gb") is None:
-        row["proc_peak_gb"] = process_peak_gb(summary)
-    return row
-
-
-def board_of(row: Row) -> str | None:
-    """The board a row ran on: its board type (a fleet sweep's), else its board's name, else its host; None
-    where the row records none (a sweep from before boards were recorded)."""
-    return next((str(row[k]) for k in BOARD_KEYS if row.get(k)), None)
-
-
-def boards(rows: list[Row]) -> list[str]:
-    """The distinct boards of the rows, sorted: one (or none) for a sweep on one board. Rows that record no
-    board beside rows that do are on a board of their own (UNKNOWN_BOARD), never on another's line."""
-    named = {board_of(r) or UNKNOWN_BOARD for r in rows}
-    return sorted(named) if named != {UNKNOWN_BOARD} else []
-
-
-def line_groups(rows: list[Row]) -> dict[tuple[str | None, str], list[Row]]:
-    """Rows by (board, line), sorted by batch size: a line per model, or per configuration of a model with
-    several on that board, named with the settings that differ; the board is None for rows of one board."""
-    several = len(boards(rows)) > 1
-
-    def board(row: Row) -> str | None:
-        return (board_of(row) or UNKNOWN_BOARD) if several else None
-
-    def setting(row: Row, key: str):
-        return (row.get("config") or {}).get(key)
-
-    keys = sorted({k for r in rows for k in (r.get("config") or {}) if k not in BOARD_KEYS})
-    varying = {}
-    for where, model in {(board(r), r["model"]) for r in rows}:
-        same = [r for r in rows if board(r) == where and r["model"] == model]
-        varying[where, model] = [k for k in keys if len({json.dumps(setting(r, k)) for r in same}) > 1]
-    out: dict[tuple[str | None, str], list[Row]] = {}
-    for row in sorted(rows, key=lambda r: (board(r) or "", r["model"], r["batch_size"])):
-        where = board(row)
-        differs = ", ".join(
-            f"{SETTING_LABELS.get(k, k)} {_value(setting(row, k))}" for k in varying[where, row["model"]]
-        )
-        out.setdefault((where, f"{row['model']} ({differs})" if differs else row["model"]), []).append(row)
-    return out
-
-
-def _value(setting) -> str:
-    """A setting as a line's label shows it: None (the model's own default) as "default"."""
-    return "default" if setting is None else str(setting)
-
-
-def lines(rows: list[Row]) -> dict[str, list[Row]]:
-    """Rows by line label: "cnn" (or "cnn (mode 2)") on one board, "cnn on orin-nano" where several boards ran."""
-    groups = line_groups(rows).items()
-    return {line if where is None else f"{line} on {where}": group for (where, line), group in groups}
-
-
-def why_missing(rows: list[Row], *keys: str) -> str:
-    """The first reason the rows give (``unavailable``) for any of ``keys``, else a generic one."""
-    for key in keys:
-        for row in rows:
-            reason = (row.get("unavailable") or {}).get(key)
-            if reason:
-                return reason
-    if not any(r.get("success") for r in rows):
-        return "no configuration trained successfully"
-    return "not in this sweep's results"
-
-
-# -- quantities ------------------------------------------------------------------------------------------------
-def rail_groups(rows: list[Row]) -> dict[str, list[str]]:
-    """Rail group -> the rails (channel names of ``power_avg_w``) in it, from the sensors' declared roles."""
-    out: dict[str, list[str]] = {}
-    for row in rows:
-        rails = set(row.get("power_avg_w") or {})
-        for sensor in row.get("sensors") or []:
-            for channel in sensor.get("channels") or []:
-                if channel["name"] in rails and channel["name"] not in out.get(channel.get("group") or "other", []):
-                    out.setdefault(channel.get("group") or "other", []).append(channel["name"])
-    order = {g: i for i, g in enumerate(GROUP_ORDER)}
-    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
-
-
-def group_power(rails: list[str]) -> Getter:
-    """The mean power of a rail group: the sum of its rails' means, where every one is known."""
-
-    def get(row: Row) -> float | None:
-        values = [(row.get("power_avg_w") or {}).get(r) for r in rails]
-        known = [v for v in values if v is not None]
-        return sum(known) if len(known) == len(values) else None
-
-    return get
-
-
-def power_groups(rows: list[Row]) -> dict[str, list[str]]:
-    """The rail groups of ``rail_groups``, with "total" first wherever a row has a total power (``power_avg``:
-    its input rail's, or the sum of its rails where the board has no input rail, as on an AGX Orin)."""
-    groups = rail_groups(rows)
-    if "total" in groups or not any(r.get("power_avg") is not None for r in rows):
-        return groups
-    return {"total": [], **groups}
-
-
-def power_of(group: str, rails: list[str]) -> Getter:
-    """The mean power of a rail group; of the "total" group, the row's own total (``power_avg``) where it has
-    one, else the sum of the group's rails."""
-    rails_sum = group_power(rails)
-    if group != "total":
-        return rails_sum
-    return lambda row: row["power_avg"] if row.get("power_avg") is not None else (rails_sum(row) if rails else None)
-
-
-def cpu_util_all_cores(row: Row) -> float | None:
-    """The CPU's utilization where its cores have no cluster: the overall channel's, else the cores' mean."""
-    if row.get("cpu_util_avg") is not None:
-        return row["cpu_util_avg"]
-    cores = [v for v in (row.get("cpu_util_per_core") or {}).values() if v is not None]
-    return sum(cores) / len(cores) if cores else None
-
-
-def cluster_util(cluster: str) -> Getter:
-    return lambda row: (row.get("cpu_util_per_cluster") or {}).get(cluster)
-
-
-def field(key: str, factor: float = 1.0) -> Getter:
-    """The row's ``key`` (times ``factor``), None where it has none."""
-    return lambda row: None if row.get(key) is None else row[key] * factor
 
 
 @dataclasses.dataclass

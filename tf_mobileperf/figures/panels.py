@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from tf_mobileperf.analysis.colours import short_reason
-from tf_mobileperf.analysis.crossrun import Getter, Row, why_missing
+from tf_mobileperf.analysis.rows import Getter, Row, why_missing
 from tf_mobileperf.sweep.runner import is_oom
 
 

@@ -15,16 +15,9 @@ import html
 from collections.abc import Callable
 from pathlib import Path
 
-from tf_mobileperf.analysis.crossrun import (
-    BEST_COLUMNS,
-    UNKNOWN_BOARD,
-    Row,
-    best_batch,
-    board_of,
-    boards,
-    cpu_util_all_cores,
-    lines,
-)
+from tf_mobileperf.analysis.crossrun import BEST_COLUMNS, best_batch
+from tf_mobileperf.analysis.rows import UNKNOWN_BOARD, Row, board_of, boards, lines
+from tf_mobileperf.analysis.values import cpu_util_all_cores
 
 #: Table columns: heading and how a row's cell is written.
 COLUMNS: list[tuple[str, Callable[[Row], str]]] = [

@@ -13,16 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from tf_mobileperf.analysis.crossrun import (
-    Getter,
-    Row,
-    cpu_util_all_cores,
-    field,
-    lines,
-    rail_groups,
-)
-from tf_mobileperf.analysis.crossrun import cluster_util as _cluster_util
-from tf_mobileperf.analysis.crossrun import group_power as _group_power
+from tf_mobileperf.analysis.rows import Getter, Row, lines
+from tf_mobileperf.analysis.values import cluster_util as _cluster_util
+from tf_mobileperf.analysis.values import cpu_util_all_cores, field, rail_groups
+from tf_mobileperf.analysis.values import group_power as _group_power
 from tf_mobileperf.figures.panels import FigureSpec, Panel, Series, empty_if, failures, panel, variants
 
 

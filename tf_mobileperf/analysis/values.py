@@ -1,0 +1,68 @@
+"""What a row gives for a quantity: a field, the power of a group of rails, CPU utilization of all cores or of a
+cluster."""
+
+from __future__ import annotations
+
+from tf_mobileperf.analysis.rows import Getter, Row
+
+#: Rail groups in the order their panels appear; any other group follows, "" is "other".
+GROUP_ORDER = ("total", "cpu", "gpu", "mem", "soc")
+
+
+def rail_groups(rows: list[Row]) -> dict[str, list[str]]:
+    """Rail group -> the rails (channel names of ``power_avg_w``) in it, from the sensors' declared roles."""
+    out: dict[str, list[str]] = {}
+    for row in rows:
+        rails = set(row.get("power_avg_w") or {})
+        for sensor in row.get("sensors") or []:
+            for channel in sensor.get("channels") or []:
+                if channel["name"] in rails and channel["name"] not in out.get(channel.get("group") or "other", []):
+                    out.setdefault(channel.get("group") or "other", []).append(channel["name"])
+    order = {g: i for i, g in enumerate(GROUP_ORDER)}
+    return dict(sorted(out.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+
+
+def group_power(rails: list[str]) -> Getter:
+    """The mean power of a rail group: the sum of its rails' means, where every one is known."""
+
+    def get(row: Row) -> float | None:
+        values = [(row.get("power_avg_w") or {}).get(r) for r in rails]
+        known = [v for v in values if v is not None]
+        return sum(known) if len(known) == len(values) else None
+
+    return get
+
+
+def power_groups(rows: list[Row]) -> dict[str, list[str]]:
+    """The rail groups of ``rail_groups``, with "total" first wherever a row has a total power (``power_avg``:
+    its input rail's, or the sum of its rails where the board has no input rail, as on an AGX Orin)."""
+    groups = rail_groups(rows)
+    if "total" in groups or not any(r.get("power_avg") is not None for r in rows):
+        return groups
+    return {"total": [], **groups}
+
+
+def power_of(group: str, rails: list[str]) -> Getter:
+    """The mean power of a rail group; of the "total" group, the row's own total (``power_avg``) where it has
+    one, else the sum of the group's rails."""
+    rails_sum = group_power(rails)
+    if group != "total":
+        return rails_sum
+    return lambda row: row["power_avg"] if row.get("power_avg") is not None else (rails_sum(row) if rails else None)
+
+
+def cpu_util_all_cores(row: Row) -> float | None:
+    """The CPU's utilization where its cores have no cluster: the overall channel's, else the cores' mean."""
+    if row.get("cpu_util_avg") is not None:
+        return row["cpu_util_avg"]
+    cores = [v for v in (row.get("cpu_util_per_core") or {}).values() if v is not None]
+    return sum(cores) / len(cores) if cores else None
+
+
+def cluster_util(cluster: str) -> Getter:
+    return lambda row: (row.get("cpu_util_per_cluster") or {}).get(cluster)
+
+
+def field(key: str, factor: float = 1.0) -> Getter:
+    """The row's ``key`` (times ``factor``), None where it has none."""
+    return lambda row: None if row.get(key) is None else row[key] * factor

@@ -116,13 +116,11 @@ def test_best_batch_per_board_takes_the_mean_of_a_shared_point_and_says_why_ther
         ],
     }
     failed = [r for r in rows() if r["model"] == "wide" and r["batch_size"] == 16]
-    assert crossrun.best_batch(failed + rows()[:1])[1].samples_per_s.text() == crossrun.NO_SUCCESS
+    assert boards.best_batch(failed + rows()[:1])[1].samples_per_s.text() == boards.NO_SUCCESS
     # One board: no table, no board grouping.
     tx2 = [r for r in rows() if run_rows.board_of(r) == TX2]
     one = crossrun.chart(tx2)
     assert one["best"] is None and [g["key"] for g in one["groupings"]] == ["model", "folder"]
-    # The plot's modules use the same definitions.
-    assert boards.NO_SUCCESS is crossrun.NO_SUCCESS and boards.best_batch is crossrun.best_batch
 
 
 def test_an_unmeasured_quantity_says_why_and_an_unknown_key_is_refused():
@@ -138,7 +136,7 @@ def test_an_unmeasured_quantity_says_why_and_an_unknown_key_is_refused():
 def test_the_dashboard_scripts_no_longer_copy_the_analysis():
     for script in SRC.glob("*.js"):
         text = script.read_text()
-        for copied in ("UNKNOWN_BOARD", "NO_SUCCESS", run_rows.UNKNOWN_BOARD, crossrun.NO_SUCCESS, "successStats"):
+        for copied in ("UNKNOWN_BOARD", "NO_SUCCESS", run_rows.UNKNOWN_BOARD, boards.NO_SUCCESS, "successStats"):
             assert copied not in text, (script.name, copied)
         assert not re.search(r"function (boardOf|groupPower|quantities|groupColours)\b", text), script.name
 

@@ -232,6 +232,7 @@ def test_the_plugin_package_imports_without_tensorflow():
         "tf_mobileperf",
         "tf_mobileperf.analysis",
         "tf_mobileperf.analysis.crossrun",
+        "tf_mobileperf.analysis.boards",
         "tf_mobileperf.analysis.colours",
         "tf_mobileperf.analysis.rows",
         "tf_mobileperf.analysis.values",

@@ -211,8 +211,10 @@ def test_gpu_load_thermal_zones_and_emc_are_read_by_the_c_loop_as_by_python(tick
     assert expected["CPU-therm_temp"] == pytest.approx(45.5) and np.isnan(expected["CV0-therm_temp"])
     sampler = Sampler(sensors, 0.005, mode="process")
     with sampler:
-        time.sleep(0.3)
+        assert sampler.wait_for_first_row(), "no row within the sampler's first-row timeout"
+        time.sleep(0.3)  # a loaded machine may give it fewer rows than 60, never none
     rows = sampler.drain()
+    assert len(rows) > 0
     for k, channel in enumerate(rows.channels):
         column = rows.values[:, k]
         if np.isnan(expected[channel.name]):

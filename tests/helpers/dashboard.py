@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-OUTPUT = Path(__file__).parent / "_output"
+OUTPUT = Path(__file__).resolve().parents[1] / "_output"
+OUTPUT.mkdir(exist_ok=True)  # a test file on any worker may be the first to save into it
 
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")

@@ -13,49 +13,29 @@ imports it.
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 
+from tf_mobileperf.analysis.boards import BEST_COLUMNS, best_batch
 from tf_mobileperf.analysis.colours import model_colour, shade
 from tf_mobileperf.analysis.rows import (
-    Getter,
     Row,
     boards,
-    line_groups,
     lines,
     natural_key,
-    why_missing,
 )
 from tf_mobileperf.analysis.values import (
+    Quantity,
     cluster_util,
     cpu_util_all_cores,
     field,
+    point,
     power_groups,
     power_of,
 )
 
-#: A line's best batch size where none of its configurations trained.
-NO_SUCCESS = "no successful configuration on this board"
-
 
 class UnknownKey(ValueError):
     """A quantity or grouping the rows do not have."""
-
-
-@dataclasses.dataclass
-class Quantity:
-    """One per-run quantity: its key (in requests), label, unit, value of a row, and the keys of ``unavailable``
-    that say why it is missing."""
-
-    key: str
-    label: str
-    unit: str
-    get: Getter
-    reasons: tuple[str, ...] = ()
-
-    def value(self, row: Row) -> float | None:
-        v = self.get(row)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
 
 def quantities(rows: list[Row]) -> list[Quantity]:
@@ -103,35 +83,6 @@ def groupings(rows: list[Row]) -> list[tuple[str, str, Callable[[Row], str]]]:
     return out
 
 
-@dataclasses.dataclass
-class Point:
-    """The successful rows of one line at one batch size that have the quantity: their mean, count and range."""
-
-    batch_size: int
-    mean: float
-    n: int
-    min: float
-    max: float
-    runs: list[str]
-
-
-def point(rows: list[Row], quantity: Quantity, batch_size: int) -> Point | None:
-    """Of ``quantity`` over the rows (of one line at ``batch_size``) that succeeded and have it; None where none
-    has."""
-    counted = [(r, v) for r in rows if r.get("success") and (v := quantity.value(r)) is not None]
-    if not counted:
-        return None
-    values = [v for _, v in counted]
-    return Point(
-        batch_size,
-        sum(values) / len(values),
-        len(values),
-        min(values),
-        max(values),
-        [str(r.get("run") or r.get("logdir") or "") for r, _ in counted],
-    )
-
-
 def line_colours(groups: dict[str, list[Row]]) -> dict[str, str]:
     """Each line's colour: its model's (plot and tab alike), a shade of it for the model's further lines
     (another board or setting); a line of several models (a run folder) takes the colour its name picks."""
@@ -151,64 +102,6 @@ def failure_text(row: Row) -> str:
     name = row.get("run") or row.get("logdir") or row["model"]
     step = "?" if row.get("failed_step") is None else row["failed_step"]
     return f"{name}: batch size {row['batch_size']} failed at step {step}: {cause}"
-
-
-# -- best batch size -------------------------------------------------------------------------------------------
-@dataclasses.dataclass
-class Best:
-    """One cell: the batch size with the best value and that value, or why there is none."""
-
-    batch_size: int | None
-    value: float | None
-    unit: str
-    why: str | None = None
-
-    def text(self) -> str:
-        """ "batch 4: 123.4 samples/s", or the reason."""
-        return str(self.why) if self.batch_size is None else f"batch {self.batch_size}: {self.value:.4g} {self.unit}"
-
-
-@dataclasses.dataclass
-class BestRow:
-    """The best batch sizes of one line on one board."""
-
-    board: str
-    line: str
-    samples_per_s: Best
-    j_per_sample: Best
-
-
-def best(rows: list[Row], get: Getter, unit: str, highest: bool, *reason_keys: str) -> Best:
-    """The batch size whose successful rows' mean of ``get`` is highest (or lowest); a tie goes to the smaller
-    batch size."""
-    ok = [r for r in rows if r.get("success")]
-    if not ok:
-        return Best(None, None, unit, NO_SUCCESS)
-    quantity = Quantity("", "", unit, get)
-    by_size: dict[int, list[Row]] = {}
-    for r in ok:
-        by_size.setdefault(r["batch_size"], []).append(r)
-    measured = [(size, p.mean) for size in sorted(by_size) if (p := point(by_size[size], quantity, size))]
-    if not measured:
-        return Best(None, None, unit, "not measured: " + why_missing(ok, *reason_keys))
-    size, value = (max if highest else min)(measured, key=lambda pair: pair[1])
-    return Best(size, value, unit)
-
-
-BEST_COLUMNS = ["board", "model", "most samples/s", "fewest J/sample"]
-
-
-def best_batch(rows: list[Row]) -> list[BestRow]:
-    """Per board and line: the batch size with the most samples/s and the one with the least J/sample."""
-    return [
-        BestRow(
-            board or "",
-            line,
-            best(group, field("samples_per_s"), "samples/s", True, "samples_per_s"),
-            best(group, field("energy_per_sample_j"), "J/sample", False, "energy_per_sample_j", "energy"),
-        )
-        for (board, line), group in line_groups(rows).items()
-    ]
 
 
 # -- the chart -------------------------------------------------------------------------------------------------
@@ -239,31 +132,9 @@ def chart(rows: list[Row], quantity: str | None = None, grouping: str | None = N
     }
     if not rows:
         return out
-    keys = [q.key for q in qs]
-    if quantity is None:
-        quantity = keys[measured.index(True) if True in measured else 0]
-    if quantity not in keys:
-        raise UnknownKey(f"unknown quantity {quantity[:60]!r}; one of {', '.join(keys)}")
-    q = qs[keys.index(quantity)]
-    if grouping is None:
-        grouping = ways[0][0]
-    by_key = {k: group for k, _, group in ways}
-    if grouping not in by_key:
-        raise UnknownKey(f"unknown grouping {grouping[:60]!r}; one of {', '.join(by_key)}")
-    group_of = by_key[grouping]
+    q, grouping, group_of = _chosen(qs, measured, ways, quantity, grouping)
     sizes = sorted({r["batch_size"] for r in rows})
-    groups: dict[str, list[Row]] = {}
-    for r in rows:
-        groups.setdefault(group_of(r), []).append(r)
-    groups = dict(sorted(groups.items(), key=lambda kv: natural_key(kv[0])))
-    colours = line_colours(groups)
-    out_lines = []
-    for label, members in groups.items():
-        points = []
-        for size in sizes:
-            p = point([r for r in members if r["batch_size"] == size], q, size)
-            points.append(dataclasses.asdict(p) if p else None)
-        out_lines.append({"label": label, "colour": colours[label], "points": points})
+    out_lines = _lines(rows, q, group_of, sizes)
     failed = [
         {"batch_size": r["batch_size"], "y": q.value(r), "group": group_of(r), "text": failure_text(r)}
         for r in rows
@@ -271,7 +142,7 @@ def chart(rows: list[Row], quantity: str | None = None, grouping: str | None = N
     ]
     several = len(boards(rows)) > 1
     out.update(
-        quantity=quantity,
+        quantity=q.key,
         grouping=grouping,
         x=sizes,
         lines=out_lines,
@@ -287,4 +158,41 @@ def chart(rows: list[Row], quantity: str | None = None, grouping: str | None = N
     if not has_value:
         reasons = [u[k] for k in q.reasons for r in rows if (u := r.get("unavailable") or {}).get(k)]
         out["empty_reason"] = f"no run measured {q.label} ({reasons[0] if reasons else 'not measured on this device'})"
+    return out
+
+
+def _chosen(
+    qs: list[Quantity], measured: list[bool], ways: list, quantity: str | None, grouping: str | None
+) -> tuple[Quantity, str, Callable[[Row], str]]:
+    """The quantity, the grouping's key and its function asked for (the first measured quantity and the first
+    grouping by default).
+
+    Raises:
+        UnknownKey: for a key the rows lack, naming the ones they have.
+    """
+    keys = [q.key for q in qs]
+    if quantity is None:
+        quantity = keys[measured.index(True) if True in measured else 0]
+    if quantity not in keys:
+        raise UnknownKey(f"unknown quantity {quantity[:60]!r}; one of {', '.join(keys)}")
+    by_key = {k: group for k, _, group in ways}
+    grouping = ways[0][0] if grouping is None else grouping
+    if grouping not in by_key:
+        raise UnknownKey(f"unknown grouping {grouping[:60]!r}; one of {', '.join(by_key)}")
+    return qs[keys.index(quantity)], grouping, by_key[grouping]
+
+
+def _lines(rows: list[Row], q: Quantity, group_of: Callable[[Row], str], sizes: list[int]) -> list[dict]:
+    """A line per group, in natural order: its label, colour and a point per batch size (None where it has none)."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(group_of(r), []).append(r)
+    groups = dict(sorted(groups.items(), key=lambda kv: natural_key(kv[0])))
+    colours = line_colours(groups)
+    out = []
+    for label, members in groups.items():
+        points = [point([r for r in members if r["batch_size"] == size], q, size) for size in sizes]
+        out.append(
+            {"label": label, "colour": colours[label], "points": [dataclasses.asdict(p) if p else None for p in points]}
+        )
     return out

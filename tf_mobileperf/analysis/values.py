@@ -3,6 +3,9 @@ cluster."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 from tf_mobileperf.analysis.rows import Getter, Row
 
 #: Rail groups in the order their panels appear; any other group follows, "" is "other".
@@ -66,3 +69,48 @@ def cluster_util(cluster: str) -> Getter:
 def field(key: str, factor: float = 1.0) -> Getter:
     """The row's ``key`` (times ``factor``), None where it has none."""
     return lambda row: None if row.get(key) is None else row[key] * factor
+
+
+@dataclasses.dataclass
+class Quantity:
+    """One per-run quantity: its key (in requests), label, unit, value of a row, and the keys of ``unavailable``
+    that say why it is missing."""
+
+    key: str
+    label: str
+    unit: str
+    get: Getter
+    reasons: tuple[str, ...] = ()
+
+    def value(self, row: Row) -> float | None:
+        v = self.get(row)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+@dataclasses.dataclass
+class Point:
+    """The successful rows of one line at one batch size that have the quantity: their mean, count and range."""
+
+    batch_size: int
+    mean: float
+    n: int
+    min: float
+    max: float
+    runs: list[str]
+
+
+def point(rows: list[Row], quantity: Quantity, batch_size: int) -> Point | None:
+    """Of ``quantity`` over the rows (of one line at ``batch_size``) that succeeded and have it; None where none
+    has."""
+    counted = [(r, v) for r in rows if r.get("success") and (v := quantity.value(r)) is not None]
+    if not counted:
+        return None
+    values = [v for _, v in counted]
+    return Point(
+        batch_size,
+        sum(values) / len(values),
+        len(values),
+        min(values),
+        max(values),
+        [str(r.get("run") or r.get("logdir") or "") for r, _ in counted],
+    )

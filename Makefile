@@ -60,7 +60,7 @@ lint: $(STAMP) $(FRONTEND)/node_modules/.package-lock.json
 
 # Tests run in parallel (pytest-xdist), each test file on one worker, so that its module fixtures are built once.
 # `make test` runs every test (what CI runs); `make test-fast` leaves out the slow and the browser tests.
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 test: $(STAMP) $(BUNDLE) browser lint
 	$(PYTEST) --durations=15

@@ -212,8 +212,16 @@ def build_board(root: Path, board: str) -> Path:
     return root
 
 
+#: Fixtures that train or sweep for half a minute or more here: a test that uses one is a slow test.
+SLOW_FIXTURES = {"boards_sweep", "fleet", "first_sweep", "cpu_sweep", "replay_sweep"}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test that uses the ``browser`` fixture is a browser test (``-m "not browser"`` leaves it out)."""
+    """A test that uses the ``browser`` fixture is a browser test, and one that uses a fixture of
+    ``SLOW_FIXTURES`` a slow test (``make test-fast`` leaves both out)."""
     for item in items:
-        if "browser" in getattr(item, "fixturenames", ()):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "browser" in fixtures:
             item.add_marker(pytest.mark.browser)
+        if fixtures & SLOW_FIXTURES:
+            item.add_marker(pytest.mark.slow)

@@ -18,6 +18,7 @@ from conftest import DATA
 from helpers.training import constant_sensor, data, small_model
 
 
+@pytest.mark.slow
 def test_synthetic_constant_power_energy_is_p_times_duration(tmp_path):
     cb = MobilePerfCallback(tmp_path, sensors=[constant_sensor()], batch_size=32)
     small_model().fit(*data(), batch_size=32, epochs=2, callbacks=[cb], verbose=0)
@@ -45,6 +46,7 @@ def test_synthetic_constant_power_energy_is_p_times_duration(tmp_path):
     assert len(rows) == 40 and float(rows[10]["energy_j/total"]) == pytest.approx(steps[10]["energy_j"]["total"])
 
 
+@pytest.mark.slow
 def test_synthetic_sine_total_energy_error_below_half_percent(tmp_path):
     f = 7.0
     sensor = SyntheticSensor(

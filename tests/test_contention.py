@@ -77,6 +77,7 @@ def _others_pct(seconds: float = 1.0) -> tuple[float, float]:
     return 100 * (b.busy_s - a.busy_s) / total, 100 * (b.steal_s - a.steal_s) / total
 
 
+@pytest.mark.slow
 @pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs two cores: one for the loop, one for the neighbour")
 def test_a_spinning_neighbour_is_named_as_others_and_the_loop_keeps_its_own_share(tmp_path):
     neighbour = subprocess.Popen([sys.executable, "-c", SPIN.format(s=60)])
@@ -106,6 +107,7 @@ def test_a_quiet_machine_has_no_busy_warning(tmp_path):
     assert abs(report["process_cpu_util_avg"] - loop["own"]) < 10
 
 
+@pytest.mark.slow
 def test_a_spinning_child_is_the_processs_children_not_others(tmp_path):
     """The child spins 1 s from the first measured step (the steps take at least 1.2 s) and writes the CPU time it
     got: on a loaded machine far less than its second of wall time, all of it within the steps' window."""
@@ -117,6 +119,7 @@ def test_a_spinning_child_is_the_processs_children_not_others(tmp_path):
     assert abs(report["process_cpu_util_avg"] - loop["own"]) < 10
 
 
+@pytest.mark.slow
 def test_each_steps_process_share_is_in_steps_csv(tmp_path):
     report, _, _ = _run_loop(tmp_path / "run")
     header, *rows = (tmp_path / "run" / "steps.csv").read_text().splitlines()

@@ -157,6 +157,7 @@ def test_nothing_to_watch_is_unavailable_with_reason(tmp_path):
         ThrottleSensor(tmp_path)
 
 
+@pytest.mark.slow
 def test_context_channels_reduced_per_step_in_the_report(orin_board, tmp_path):
     sensors = [
         ThermalSensor(orin_board, period_s=0.05),

@@ -15,6 +15,7 @@ from conftest import DATA
 from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, serving, show
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
 )

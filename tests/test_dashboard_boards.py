@@ -2,9 +2,9 @@
 Chromium, a real `tensorboard` process): a line per (board, model) against batch size and, under the chart,
 the best batch size per board for samples/s and for J/sample.
 
-The runs are those of test_plot_boards' fleet: three real sweeps on this machine (replayed AGX Orin and TX2
+The runs are those of test_plot_boards' boards_sweep: three real sweeps on this machine (replayed AGX Orin and TX2
 tegrastats logs, replay sensor; this machine's own sensors for the "nano" that runs out of memory), their
-board labels (device.board, device.hostname) set by the test as the fleet sweep writes them, their run
+board labels (device.board, device.hostname) set by the test as the boards_sweep sweep writes them, their run
 directories under runs/<board_type>/. Screenshots under tests/_output/boards-*.png.
 """
 
@@ -40,12 +40,12 @@ return [...box.querySelectorAll('.u-legend .u-series')].slice(1).map((s) => {
 """
 
 
-def rows(fleet: Path) -> list[dict]:  # noqa: F811
-    return json.loads((fleet / "results.json").read_text())
+def rows(boards_sweep: Path) -> list[dict]:
+    return json.loads((boards_sweep / "results.json").read_text())
 
 
-def run_name(row: dict, fleet: Path) -> str:  # noqa: F811
-    return f"{Path(row['logdir']).relative_to(fleet / 'runs').as_posix()}/train"
+def run_name(row: dict, boards_sweep: Path) -> str:
+    return f"{Path(row['logdir']).relative_to(boards_sweep / 'runs').as_posix()}/train"
 
 
 def model(row: dict) -> str:
@@ -70,14 +70,15 @@ def label(row: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def tensorboard(fleet):  # noqa: F811
-    with serving(fleet / "runs") as url:
+def tensorboard(boards_sweep):
+    with serving(boards_sweep / "runs") as url:
         yield url
 
 
-def test_crossrun_chart_draws_a_line_per_board_and_model_with_the_rows_values(tensorboard, fleet, browser):  # noqa: F811
-    table = rows(fleet)
-    show(browser, tensorboard, (run_name(table[0], fleet),))
+@pytest.mark.slow
+def test_crossrun_chart_draws_a_line_per_board_and_model_with_the_rows_values(tensorboard, boards_sweep, browser):
+    table = rows(boards_sweep)
+    show(browser, tensorboard, (run_name(table[0], boards_sweep),))
     grouping = browser.execute_script(
         "return [...document.querySelectorAll('.crossrun select.grouping option')].map((o) => o.textContent)"
     )
@@ -112,9 +113,9 @@ def test_crossrun_chart_draws_a_line_per_board_and_model_with_the_rows_values(te
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
 
 
-def test_best_batch_table_under_the_chart_names_each_boards_batch_size_and_value(tensorboard, fleet, browser):  # noqa: F811
-    table = rows(fleet)
-    show(browser, tensorboard, (run_name(table[0], fleet),))
+def test_best_batch_table_under_the_chart_names_each_boards_batch_size_and_value(tensorboard, boards_sweep, browser):
+    table = rows(boards_sweep)
+    show(browser, tensorboard, (run_name(table[0], boards_sweep),))
     cells = browser.execute_script(
         "return [...document.querySelectorAll('.crossrun #best-batch tr')].slice(1)"
         ".map((r) => [...r.cells].map((c) => c.textContent))"
@@ -136,9 +137,10 @@ def test_best_batch_table_under_the_chart_names_each_boards_batch_size_and_value
     browser.find_element("css selector", ".crossrun #best-batch").screenshot(str(OUTPUT / "boards-best-batch.png"))
 
 
-def test_runs_of_one_board_keep_a_line_per_model_and_no_best_batch_table(fleet, browser):  # noqa: F811
-    table = [r for r in rows(fleet) if r["board_type"] == "agx-orin"]
-    with serving(fleet / "runs" / "agx-orin") as url:
+@pytest.mark.slow
+def test_runs_of_one_board_keep_a_line_per_model_and_no_best_batch_table(boards_sweep, browser):
+    table = [r for r in rows(boards_sweep) if r["board_type"] == "agx-orin"]
+    with serving(boards_sweep / "runs" / "agx-orin") as url:
         show(browser, url, (f"{Path(table[0]['logdir']).name}/train",))
         state = browser.execute_script("""
             const box = document.querySelector('.crossrun');

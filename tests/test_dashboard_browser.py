@@ -33,6 +33,7 @@ def tensorboard(tmp_path_factory):
         yield url
 
 
+@pytest.mark.slow
 def test_tab_renders_charts_table_and_no_console_errors(tensorboard, browser):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
@@ -74,6 +75,7 @@ def test_tab_renders_charts_table_and_no_console_errors(tensorboard, browser):
     assert errors == []
 
 
+@pytest.mark.slow
 def test_ticking_runs_quickly_draws_each_selected_run_once(tensorboard, browser):
     """Every checkbox clicked in one go, then one unticked: each click starts a
     redraw while the last is loading; only the last may draw."""

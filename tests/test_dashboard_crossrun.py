@@ -112,6 +112,7 @@ def screenshot(browser, css: str, name: str) -> None:
     browser.find_element("css selector", css).screenshot(str(OUTPUT / name))
 
 
+@pytest.mark.slow
 def test_crossrun_chart_has_one_series_per_model_on_a_log2_batch_axis_and_marks_the_failure(tensorboard, browser):
     show(browser, tensorboard, ("mlp-bs1/train",))
     state = crossrun_state(browser)
@@ -305,6 +306,7 @@ def shared(value: str) -> list[float]:
     return [float(v) for v in found.groups()]
 
 
+@pytest.mark.slow
 def test_crossrun_chart_keeps_replays_of_two_boards_on_their_own_lines_with_their_own_values(replays, browser):
     url, reports = replays
     show(browser, url, ("tx2/mlp-bs1/train",))
@@ -344,6 +346,7 @@ def test_crossrun_chart_keeps_replays_of_two_boards_on_their_own_lines_with_thei
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
 
 
+@pytest.mark.slow
 def test_a_point_of_several_runs_shows_their_count_and_range(replays, browser):
     url, reports = replays
     show(browser, url, ("tx2/mlp-bs1/train",))

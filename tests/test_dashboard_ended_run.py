@@ -30,6 +30,7 @@ def tensorboard(tmp_path_factory):
         yield url, f"{ended}/train"
 
 
+@pytest.mark.slow
 def test_a_run_that_died_without_its_report_is_failed_in_the_table_and_the_chart(tensorboard, browser):
     url, ended = tensorboard
     show(browser, url, (ended,))

@@ -151,6 +151,7 @@ def screenshot(browser, name: str) -> None:
     browser.save_screenshot(str(OUTPUT / f"timeview-{name}.png"))
 
 
+@pytest.mark.slow
 def test_every_time_chart_of_a_cpu_only_run_draws_lines_over_its_x_range(tensorboard, browser):
     show(browser, tensorboard, (CPU_RUN,))
     charts = browser.execute_script(COVERAGE)
@@ -293,6 +294,7 @@ return {title: chart.querySelector('h4').textContent, whiskers: [...chart.queryS
 """
 
 
+@pytest.mark.slow
 def test_energy_per_step_draws_each_measured_steps_stated_bound_as_a_whisker(tensorboard, browser):
     # The replayed TX2's power is a held field that changes every 50 ms (1 s lines at speed 20): each step's
     # energy has a bound, from the change around its edges over the whole update interval.

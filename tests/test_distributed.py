@@ -69,6 +69,7 @@ def start_worker(logdir: Path, index: int, ports: list[int], watts: float, steps
     )
 
 
+@pytest.mark.slow
 def test_two_workers_with_multi_worker_mirrored_strategy(tmp_path):
     ports = free_ports(2)
     workers = [start_worker(tmp_path, i, ports, watts, 12, "mwms") for i, watts in ((0, 5.0), (1, 7.0))]
@@ -94,6 +95,7 @@ def test_two_workers_with_multi_worker_mirrored_strategy(tmp_path):
     assert (tmp_path / "combined").is_dir()
 
 
+@pytest.mark.slow
 def test_a_worker_that_dies_is_marked_missing_and_the_rest_kept(tmp_path):
     ports = free_ports(2)
     doomed = start_worker(tmp_path, 1, ports, 7.0, 0, "plain")  # runs until killed
@@ -131,6 +133,7 @@ def test_combine_command_after_the_fact(tmp_path, capsys):
     assert "worker-0" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_fake_nvml_two_gpus_give_per_gpu_channels_in_one_run(tmp_path):
     """MirroredStrategy on one host with two GPUs: one run, each GPU its own channels (the fake NVML modelled
     on a measured H200, helpers/fake_nvml_h200.py, opened again in the sampler process)."""

@@ -33,6 +33,7 @@ def run_example(script: str, *args: str, timeout: float = 300, **env: str) -> su
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "script,extra",
     [
@@ -65,6 +66,7 @@ def test_example_runs_and_says_where_its_logdir_is(tmp_path, script, extra):
     assert line in proc.stdout.splitlines()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script,extra", [("cifar10_cnn.py", []), ("shakespeare_lstm.py", ["--seq-len", "20"])])
 def test_an_example_whose_download_fails_trains_on_synthetic_data_and_says_so(tmp_path, script, extra):
     logdir = tmp_path / "run"
@@ -90,6 +92,7 @@ def test_an_example_whose_download_fails_trains_on_synthetic_data_and_says_so(tm
     assert json.loads((logdir / "report.json").read_text())["steps_measured"] == 1
 
 
+@pytest.mark.slow
 def test_the_demo_with_fewer_steps_than_its_warm_up_says_no_step_was_measured(tmp_path):
     logdir = tmp_path / "run"
     proc = run_example("demo.py", "--steps", "2", "--batch-size", "4", "--logdir", str(logdir))
@@ -106,6 +109,7 @@ def test_the_demo_with_fewer_steps_than_its_warm_up_says_no_step_was_measured(tm
     assert "null" not in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args,says",
     [

@@ -116,6 +116,7 @@ def first_sweep(fleet, tmp_path_factory):
     return out, status, time.monotonic() - start
 
 
+@pytest.mark.slow
 def test_two_models_by_three_batch_sizes_on_two_board_types_each_row_on_its_board(fleet, first_sweep):
     out, status, _ = first_sweep
     assert status == 0
@@ -228,6 +229,7 @@ def test_a_loopback_address_connects_without_rays_single_machine_variable(fleet,
     ]
 
 
+@pytest.mark.slow
 def test_a_node_lost_mid_configuration_is_retried_on_another_or_fails_as_node_lost(fleet, tmp_path):
     """Two nx boards and one agx: the nx node running a configuration and the agx node are removed."""
     nx = [fleet.add("nx") for _ in range(2)]
@@ -267,6 +269,7 @@ def test_a_node_lost_mid_configuration_is_retried_on_another_or_fails_as_node_lo
     assert not fleet.children()
 
 
+@pytest.mark.slow
 def test_ctrl_c_cancels_the_fleet_and_leaves_no_process_on_any_node(fleet, tmp_path):
     driver = subprocess.Popen(
         [
@@ -320,6 +323,7 @@ def _cmdline(proc: psutil.Process) -> list[str]:
         return []
 
 
+@pytest.mark.slow
 def test_a_local_sweep_row_says_where_it_ran(tmp_path):
     out = tmp_path / "sweep"
     assert main(["sweep", "--models", "cnn", "--batch-sizes", "1", *TINY, "--out", str(out)]) == 0
@@ -328,6 +332,7 @@ def test_a_local_sweep_row_says_where_it_ran(tmp_path):
     assert {"board", "jetpack"} <= row.keys() and Path(row["logdir"]).parent == out / "runs"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [["sweep", "--help"], ["plot", "FLEET_DIR"]])
 def test_ray_is_not_imported_without_ray(argv, first_sweep):
     argv = [str(first_sweep[0]) if a == "FLEET_DIR" else a for a in argv]

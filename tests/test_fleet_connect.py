@@ -97,6 +97,7 @@ def test_a_closed_port_is_one_line_naming_the_address_at_once(tmp_path):
     assert "Traceback" not in stderr and not (tmp_path / "sweep").exists()
 
 
+@pytest.mark.slow
 @needs_ray
 def test_a_port_that_never_answers_fails_within_the_bound(tmp_path, silent_port):
     start = time.monotonic()
@@ -111,6 +112,7 @@ def test_a_port_that_never_answers_fails_within_the_bound(tmp_path, silent_port)
     assert "Traceback" not in stderr
 
 
+@pytest.mark.slow
 @needs_ray
 def test_ctrl_c_while_connecting_is_one_line_and_exit_130(tmp_path, silent_port):
     proc = driver(tmp_path / "sweep", silent_port, 300)

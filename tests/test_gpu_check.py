@@ -27,6 +27,7 @@ SHORT = ["--steps", "30", "--warmup-steps", "3", "--batch-size", "8", "--size", 
 SHORT += ["--repeats", "3", "--steady-s", "2", "--kernel-s", "1", "--tensor-mib", "16"]
 
 
+@pytest.mark.slow
 def test_without_an_nvidia_gpu_every_line_is_skip_and_nothing_is_written(tmp_path):
     results = sorted((ROOT / "benchmarks" / "results").iterdir())
     path = os.pathsep.join([str(ROOT), str(ROOT / "tensorboard_plugin"), os.environ.get("PYTHONPATH", "")])
@@ -115,6 +116,7 @@ def fake_gpu(tmp_path, monkeypatch):
     return run
 
 
+@pytest.mark.slow
 def test_on_a_right_gpu_every_line_passes(fake_gpu, capsys):
     # The thresholds of (e) and (f) are a GPU machine's: on this 2-core VM the sampler reads the fake GPU beside
     # training on both cores (its CPU 1.7-3.2% of a core, the overhead +12..+53% while other tests ran), so they
@@ -128,6 +130,7 @@ def test_on_a_right_gpu_every_line_passes(fake_gpu, capsys):
     assert "threshold" in counter and abs(float(counter.split(": ")[1].split("%")[0])) < 3  # the fake's agree
 
 
+@pytest.mark.slow
 def test_wrong_devices_fail_each_naming_its_cause(fake_gpu, capsys):
     code, lines = fake_gpu(counter_scale=1.3, allocator_reports=False, util=0)
     printed = capsys.readouterr().out

@@ -142,6 +142,7 @@ def test_without_power_or_throttle_sensors_each_is_null_with_its_reason(tmp_path
         assert "sensors='none' was requested" in report["unavailable"][key], key
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed (make test installs them)"
 )

@@ -47,6 +47,7 @@ def test_a_fleet_sweep_checks_before_it_connects(tmp_path):
         fleet_sweep("127.0.0.1:1", ["cnn"], [1], SweepConfig(out=tmp_path, input_size=8, sensors="none"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", sorted(RULES))
 def test_the_smallest_size_of_each_model_builds_and_the_one_below_is_refused_as_keras_would(model):
     rule = RULES[model]
@@ -75,6 +76,7 @@ def test_the_keras_model_is_named_as_its_zoo_entry(model):
     assert get(model).build(RULES[model].minimum if model in RULES else 4).name == model
 
 
+@pytest.mark.slow
 def test_a_child_failing_in_keras_has_the_exceptions_message_as_its_cause(tmp_path):
     """A real child given a size the sweep would refuse (run_one does not check): Keras raises while building."""
     row = sweep_mod.run_one(

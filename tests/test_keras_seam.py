@@ -266,6 +266,7 @@ def test_the_backend_is_the_one_asked_for():
     assert keras.backend.backend() == os.environ.get("KERAS_BACKEND", "tensorflow")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["jax", "torch"])
 def test_this_file_passes_under_other_backends(name, tmp_path):
     if keras.backend.backend() != "tensorflow":

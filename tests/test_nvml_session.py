@@ -69,6 +69,7 @@ def train_on_the_training_gpu(logdir: Path, monkeypatch, steps: int = 40, seed: 
     return json.loads((logdir / "report.json").read_text()), training.schedule()
 
 
+@pytest.mark.slow
 def test_gpu_energy_per_step_under_training_is_within_its_bound_and_the_total_within_2_percent(tmp_path, monkeypatch):
     # Linear interpolation of the counter gave this run's total 6.5% under the exact integral and its worst
     # step 21% off: the update intervals that hold a step's edge are where the power changes.
@@ -93,6 +94,7 @@ def test_gpu_energy_per_step_under_training_is_within_its_bound_and_the_total_wi
     assert "not the step's own busy share" in report["gpu_util_rule"]
 
 
+@pytest.mark.slow
 def test_steps_shorter_than_an_update_with_gaps_are_interpolated_and_the_run_total_within_its_bound(tmp_path):
     # Gaps of 0-10 ms between the steps, so the counter's difference over the run is not the steps' total by
     # construction (contiguous steps were within 1% for that reason alone). Seen here: 4.8% off, inside a
@@ -107,6 +109,7 @@ def test_steps_shorter_than_an_update_with_gaps_are_interpolated_and_the_run_tot
         assert abs(report["energy_j"][rail] - truth) <= report["energy_bound_j"][rail] <= truth
 
 
+@pytest.mark.slow
 def test_a_counter_that_freezes_mid_run_leaves_the_later_steps_null_and_says_so_once(tmp_path, monkeypatch, caplog):
     # Seen: a frozen counter gave the later steps "interpolated" 0 J while the GPU drew 200 W, and no word.
     monkeypatch.setenv("FAKE_NVML_FREEZE_AFTER_STEPS", "20")  # 3 warm-up steps, then 17 measured

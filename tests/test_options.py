@@ -124,6 +124,7 @@ def test_options_are_stored_checked_and_cannot_change():
         options.keep_steps = 0
 
 
+@pytest.mark.slow
 def test_the_callback_checks_once_and_every_fit_measures_with_the_same_options(tmp_path):
     """Synthetic sensor; two fits, two measurements, one options object."""
     cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=1, keep_steps=3, run="fit")

@@ -154,6 +154,7 @@ def test_wheel_from_a_clean_clone_carries_every_module_and_the_bundle(clone, whe
             assert any(n.startswith("tf_mobileperf/sampling/_tick") and n.endswith(".so") for n in archive.namelist())
 
 
+@pytest.mark.slow
 @needs_git
 def test_wheel_built_without_a_c_compiler_installs_and_runs_the_python_loop(clone, tmp_path):
     """CC=false: every compile fails, as on an image without gcc (or where the C loop has a warning, -Werror)."""
@@ -200,6 +201,7 @@ def test_wheel_built_without_a_c_compiler_installs_and_runs_the_python_loop(clon
     assert int(said[1]) >= 10
 
 
+@pytest.mark.slow
 @needs_git
 @needs_browser
 def test_wheel_from_a_clean_clone_installed_outside_the_tree_renders_its_tab_and_says_when_its_bundle_is_gone(
@@ -219,6 +221,7 @@ def test_wheel_from_a_clean_clone_installed_outside_the_tree_renders_its_tab_and
     assert MISSING in text
 
 
+@pytest.mark.slow
 @needs_git
 def test_sdist_from_a_clean_clone_carries_the_bundle_and_its_sources_and_builds_a_wheel_with_it(clone, tmp_path):
     name = (

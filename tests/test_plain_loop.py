@@ -26,6 +26,7 @@ print(json.dumps(sorted(m for m in ("tensorflow", "torch", "jax", "keras") if m 
 """
 
 
+@pytest.mark.slow
 def test_a_numpy_loop_imports_no_framework_and_says_why_gpu_memory_is_null(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "KERAS_BACKEND"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))

@@ -74,6 +74,7 @@ def rows_of(out: Path) -> list[dict]:
     return json.loads((out / "results.json").read_text())
 
 
+@pytest.mark.slow
 def test_sweep_console_shows_step_time_and_samples_per_s_and_one_progress_bar(cpu_sweep):
     out, stdout, stderr = cpu_sweep
     header = stdout.splitlines()[0].split()
@@ -121,6 +122,7 @@ def test_plot_of_a_cpu_only_sweep_draws_step_time_throughput_cpu_and_memory(cpu_
     shutil.copy(out / "memory.png", OUTPUT / "plot-memory-cpu-sweep.png")
 
 
+@pytest.mark.slow
 def test_plot_of_a_replay_sweep_draws_power_per_rail_group_gpu_and_energy(replay_sweep):
     assert main(["plot", str(replay_sweep)]) == 0
     rows = rows_of(replay_sweep)
@@ -193,6 +195,7 @@ def test_a_value_below_zero_is_inside_the_axis():
     plt.close(fig)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed")
 def test_report_html_opens_in_chromium_with_every_figure(replay_sweep, browser):  # noqa: F811
     page = plot(replay_sweep)[-1]
@@ -273,6 +276,7 @@ def drawn(panel, sizes):
     return fig, ax
 
 
+@pytest.mark.slow
 def test_every_figure_of_a_recorded_sweep_has_its_models_colours_its_legend_below_and_one_limit(recorded):
     """The figures the README shows (copied under tests/_output/ for docs/images.py)."""
     out, rows = recorded

@@ -6,7 +6,7 @@ is cnn and lstm at batch 1 and 4 on a replayed AGX Orin tegrastats log (replay s
 1 and 4 on a replayed TX2 log (replay sensor), "nano" is cnn at batch 64 on 224 px inputs under a 1 GiB memory
 limit (this machine's own sensors), which runs out of memory: a board with no successful row. The board
 labels (``board_type``, ``board``, ``host``, ``jetpack`` in each row, ``board_type`` in its configuration;
-``device.board`` and ``device.hostname`` in each run's report) are set by the test, the way the fleet sweep
+``device.board`` and ``device.hostname`` in each run's report) are set by the test, the way the boards_sweep sweep
 writes them, and the run directories moved to DIR/runs/<board_type>/<run name>. Copies of the figures and of
 the page go to tests/_output/.
 """
@@ -37,8 +37,9 @@ def rows_of(out: Path) -> list[dict]:
     return json.loads((out / "results.json").read_text())
 
 
-def test_figures_draw_a_line_per_board_and_model_through_its_rows(fleet):
-    rows = rows_of(fleet)
+@pytest.mark.slow
+def test_figures_draw_a_line_per_board_and_model_through_its_rows(boards_sweep):
+    rows = rows_of(boards_sweep)
     assert [r["success"] for r in rows] == [True] * 6 + [False]  # the nano ran out of memory
     throughput = spec(rows, "throughput").panels[0]
     assert [s.label for s in throughput.series] == ["cnn on agx-orin", "lstm on agx-orin", "cnn on tx2"]
@@ -65,10 +66,11 @@ def colour_pixels(png: Path, colour: str) -> int:
     return int((np.abs(image - np.array(matplotlib.colors.to_rgb(colour))).sum(axis=-1) < 0.15).sum())
 
 
-def test_plot_of_several_boards_writes_every_figure_with_its_lines(fleet):
-    written = plot(fleet)
+@pytest.mark.slow
+def test_plot_of_several_boards_writes_every_figure_with_its_lines(boards_sweep):
+    written = plot(boards_sweep)
     for name in ("throughput", "energy", "step_time"):
-        png = fleet / f"{name}.png"
+        png = boards_sweep / f"{name}.png"
         assert png in written and line_pixels(png) > 500, name
         # The three lines' colours: each model's own (the dashboard's), a second board's cnn line in a shade of
         # it (cnn on nano is cnn's second line, cnn on tx2 its third). These "boards" all trained on this one
@@ -80,8 +82,8 @@ def test_plot_of_several_boards_writes_every_figure_with_its_lines(fleet):
         shutil.copy(png, OUTPUT / f"plot-boards-{name}.png")
 
 
-def test_best_batch_per_board_is_the_most_samples_per_s_and_the_fewest_joules_per_sample(fleet):
-    rows = rows_of(fleet)
+def test_best_batch_per_board_is_the_most_samples_per_s_and_the_fewest_joules_per_sample(boards_sweep):
+    rows = rows_of(boards_sweep)
     table = {(b.board, b.line): b for b in best_batch(rows)}
     assert list(table) == [("agx-orin", "cnn"), ("agx-orin", "lstm"), ("nano", "cnn"), ("tx2", "cnn")]
     for (board, model), best in table.items():
@@ -104,8 +106,9 @@ def test_best_batch_per_board_is_the_most_samples_per_s_and_the_fewest_joules_pe
         assert best.j_per_sample.text().endswith(" J/sample")
 
 
-def test_one_board_keeps_a_line_per_model_and_no_best_batch_table(fleet, tmp_path):
-    rows = [r for r in rows_of(fleet) if r["board_type"] == "agx-orin"]
+@pytest.mark.slow
+def test_one_board_keeps_a_line_per_model_and_no_best_batch_table(boards_sweep, tmp_path):
+    rows = [r for r in rows_of(boards_sweep) if r["board_type"] == "agx-orin"]
     assert [s.label for s in spec(rows, "throughput").panels[0].series] == ["cnn", "lstm"]
     old = [{k: v for k, v in r.items() if k not in ("board_type", "board", "host", "jetpack")} for r in rows]
     assert [s.label for s in spec(old, "throughput").panels[0].series] == ["cnn", "lstm"]  # a sweep from before
@@ -114,14 +117,17 @@ def test_one_board_keeps_a_line_per_model_and_no_best_batch_table(fleet, tmp_pat
     assert "Best batch size per board" not in page and "<th>board</th>" not in page
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (CHROMIUM and CHROMEDRIVER), reason="Debian chromium/chromium-driver not installed")
-def test_report_html_shows_the_best_batch_size_per_board(fleet, browser):  # noqa: F811
-    page = plot(fleet)[-1]
+def test_report_html_shows_the_best_batch_size_per_board(boards_sweep, browser):
+    page = plot(boards_sweep)[-1]
     browser.get(page.as_uri())
     cells = browser.execute_script(
         "return [...document.querySelectorAll('#best-batch tbody tr')].map((r) => [...r.cells].map((c) => c.innerText))"
     )
-    expected = [[b.board, b.line, b.samples_per_s.text(), b.j_per_sample.text()] for b in best_batch(rows_of(fleet))]
+    expected = [
+        [b.board, b.line, b.samples_per_s.text(), b.j_per_sample.text()] for b in best_batch(rows_of(boards_sweep))
+    ]
     assert cells == expected
     assert cells[2] == ["nano", "cnn", NO_SUCCESS, NO_SUCCESS]
     boards = browser.execute_script("return [...document.querySelectorAll('table')][0].tBodies[0].rows.length")

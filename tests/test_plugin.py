@@ -25,6 +25,7 @@ def logdir(tmp_path_factory):
     return root
 
 
+@pytest.mark.slow
 def test_runs_lists_every_run_with_its_summary(logdir):
     client, _ = client_for(logdir)
     status, runs = get(client, "runs")

@@ -32,6 +32,7 @@ def every_route_of_a_answers(client) -> None:
     assert get(client, "series", run="a/train", channel="VDD_IN")[0] == 200
 
 
+@pytest.mark.slow
 def test_a_run_whose_summary_is_a_float_tensor_hides_no_other_run(logdir):
     write_summary(logdir / "float/train", np.float32(1.5))
     client, _ = client_for(logdir)

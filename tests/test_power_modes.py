@@ -247,6 +247,7 @@ def wait_for(predicate, what: str, timeout_s: float = 240.0) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_real_sweep_in_two_modes_rows_carry_the_mode(board, tmp_path):
     out = tmp_path / "sweep"
     args = sweep_args(out, "cnn", "0,2")
@@ -258,6 +259,7 @@ def test_real_sweep_in_two_modes_rows_carry_the_mode(board, tmp_path):
     assert restored(board, board.calls())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_board_is_restored_when_the_sweep_is_interrupted(board, tmp_path, signum):
     out = tmp_path / "sweep"

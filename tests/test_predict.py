@@ -29,6 +29,7 @@ def rows(points: dict[int, float], start_gb: float = 0.5) -> list[dict]:
     ]
 
 
+@pytest.mark.slow
 def test_affine_quantities_are_predicted_exactly_and_oom_against_the_limit():
     measured = rows({1: 1.1, 2: 1.2, 4: 1.4})  # 1 GiB + 0.1 GiB per sample
     p16, p64 = predict(measured, [16, 64], memory_limit_bytes=3 * 2**30)
@@ -62,6 +63,7 @@ def test_search_finds_the_limit_from_any_start(start):
     assert size == 37 and tried == {1: 12, 16: 8, 32: 7, 64: 7}[start]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "model,input_size,targets,limit",
     [
@@ -116,6 +118,7 @@ def test_precision_option_is_in_the_key_and_the_childs_options_only_when_given(t
         SweepConfig(out=tmp_path, precision=0.03, max_steps=5)
 
 
+@pytest.mark.slow
 def test_a_precise_run_stops_when_its_mean_is_known_or_at_the_cap(tmp_path):
     loose = SweepConfig(out=tmp_path / "loose", steps=13, warmup_steps=3, precision=0.9, max_steps=40)
     tight = SweepConfig(out=tmp_path / "tight", steps=13, warmup_steps=3, precision=1e-6, max_steps=20)

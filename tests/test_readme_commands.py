@@ -171,6 +171,7 @@ def page_runs(tmp_path_factory):
         yield {p.name: pool.submit(run_page, p, tmp_path_factory.mktemp(p.stem)) for p in longest_first}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
 def test_every_command_block_works_in_a_fresh_shell(page, page_runs):
     failures = page_runs[page.name].result()

@@ -73,6 +73,7 @@ def tx2_run(tmp_path_factory) -> tuple[dict, Captured, Path]:
     return report, captured, tmp / "run" / "train"
 
 
+@pytest.mark.slow
 def test_replay_cpu_mean_is_the_mean_of_the_cores_the_log_has(tx2_run):
     report, _, _ = tx2_run
     assert report["cpu_util_avg"] == pytest.approx(25.0)  # cores 0, 3, 4, 5 at each line; 1 and 2 are off

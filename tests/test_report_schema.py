@@ -144,6 +144,7 @@ ROWS = [
 ]
 
 
+@pytest.mark.slow
 def test_plot_skips_rows_with_a_null_or_text_batch_size_with_a_warning_naming_each(tmp_path, capsys, caplog):
     results = tmp_path / "results.json"
     results.write_text(json.dumps(ROWS))

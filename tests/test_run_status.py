@@ -46,6 +46,7 @@ def killed(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_a_run_whose_process_was_killed_is_ended_without_a_report_not_running(killed):
     pid = json.loads((killed / "cnn-bs8" / names.CLAIM_FILE).read_text())["pid"]
     summary = listed(killed)["cnn-bs8/train"]
@@ -100,6 +101,7 @@ def test_a_claims_pid_out_of_range_is_a_gone_process_not_a_server_error(killed, 
     assert summary["status_text"] == f"ended without a report: its process (pid {pid}) is gone"
 
 
+@pytest.mark.slow
 def test_a_sweep_child_aborted_on_bad_alloc_is_failed_in_its_run_with_the_cause(tmp_path):
     row = aborted_sweep_run(tmp_path / "sweep")
     assert row["success"] is False and sweep_mod.is_oom(row) and row["failed_step"] == DIE_AT

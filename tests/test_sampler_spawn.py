@@ -162,6 +162,7 @@ def test_locks_another_thread_holds_at_start(start):
         assert np.isnan(locked).all()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start,warns", [("auto", False), ("fork", True)])
 def test_no_fork_warning_of_jax_when_the_sampler_starts_while_jax_computes(start, warns):
     """JAX warns at every os.fork() of the process it runs in; warnings are errors here."""

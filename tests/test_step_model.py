@@ -56,6 +56,7 @@ def test_the_fit_recovers_an_exact_law():
     assert fitted.bs == pytest.approx(16, rel=0.15) and fitted.b2 >= fitted.b1 >= 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("params", LAWS)
 def test_stated_interval_contains_the_law_and_errors_are_within_10_percent(params, seed):
@@ -90,6 +91,7 @@ def test_energy_from_time_and_saturating_power_and_none_without_power():
     assert none.value is None and none.reason == "no power sensor on this machine"
 
 
+@pytest.mark.slow
 def test_a_step_up_in_time_is_found_and_the_interval_spans_it_where_it_cannot_be_placed():
     # The char-LSTM measured here (interleaved, one process): ~1.2 ms per sample throughout, and a step of
     # ~25 ms between batch 12 and 16 (another kernel from 16 on). A bend cannot follow a step; the law's

@@ -16,6 +16,7 @@ from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.sizes import parse_size
 
 
+@pytest.mark.slow
 def test_tiny_sweep_with_a_real_oom(tmp_path, capsys):
     out = tmp_path / "sweep"
     assert main(["sweep", "--models", "cnn,dqn", "--batch-sizes", "1", "--steps", "5", "--out", str(out)]) == 0
@@ -131,6 +132,7 @@ def test_sweep_rejects_unknown_model(capsys):
     assert "unknown model" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_zoo_builds_every_model_and_trains_a_step():
     import numpy as np
 

@@ -286,6 +286,7 @@ def test_the_generators_cover_every_kind_of_declared_file(tree):
     assert max(fields for _, _, fields in files) == 8  # /proc/stat's cpu lines sum fields
 
 
+@pytest.mark.slow
 @settings(
     max_examples=EXAMPLES,
     deadline=None,

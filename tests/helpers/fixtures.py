@@ -4,6 +4,7 @@ with their context files, and the sampler's two loops."""
 
 from __future__ import annotations
 
+import fcntl
 from pathlib import Path
 
 import pytest
@@ -53,9 +54,15 @@ def two_runs(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def fleet(tmp_path_factory) -> Path:
-    """DIR/results.json of the three boards' rows and DIR/runs/<board_type>/<run name>, as a fleet sweep writes."""
-    return make_fleet(tmp_path_factory.getbasetemp())
+def boards_sweep(tmp_path_factory, worker_id) -> Path:
+    """DIR/results.json of the three boards' rows and DIR/runs/<board_type>/<run name>, as a fleet sweep writes;
+    made once for every test worker (pytest-xdist), under a lock in the folder they share."""
+    shared = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        shared = shared.parent
+    with open(shared / "boards_sweep.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return make_fleet(shared)
 
 
 @pytest.fixture

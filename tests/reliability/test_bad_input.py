@@ -149,6 +149,7 @@ def hostile_logdir(tmp_path):
     return root
 
 
+@pytest.mark.slow
 def test_dashboard_refuses_files_outside_the_logdir(hostile_logdir):
     client, _ = client_for(hostile_logdir)
     for route in ("channels", "steps"):

@@ -59,6 +59,7 @@ def measured(report: dict) -> list[dict]:
     return [s for s in report["steps"] if not s["warmup"] and not s["failed"]]
 
 
+@pytest.mark.slow
 def test_forked_children_leave_the_parents_sampler_running(tmp_path):
     """Synthetic sensor. A child of os.fork exits with sys.exit at batch 5; a fork-started
     multiprocessing helper is terminated at batch 15: every later step still has its energy."""
@@ -107,6 +108,7 @@ def test_validation_data_of_the_wrong_shape_writes_the_report(tmp_path):
     assert report["steps_measured"] == 7 and not cb.monitor.sampler.running
 
 
+@pytest.mark.slow
 def test_ctrl_c_while_the_report_is_written_still_writes_it(tmp_path):
     """Synthetic sensor. A real SIGINT lands inside the monitor's last collection."""
     out = finish(child("finish_interrupt_child.py", tmp_path), expect_rc=130)
@@ -134,6 +136,7 @@ def test_an_abandoned_measurement_is_ended_when_garbage_collected(tmp_path):
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_jax_backend_trains_measured_and_its_oom_counts(tmp_path):
     """Synthetic sensor, KERAS_BACKEND=jax."""
     pytest.importorskip("jax")
@@ -167,6 +170,7 @@ def test_steps_per_execution_counts_the_batches_that_ran(tmp_path):
     assert report["energy_per_sample_j"] == pytest.approx(report["energy_total"] / 160)
 
 
+@pytest.mark.slow
 def test_a_stopped_process_costs_its_step_not_the_run(tmp_path):
     """Synthetic sensor. SIGSTOP then SIGCONT of the process group mid-run (Ctrl-Z, fg)."""
     proc = child("stopped_child.py", tmp_path, 100, start_new_session=True)
@@ -186,6 +190,7 @@ def test_a_stopped_process_costs_its_step_not_the_run(tmp_path):
     assert complete["measured_time_s"] > complete["time_s"] + 0.9  # the stopped step's second is left out
 
 
+@pytest.mark.slow
 def test_terminate_on_nan_is_a_failure_with_the_reason(tmp_path):
     """Synthetic sensor. The targets of batch 6 are NaN, so the loss turns NaN there."""
     x, y = data(160)

@@ -33,6 +33,7 @@ def test_unwritable_logdir_is_a_clear_error_before_the_first_step(tmp_path):
     assert batches == []
 
 
+@pytest.mark.slow
 def test_disk_full_mid_run_warns_once_and_keeps_the_report_in_memory(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(HELPERS.parent))
     proc = subprocess.run(
@@ -78,6 +79,7 @@ print(perf.logdir)
 """
 
 
+@pytest.mark.slow
 def test_two_processes_into_one_logdir_at_once_get_separate_directories(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(HELPERS.parent))
     procs = [
@@ -95,6 +97,7 @@ def test_two_processes_into_one_logdir_at_once_get_separate_directories(tmp_path
         assert claim["pid"] in {p.pid for p in procs}
 
 
+@pytest.mark.slow
 def test_fit_twice_with_one_callback_writes_a_second_run(tmp_path):
     cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], warmup_steps=1)
     model = small_model()

@@ -67,6 +67,7 @@ class SimulatedSampler:
         return Samples(t, np.full((n, 1), 5.0), self.channels)
 
 
+@pytest.mark.slow
 def test_two_hour_run_memory_is_bounded(tmp_path):
     clock = SimulatedClock()
     sensor = SyntheticSensor(power_w={"VDD_IN": lambda t: 5.0}, groups={"VDD_IN": "total"})

@@ -256,6 +256,7 @@ def busy_cores():
         burner.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode,start", [("process", "spawn"), ("process", "fork"), ("thread", "auto")])
 def test_blocked_sensor_never_delays_the_fast_rail(mode, start, busy_cores):
     t0 = time.monotonic()

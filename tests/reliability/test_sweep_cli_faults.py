@@ -173,6 +173,7 @@ def _in_process(args: list[str], capsys) -> tuple[int, str]:
     return status, capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", REAL_PROCESS + IN_PROCESS)
 def test_cli_error_is_one_line_and_exit_status_2(cases, case, capsys):
     tmp, arguments, ran = cases
@@ -190,6 +191,7 @@ def test_corrupt_results_are_left_as_they_were(cases):
     assert (tmp / "corrupt_sweep" / "results.json").read_text() == '[{"model": "cnn", "batch_'
 
 
+@pytest.mark.slow
 def test_rerun_with_other_steps_runs_again_and_the_same_steps_does_not(tmp_path):
     out = tmp_path / "sweep"
     assert main(["sweep", *TINY, "--out", str(out)]) == 0
@@ -206,6 +208,7 @@ def test_rerun_with_other_steps_runs_again_and_the_same_steps_does_not(tmp_path)
     assert (out / "results.json").read_text() == before
 
 
+@pytest.mark.slow
 def test_missing_sensor_log_is_retried_not_cached(tmp_path):
     log = tmp_path / "tx2.log"
     shutil.copy(DATA / "tx2_tegrastats.log", log)
@@ -222,6 +225,7 @@ def test_missing_sensor_log_is_retried_not_cached(tmp_path):
     assert json.loads((config.out / "results.json").read_text()) == [row]
 
 
+@pytest.mark.slow
 def test_second_sweep_into_a_directory_in_use_exits_2_and_a_dead_sweep_frees_it(tmp_path, capsys):
     out = tmp_path / "sweep"
     first = subprocess.Popen(
@@ -253,6 +257,7 @@ def test_second_sweep_into_a_directory_in_use_exits_2_and_a_dead_sweep_frees_it(
     assert row["success"] is True and row["steps_measured"] == 3
 
 
+@pytest.mark.slow
 def test_child_writes_its_summary_where_its_measurement_went(tmp_path):
     logdir = tmp_path / "cnn-bs1"
     logdir.mkdir()

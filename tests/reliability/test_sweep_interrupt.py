@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tf_mobileperf.cli.parser import INTERRUPTED, main
 from tf_mobileperf.sweep import runner as sweep_mod
 
@@ -68,6 +70,7 @@ def _gone(pid: int) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_sweep_is_one_line_and_exit_130_and_a_rerun_runs_only_what_is_missing(tmp_path, monkeypatch):
     out = tmp_path / "sweep"
     path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))

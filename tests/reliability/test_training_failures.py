@@ -43,6 +43,7 @@ def assert_files_read_back(logdir: Path, report: dict) -> None:
     assert np.all(np.diff(series[:, 0]) > 0)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fail_at,after",
     [(1, 2), (2, 2), (5, 2), (4, 0)],
@@ -61,6 +62,7 @@ def test_real_oom_under_rlimit_stops_cleanly_and_keeps_steps(tmp_path, fail_at, 
     assert_files_read_back(tmp_path, report)
 
 
+@pytest.mark.slow
 def test_real_oom_with_on_oom_raise_writes_report_then_raises(tmp_path):
     out = run_child("oom_child.py", tmp_path, 3, "raise").stdout
     report = json.loads((tmp_path / "report.json").read_text())
@@ -89,6 +91,7 @@ def test_python_memory_error_is_an_oom(tmp_path):
     assert report["steps_measured"] == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signame,rc,printed", [("SIGINT", 130, "INTERRUPTED"), ("SIGTERM", -signal.SIGTERM, "")])
 def test_signal_during_fit_writes_partial_report_and_series(tmp_path, signame, rc, printed):
     proc = run_child("signal_child.py", tmp_path, signame, expect_rc=rc)
@@ -100,6 +103,7 @@ def test_signal_during_fit_writes_partial_report_and_series(tmp_path, signame, r
     assert_files_read_back(tmp_path, report)
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_process_restores_the_previous_handler(tmp_path):
     import threading
 
@@ -125,6 +129,7 @@ class CtrlCWhenCollected:
         signal.raise_signal(signal.SIGINT)
 
 
+@pytest.mark.slow
 def test_ctrl_c_swallowed_in_a_finalizer_still_stops_fit_at_the_next_batch(tmp_path):
     cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()])
     batches = []
@@ -165,6 +170,7 @@ def test_other_error_in_a_step_writes_the_partial_report_and_propagates(tmp_path
     assert report["steps_measured"] == 3
 
 
+@pytest.mark.slow
 def test_sweep_child_killed_by_sigkill_keeps_its_steps(tmp_path):
     import threading
     import time

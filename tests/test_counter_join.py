@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.steps.join import INTERPOLATED, MEASURED, counter_series, join, settled_until
+from tf_mobileperf.steps.counter import counter_series, settled_until
+from tf_mobileperf.steps.join import INTERPOLATED, MEASURED, join
 
 COUNTER = Channel("gpu0_energy", "energy", "synthetic staircase counter", device="gpu", rail="gpu0")
 POWER = Channel("gpu0_power", "power", "synthetic staircase power", device="gpu", rail="gpu0")

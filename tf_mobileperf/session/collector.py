@@ -54,6 +54,7 @@ from tf_mobileperf.session.idle import IdleBaseline
 from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.session.unread import absent_in_source, ending_sources, never_valued, unread_reasons
 from tf_mobileperf.steps import join as join_mod
+from tf_mobileperf.steps.counter import frozen_for_s, settled_until
 from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, fill_steps
 
 log = logging.getLogger(__name__)
@@ -215,7 +216,7 @@ class Collector:
     def _settled_until(self) -> float:
         """Up to when every energy counter's interpolation is final in the samples held (inf without one)."""
         t, values = self._buffered()
-        return join_mod.settled_until(t, values, self.channels, SETTLE_MAX_S) if len(t) else -np.inf
+        return settled_until(t, values, self.channels, SETTLE_MAX_S) if len(t) else -np.inf
 
     def _buffered(self) -> tuple[np.ndarray, np.ndarray]:
         """Every sample held, as one time array and one (samples, channels) array."""
@@ -422,11 +423,11 @@ class Collector:
         return starts, ends
 
     def _warn_frozen_counters(self, t: np.ndarray, values: np.ndarray) -> None:
-        """Warns once per energy counter that stopped changing while it was still read (``join.frozen_for_s``)."""
+        """Warns once per energy counter that stopped changing while it was still read (``counter.frozen_for_s``)."""
         for i, channel in enumerate(self.channels):
             if channel.kind != "energy" or channel.name in self._frozen_warned:
                 continue
-            unchanged_s = join_mod.frozen_for_s(t, values[:, i])
+            unchanged_s = frozen_for_s(t, values[:, i])
             if unchanged_s is not None:
                 self._frozen_warned.add(channel.name)
                 log.warning(

@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tf_mobileperf.cli.commands import _print_rows
 from tf_mobileperf.cli.parser import build_parser
+from tf_mobileperf.cli.sweep_command import _print_rows
 from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.defaults import MEASURED_STEPS
 from tf_mobileperf.sweep.power_modes import PowerPlan

@@ -34,7 +34,9 @@ from tf_mobileperf.cli.arguments import (
     power_mode_ids,
     zoo_names,
 )
-from tf_mobileperf.cli.commands import cmd_combine, cmd_plot, cmd_predict, cmd_sensors, cmd_sweep
+from tf_mobileperf.cli.commands import cmd_combine, cmd_plot, cmd_sensors
+from tf_mobileperf.cli.predict_command import cmd_predict
+from tf_mobileperf.cli.sweep_command import cmd_sweep
 from tf_mobileperf.sweep.defaults import MEASURED_STEPS, WARMUP_STEPS
 from tf_mobileperf.sweep.results import SweepError
 

@@ -1,0 +1,95 @@
+"""``mobileperf predict``: a few batch sizes measured, the others predicted, and the table printed."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from tf_mobileperf.cli.printing import cell
+from tf_mobileperf.cli.sweep_command import sweep_config
+from tf_mobileperf.steps.precision import relative_half_width
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from tf_mobileperf.analysis.predict import describe, predict
+    from tf_mobileperf.analysis.size_choice import choose_sizes
+    from tf_mobileperf.output.files import write_json
+    from tf_mobileperf.sweep.runner import sweep
+
+    config = sweep_config(args, [args.model])
+    if args.measure is None:
+
+        def measure(b: int):
+            row = sweep([args.model], [b], config)[0]
+            ci = row.get("step_time_s_ci95")
+            return (row["step_time_s_mean"], tuple(ci) if ci else None) if row.get("success") else None
+
+        measured, why, _ = choose_sizes(measure, max(args.target), args.budget)
+    else:
+        measured, why = args.measure, ["given by --measure"]
+    rows = [r for r in sweep([args.model], measured, config) if r["model"] == args.model]
+    try:
+        predictions = predict(rows, args.target, args.memory_limit)
+    except ValueError as exc:
+        raise ValueError(f"cannot predict {args.model}: {exc}") from None
+    print(f"{args.model}, measured at batch sizes {','.join(map(str, measured))}:")
+    for line in why:
+        print(f"  {line}")
+    for r in sorted(rows, key=lambda r: r["batch_size"]):
+        ci = r.get("step_time_s_ci95")
+        print(
+            f"  batch {r['batch_size']}: step time {cell(r.get('step_time_s_mean'), 0).strip()} s"
+            + (f", 95% interval {ci[0]:.4g}..{ci[1]:.4g} s over {r.get('steps_measured')} steps" if ci else "")
+            + _short_of_precision(r, config.precision, config.max_steps)
+        )
+    print(
+        f"{'batch':>5} {'peak RSS GiB':>16} {'step time s (95%)':>24} {'J/step (95%)':>24} {'J/sample':>10}"
+        "  out of memory?"
+    )
+    for p in predictions:
+        oom = "n/a (no --memory-limit)" if p.oom is None else ("yes" if p.oom else "no")
+        print(
+            f"{p.batch_size:>5} {_pm(p.proc_peak_gb, p.proc_peak_gb_pm)} {_range(p.step_time_s, p.step_time_s_ci95)} "
+            f"{_range(p.energy_per_step_j, p.energy_per_step_j_ci95)} {cell(p.energy_per_sample_j)}  {oom}"
+        )
+    if predictions and predictions[0].energy_unavailable:
+        print(predictions[0].energy_unavailable)
+    write_json(
+        args.out / "prediction.json",
+        {
+            "model": args.model,
+            "measured": measured,
+            "why_measured": why,
+            "precision": config.precision,
+            "max_steps": config.max_steps,
+            "memory_limit_bytes": args.memory_limit,
+            "fitted": describe(rows),
+            "predictions": [dataclasses.asdict(p) for p in predictions],
+        },
+    )
+    print(f"-> {args.out / 'prediction.json'}")
+    return 0
+
+
+def _short_of_precision(row: dict, precision: float | None, max_steps: int | None) -> str:
+    """ "; stopped at --max-steps N at +-X%, wider than the +-P% asked" where a size's interval is wider than the
+    precision asked (the prediction's interval holds it: the fit weighs each size by its own interval)."""
+    ci, mean = row.get("step_time_s_ci95"), row.get("step_time_s_mean")
+    if precision is None or not ci or not mean:
+        return ""
+    half = relative_half_width(mean, *ci)
+    if half <= precision:
+        return ""
+    return f"; stopped at --max-steps {max_steps} at +-{half:.1%}, wider than the +-{precision:.1%} asked"
+
+
+def _range(value: float | None, interval) -> str:
+    if value is None:
+        return f"{'n/a':>24}"
+    return f"{value:>9.4g} ({interval[0]:.3g}..{interval[1]:.3g})".rjust(24) if interval else f"{value:>24.4g}"
+
+
+def _pm(value: float | None, plus_minus: float | None) -> str:
+    if value is None:
+        return f"{'n/a':>18}"
+    return f"{value:>9.4g} ± {plus_minus:<6.2g}" if plus_minus is not None else f"{value:>18.4g}"

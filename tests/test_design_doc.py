@@ -30,7 +30,6 @@ OVER = {
     "tf_mobileperf/sampling/sampler.py": 449,
     "tf_mobileperf/steps/records.py": 440,
     "tf_mobileperf/format/schema.py": 433,
-    "tf_mobileperf/sweep/fleet.py": 365,
     "tf_mobileperf/steps/op_energy.py": 342,
     "tf_mobileperf/session/monitor.py": 330,
     "tf_mobileperf/steps/report.py": 319,

@@ -31,25 +31,18 @@ Ray is imported here only, and this module only where ``--ray`` is given.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import ipaddress
 import logging
-import os
 import re
-import socket
-import sys
-import threading
-import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Iterable
 
 from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.fleet_task import run_on_board, unpack
+from tf_mobileperf.sweep.ray_connect import CONNECT_TIMEOUT_S, FleetError, connect
 from tf_mobileperf.sweep.results import Results
 from tf_mobileperf.sweep.runner import check_models
 
@@ -61,15 +54,6 @@ RESOURCE_PREFIX = "board:"
 _NODE_ID = re.compile(r"node ID: ([0-9a-f]+)")
 #: How long cancelled tasks get to kill their children before they are forced.
 CANCEL_WAIT_S = 30.0
-#: How long ``connect`` waits for the cluster by default (``mobileperf sweep --ray-timeout``).
-CONNECT_TIMEOUT_S = 30.0
-#: Ray's switch for clusters of one machine (named for Windows and macOS, where it is the default): with it
-#: off, Ray keeps a loopback address instead of putting the machine's interface address in its place.
-LOOPBACK_ONLY = ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-
-
-class FleetError(ValueError):
-    """The fleet cannot run the sweep as asked (a board type no node has, no board at all): one line."""
 
 
 def board_types(nodes: list[dict], dead: str | None = None) -> Counter:
@@ -134,121 +118,6 @@ def fleet_sweep(
                     assert row is not None, "each configuration was in the results or ran now"
                     rows.append(row)
             return rows
-
-
-@contextlib.contextmanager
-def connect(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Iterator:
-    """Ray, connected to the cluster at ``address`` (host:port) within ``timeout_s``; disconnected at the end.
-
-    FleetError (one line, naming the address) when nothing listens there, or when the cluster does not
-    answer in time: Ray itself retries for many minutes."""
-    host, port = _host_port(address)
-    deadline = time.monotonic() + timeout_s
-    _reachable(address, host, port, timeout_s)
-    with _loopback_only(_is_loopback(host)):
-        ray = _import_ray()
-        _init_within(ray, address, deadline - time.monotonic(), timeout_s)
-        try:
-            yield ray
-        finally:
-            ray.shutdown()
-
-
-def _host_port(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise FleetError(f"--ray {address}: the address must be the Ray head's host:port, e.g. 10.0.0.5:6379")
-    return host.strip("[]"), int(port)
-
-
-def _reachable(address: str, host: str, port: int, timeout_s: float) -> None:
-    """FleetError unless something accepts a TCP connection at ``host:port`` within ``timeout_s``."""
-    try:
-        socket.create_connection((host, port), timeout=timeout_s).close()
-    except OSError as exc:
-        why = f"no answer within {timeout_s:g} s" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
-        raise FleetError(
-            f"no Ray cluster at {address} ({why.lower()}): start its head there with "
-            f"ray start --head --port {port}, or give the head's host:port"
-        ) from None
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-@contextlib.contextmanager
-def _loopback_only(loopback: bool) -> Iterator[None]:
-    """For a loopback address, Ray told that the cluster is this machine (``LOOPBACK_ONLY``); as before after.
-
-    Ray reads the switch when it is first imported; where it was imported already, its constant is set."""
-    name, value = LOOPBACK_ONLY
-    if not loopback or os.environ.get(name) is not None:  # not loopback, or the user chose
-        yield
-        return
-    os.environ[name] = value
-    constants: Any = sys.modules.get("ray._private.ray_constants")  # a module of Ray's, if imported
-    before = getattr(constants, "ENABLE_RAY_CLUSTER", None)
-    if constants is not None and before is not None:
-        constants.ENABLE_RAY_CLUSTER = False
-    try:
-        yield
-    finally:
-        del os.environ[name]
-        if constants is not None and before is not None:
-            constants.ENABLE_RAY_CLUSTER = before
-
-
-def _import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise FleetError("--ray needs Ray on the driver and the boards: pip install 'tf-mobileperf[fleet]'") from None
-    return ray
-
-
-class _NotMainThread(logging.Filter):
-    """Drops Ray's warning that it set no SIGTERM handler: ``_init_within`` connects from a thread on purpose."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "not the main thread" not in record.getMessage()
-
-
-def _init_within(ray, address: str, left_s: float, timeout_s: float) -> None:
-    """``ray.init`` at ``address``, in a thread given the ``left_s`` of ``timeout_s``: Ray waits for an
-    unanswering cluster in its own code, where no signal reaches it. FleetError if it fails or does not
-    return in time; the thread is then left to Ray (a daemon: it ends with the process)."""
-    outcome: list[BaseException | None] = []
-
-    def init() -> None:
-        try:
-            ray.init(address=address, logging_level=logging.WARNING, log_to_driver=False)
-            outcome.append(None)
-        except BaseException as exc:  # reported by the caller's thread
-            outcome.append(exc)
-
-    quiet = _NotMainThread()
-    worker_log = logging.getLogger("ray._private.worker")
-    worker_log.addFilter(quiet)
-    try:
-        thread = threading.Thread(target=init, daemon=True, name="mobileperf-ray-connect")
-        thread.start()
-        thread.join(max(left_s, 0.0))
-    finally:
-        worker_log.removeFilter(quiet)
-    if not outcome:
-        raise FleetError(
-            f"the Ray cluster at {address} did not answer within {timeout_s:g} s "
-            "(is it the head's GCS port? see --ray-timeout)"
-        )
-    if outcome[0] is not None:
-        said = (str(outcome[0]).strip().splitlines() or [type(outcome[0]).__name__])[0][:200]
-        raise FleetError(f"could not connect to the Ray cluster at {address}: {said}") from outcome[0]
 
 
 class _Fleet:

@@ -29,7 +29,7 @@ OVER = {
     "tf_mobileperf/analysis/step_model.py": 329,
     "tf_mobileperf/sampling/sampler.py": 449,
     "tf_mobileperf/steps/records.py": 440,
-    "tf_mobileperf/format/schema.py": 433,
+    "tf_mobileperf/format/schema.py": 330,
     "tf_mobileperf/steps/op_energy.py": 342,
     "tf_mobileperf/session/monitor.py": 330,
     "tf_mobileperf/steps/report.py": 319,

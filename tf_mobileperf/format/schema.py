@@ -29,71 +29,29 @@ with every NaN and infinity replaced. No TensorFlow.
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from collections.abc import Callable
 from typing import Any
 
-from .finite_json import finite
-
-
-class ReportError(ValueError):
-    """A report, run summary or result row that is not what the schema says; names the file and the field."""
-
-    def __init__(self, name: str, field: str, problem: str):
-        self.name, self.field, self.problem = name, field, problem
-        super().__init__(f"{name}: field {field!r} {problem}" if field else f"{name}: {problem}")
-
-
-@dataclasses.dataclass(frozen=True)
-class Kind:
-    """A leaf field: what it may hold, in words for the error, and the test of a value."""
-
-    words: str
-    test: Callable[[Any], bool]
-
-
-@dataclasses.dataclass(frozen=True)
-class Shape:
-    """An object whose named fields are of their kinds (``required`` ones must be there); null if ``nullable``."""
-
-    fields: dict[str, Spec]
-    required: tuple[str, ...] = ()
-    nullable: bool = True
-
-
-@dataclasses.dataclass(frozen=True)
-class Each:
-    """An object (or null) whose every value is of ``spec``: a map of rail, core or cluster to a number."""
-
-    spec: Spec
-
-
-@dataclasses.dataclass(frozen=True)
-class ListOf:
-    """A list (or null, if ``nullable``) whose every item is of ``spec``."""
-
-    spec: Spec
-    nullable: bool = True
-
-
-Spec = Kind | Shape | Each | ListOf
-
-
-def _number(value: Any) -> bool:
-    return type(value) in (int, float)  # not bool, which Python counts as an int
-
-
-BOOL = Kind("true or false", lambda v: type(v) is bool)
-BOOL_OR_NULL = Kind("true, false or null", lambda v: v is None or type(v) is bool)
-NUMBER = Kind("a number or null", lambda v: v is None or _number(v))
-WHOLE = Kind("a whole number or null", lambda v: v is None or type(v) is int)
-COUNT = Kind("a whole number >= 0 or null", lambda v: v is None or (type(v) is int and v >= 0))
-BATCH = Kind("a whole number >= 1 or null", lambda v: v is None or (type(v) is int and v >= 1))
-TEXT = Kind("text or null", lambda v: v is None or isinstance(v, str))
-OBJECT = Kind("an object or null", lambda v: v is None or isinstance(v, dict))
-LIST = Kind("a list or null", lambda v: v is None or isinstance(v, list))
-NUMBERS = Each(NUMBER)
+from .shapes import (
+    BATCH,
+    BOOL,
+    BOOL_OR_NULL,
+    COUNT,
+    LIST,
+    NUMBER,
+    NUMBERS,
+    OBJECT,
+    TEXT,
+    WHOLE,
+    Each,
+    Kind,
+    ListOf,
+    ReportError,
+    Shape,
+    Spec,
+    checked,
+    json_type,
+    shown,
+)
 
 #: The fields of a report's summary that readers use, and what each holds (``steps.report`` writes them).
 SUMMARY_FIELDS: dict[str, Spec] = {
@@ -315,67 +273,6 @@ ROW = Shape(
 )
 
 
-def _shown(value: Any) -> str:
-    """A value as the error quotes it: text in quotes, anything else as JSON, cut short."""
-    text = repr(value) if isinstance(value, str) else json.dumps(value, default=repr)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _json_type(value: Any) -> str:
-    """The JSON name of a loaded value's type."""
-    names = {bool: "boolean", int: "number", float: "number", str: "string", list: "array", type(None): "null"}
-    return names.get(type(value), type(value).__name__)
-
-
-def _words(spec: Spec) -> str:
-    if isinstance(spec, Kind):
-        return spec.words
-    if isinstance(spec, ListOf):
-        return "a list" + (" or null" if spec.nullable else "")
-    nullable = spec.nullable if isinstance(spec, Shape) else True
-    return "an object" + (" or null" if nullable else "")
-
-
-def _check(value: Any, spec: Spec, field: str, name: str) -> None:
-    """Raises ReportError naming ``field`` (a path: ``steps[3].power_w.VDD_IN``) if ``value`` is not ``spec``."""
-    if isinstance(spec, Kind):
-        if not spec.test(value):
-            raise ReportError(name, field, f"must be {spec.words}, got {_shown(value)}")
-        return
-    if value is None and (not isinstance(spec, (Shape, ListOf)) or spec.nullable):
-        return
-    if isinstance(spec, ListOf):
-        if not isinstance(value, list):
-            raise ReportError(name, field, f"must be {_words(spec)}, got {_shown(value)}")
-        for i, item in enumerate(value):
-            _check(item, spec.spec, f"{field}[{i}]", name)
-        return
-    if not isinstance(value, dict):
-        raise ReportError(name, field, f"must be {_words(spec)}, got {_shown(value)}")
-    if isinstance(spec, Each):
-        for key, item in value.items():
-            _check(item, spec.spec, f"{field}.{key}", name)
-        return
-    _check_fields(value, spec, name, f"{field}.")
-
-
-def _check_fields(data: dict, shape: Shape, name: str, prefix: str = "") -> None:
-    for key in shape.required:
-        if key not in data:
-            raise ReportError(name, prefix + key, "is missing")
-    for key, spec in shape.fields.items():
-        if key in data:
-            _check(data[key], spec, prefix + key, name)
-
-
-def _checked(data: Any, shape: Shape, name: str, what: str) -> dict:
-    if not isinstance(data, dict):
-        raise ReportError(name, "", f"is a JSON {_json_type(data)}, not an object ({what})")
-    data = finite(data)
-    _check_fields(data, shape, name)
-    return data
-
-
 def stamped(data: dict, kind: str) -> dict:
     """``data`` marked as a report of ``kind`` in the format written now (``format_version`` and ``kind`` first)."""
     if kind not in SHAPES:
@@ -392,7 +289,7 @@ def upgraded(data: Any, name: str, kinds: tuple[str, ...] = (REPORT,), what: str
             tf-mobileperf); or a kind other than ``kinds``.
     """
     if not isinstance(data, dict):
-        raise ReportError(name, "", f"is a JSON {_json_type(data)}, not an object ({what})")
+        raise ReportError(name, "", f"is a JSON {json_type(data)}, not an object ({what})")
     version = data.get("format_version", 1)
     if type(version) is not int or version not in READ_REPORT_VERSIONS:
         raise ReportError(name, "format_version", _version_problem(version))
@@ -400,7 +297,7 @@ def upgraded(data: Any, name: str, kinds: tuple[str, ...] = (REPORT,), what: str
         kind = COMBINED if data.get("combined") is True and COMBINED in kinds else kinds[0]
         data = stamped(data, kind)
     if data.get("kind") not in kinds:
-        raise ReportError(name, "kind", f"must be {' or '.join(map(repr, kinds))}, got {_shown(data.get('kind'))}")
+        raise ReportError(name, "kind", f"must be {' or '.join(map(repr, kinds))}, got {shown(data.get('kind'))}")
     return data
 
 
@@ -408,7 +305,7 @@ def _version_problem(version: object) -> str:
     reads = f"({', '.join(map(str, READ_REPORT_VERSIONS))})"
     if type(version) is int and version > REPORT_VERSION:
         return f"is {version}, newer than this tf-mobileperf reads {reads}; upgrade tf-mobileperf"
-    return f"is {_shown(version)}, not a version this tf-mobileperf reads {reads}"
+    return f"is {shown(version)}, not a version this tf-mobileperf reads {reads}"
 
 
 def check_report(data: Any, name: str, kinds: tuple[str, ...] = (REPORT,)) -> dict:
@@ -416,13 +313,13 @@ def check_report(data: Any, name: str, kinds: tuple[str, ...] = (REPORT,)) -> di
     written now and checked against its kind's shape, with NaN and infinity as null. Raises ReportError naming
     the first field that is not what the schema says."""
     data = upgraded(data, name, kinds)
-    return _checked(data, SHAPES[data["kind"]], name, "a report")
+    return checked(data, SHAPES[data["kind"]], name, "a report")
 
 
 def check_summary(data: Any, name: str) -> dict:
     """A run summary (a report or combined report without its steps, and a ``status``) upgraded and checked; a
     finished run's must say whether it succeeded. Raises ReportError."""
-    data = _checked(upgraded(data, name, (REPORT, COMBINED), "a run summary"), SUMMARY, name, "a run summary")
+    data = checked(upgraded(data, name, (REPORT, COMBINED), "a run summary"), SUMMARY, name, "a run summary")
     if data.get("status", FINISHED) == FINISHED and "success" not in data:
         raise ReportError(name, "success", "is missing")
     return data
@@ -430,4 +327,4 @@ def check_summary(data: Any, name: str) -> dict:
 
 def check_row(data: Any, name: str) -> dict:
     """A sweep's result row checked (``name``: "results.json row 3"). Raises ReportError."""
-    return _checked(data, ROW, name, "a result row")
+    return checked(data, ROW, name, "a result row")

@@ -163,7 +163,8 @@ def _precision(logdir: Path, precision: float) -> dict:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The child's options, as ``launch.options`` writes them."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True)
     parser.add_argument("--batch-size", type=int, required=True)
@@ -181,7 +182,11 @@ def main(argv: list[str] | None = None) -> int:
         "(--steps: the fewest, warm-up included; --max-steps: the most)",
     )
     parser.add_argument("--max-steps", type=int, default=None)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     _die_with_parent()
     logging.basicConfig(level=logging.WARNING)
 

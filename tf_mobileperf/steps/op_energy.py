@@ -278,7 +278,6 @@ def op_energy(
             row["no_op_share"][channel.name] = _finite(e_idle / e_total) if e_total > 0 else None
     duration = ops.end_s - ops.start_s
     rank = _ranking(energy, duration, rank_rail)
-    top = np.argsort(-rank, kind="stable")[:limit]
     return {
         "clock_alignment": {
             "method": "monotonic/wall pair read when the trace started",
@@ -289,18 +288,23 @@ def op_energy(
         "steps": per_step,
         "by_op_type": _table(ops.op_type, energy, duration, rank, "op_type"),
         "by_layer": _table(ops.layer, energy, duration, rank, "layer"),
-        "top_ops": [
-            {
-                "name": ops.name[k],
-                "op_type": ops.op_type[k],
-                "layer": ops.layer[k],
-                "device": ops.device[k],
-                "time_s": float(duration[k]),
-                "energy_j": {r: _finite(e[k]) for r, e in energy.items()},
-            }
-            for k in top
-        ],
+        "top_ops": _top_ops(ops, energy, duration, np.argsort(-rank, kind="stable")[:limit]),
     }
+
+
+def _top_ops(ops: Ops, energy: dict[str, np.ndarray], duration: np.ndarray, top: np.ndarray) -> list[dict]:
+    """The ops at indices ``top``: name, type, layer, device, time and energy on each rail."""
+    return [
+        {
+            "name": ops.name[k],
+            "op_type": ops.op_type[k],
+            "layer": ops.layer[k],
+            "device": ops.device[k],
+            "time_s": float(duration[k]),
+            "energy_j": {r: _finite(e[k]) for r, e in energy.items()},
+        }
+        for k in top
+    ]
 
 
 def chrome_trace(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channel], t0: float) -> dict:

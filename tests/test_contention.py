@@ -147,7 +147,14 @@ def test_contention_is_busy_time_less_ours_as_a_share_of_all_cores():
     # a step's others: cpu_util - process_cpu_util - children (10) - sampler (1): 49, 29, 9, 59 -> 3 above 25
     assert (block.busy_steps, block.steps) == (3, 4)
     assert block.busy and block.verdict == "busy"  # 24% others, and 15% steal
-    assert "24% of the CPUs" in block.said and "15%" in block.said
+    assert "24% of the CPUs" in block.said and "15%" in block.said and "3 of 4 steps" in block.said
+
+
+def test_a_run_without_the_machines_cpu_util_says_its_per_step_count_is_unknown():
+    # Seen on a run with NVML sensors only: "(0 of 0 steps with others above 25%)".
+    block = cpu.contention(_snapshot(0.0, 0, 0, 0, 0, 0, 20), _snapshot(10.0, 4, 0, 0, 12, 0, 40), np.empty(0))
+    assert block.steps == 0 and "0 of 0" not in block.said
+    assert "per step unknown: no step has the machine's cpu_util" in block.said
 
 
 @pytest.mark.parametrize(

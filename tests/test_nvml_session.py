@@ -81,7 +81,8 @@ def test_gpu_energy_per_step_under_training_is_within_its_bound_and_the_total_wi
     known = np.isfinite(energy)  # a step over a dropped counter read is incomplete (seen: 2 of 40)
     assert known.mean() >= 0.9 and np.isfinite(bound[known]).all()
     energy, bound, exact = energy[known], bound[known], exact[known]
-    # Seen in whole sessions here: the total 0.06-0.24% off, 97.5-100% of the steps inside their bounds (before
+    # Seen in whole sessions here: the total 0.06-0.24% off, 97.5-100% of the steps inside their bounds of 2
+    # residuals (94.9% once in CI under load, hence 3: 98.7-100% in 21 loaded runs; docs/sampling.md) (before
     # the series stopped claiming a held value as the energy up to one update before its last read, 0.01-2.7%
     # and 92.5-100%: the steps joined at the end of the samples took a point placed up to 30 ms off).
     assert abs(energy.sum() / exact.sum() - 1) < 0.02

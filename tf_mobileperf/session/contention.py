@@ -92,10 +92,15 @@ class Contention:
     @property
     def said(self) -> str:
         """The numbers in one plain sentence, and what a busy machine means for the step times."""
+        per_step = (
+            f"{self.busy_steps} of {self.steps} steps with others above {STEP_OTHER_PCT:.0f}%"
+            if self.steps
+            else "per step unknown: no step has the machine's cpu_util"
+        )
         said = (
             f"other processes used {self.other_cpu_pct:.0f}% of the CPUs and the hypervisor took "
-            f"{self.steal_pct:.0f}% over the measured steps ({self.busy_steps} of {self.steps} steps with "
-            f"others above {STEP_OTHER_PCT:.0f}%); this process used {self.process_cpu_util:.0f}%"
+            f"{self.steal_pct:.0f}% over the measured steps ({per_step}); this process used "
+            f"{self.process_cpu_util:.0f}%"
         )
         for index in busy_gpus(self.gpus):
             procs = ", ".join(

@@ -50,7 +50,7 @@ from typing import Literal
 import numpy as np
 
 #: A window's error from one partly covered interval: this many root-mean-square residuals of the fit.
-Z = 2.0
+Z = 3.0
 #: Intervals needed for a two-level fit with residuals to spare; fewer fit one level.
 MIN_INTERVALS = 8
 #: Where the device's work may lie against a step's window: its start and its end each moved by one of these

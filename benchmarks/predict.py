@@ -13,8 +13,8 @@ Prints a table and writes benchmarks/results/predict.json.
     python benchmarks/predict.py [--models cnn,lstm,dqn] [--precision 0.03] [--max-steps 150] [--repeat 4]
 
 With --interleaved, the truth is every size 1..64 measured in one process, the sizes taking turns
-(``_interleaved.py``): on a machine whose speed drifts between minutes this separates the law's error from
-the drift; step time only (no energy, no memory: one process holds every size).
+(``tf_mobileperf.sweep.interleaved``): on a machine whose speed drifts between minutes this separates the law's
+error from the drift; step time only (no energy, no memory: one process holds every size).
 
 On a machine others share, their load moves a run's step time: ``--repeat`` measures how much (the same
 configuration run several times), and running the benchmark under ``nice -n -5`` keeps most of it out.
@@ -44,7 +44,7 @@ from _results import save  # noqa: E402
 #: each on this 2-core machine; these 14 cover it, every gap at most 8 above 16).
 GRID = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 56, 64]
 INPUT_SIZE = {"cnn": 64}
-#: The truth when measured interleaved in one process (``_interleaved.py``): every size 1..64.
+#: The truth when measured interleaved in one process (``tf_mobileperf.sweep.interleaved``): every size 1..64.
 ALL = list(range(1, 65))
 #: Power replayed from a recorded TX2 log (5 records), slowed 20x to cover a run of up to 100 s.
 REPLAY = "replay:tests/data/tx2_tegrastats.log@0.05"
@@ -77,9 +77,9 @@ def sweep_config(model: str, args: argparse.Namespace, purpose: str) -> SweepCon
 
 
 def interleaved(model: str, args: argparse.Namespace) -> list[dict]:
-    """Every grid size's step time measured in one process, the sizes taking turns (``_interleaved.py``)."""
-    script = Path(__file__).with_name("_interleaved.py")
-    command = [sys.executable, str(script), model, "--grid", ",".join(map(str, ALL))]
+    """Every grid size's step time measured in one process, the sizes taking turns
+    (``tf_mobileperf.sweep.interleaved``)."""
+    command = [sys.executable, "-m", "tf_mobileperf.sweep.interleaved", model, "--grid", ",".join(map(str, ALL))]
     command += ["--precision", str(args.precision), "--max-s", str(args.interleaved_s)]
     out = subprocess.run(command, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     return json.loads(out.stdout)["rows"]

@@ -71,10 +71,14 @@ def test_reads_frozen_for_up_to_150ms_neither_shift_the_grid_nor_its_period(phas
     np.testing.assert_allclose(placed, np.rint(placed / UPDATE_S) * UPDATE_S, atol=0.005)
     starts, ends = contiguous(T0 + 0.5, np.full(16, 0.3))
     out = join(t, counter[:, None], [COUNTER], starts, ends, period_s=0.0297)["gpu0_energy"]
-    measured = out.method == MEASURED
-    assert measured.sum() >= 4
+    known = np.isfinite(out.value)  # a step over a freeze is incomplete
+    assert known.sum() >= 6
     exact = energy(ends) - energy(starts)
-    np.testing.assert_allclose(out.value[measured], exact[measured], rtol=0.01)
+    np.testing.assert_allclose(out.value[known], exact[known], rtol=0.01)
+    # each inside its bound, which says it is known to ~4-11% (three residuals of the fit)
+    assert (np.abs(out.value - exact)[known] <= out.bound[known]).all() and (
+        out.bound[known] < 0.12 * exact[known]
+    ).all()
 
 
 def test_staircase_counter_gives_10ms_steps_the_interpolated_share_and_the_exact_total():

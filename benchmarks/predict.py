@@ -26,8 +26,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +33,7 @@ from pathlib import Path
 from tf_mobileperf.analysis.predict import describe, largest_fitting_batch, predict
 from tf_mobileperf.analysis.size_choice import choose_sizes
 from tf_mobileperf.sweep.config import SweepConfig
+from tf_mobileperf.sweep.interleaved import predict_times
 from tf_mobileperf.sweep.runner import sweep
 from tf_mobileperf.sweep.search import search_largest
 
@@ -79,10 +78,7 @@ def sweep_config(model: str, args: argparse.Namespace, purpose: str) -> SweepCon
 def interleaved(model: str, args: argparse.Namespace) -> list[dict]:
     """Every grid size's step time measured in one process, the sizes taking turns
     (``tf_mobileperf.sweep.interleaved``)."""
-    command = [sys.executable, "-m", "tf_mobileperf.sweep.interleaved", model, "--grid", ",".join(map(str, ALL))]
-    command += ["--precision", str(args.precision), "--max-s", str(args.interleaved_s)]
-    out = subprocess.run(command, check=True, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    return json.loads(out.stdout)["rows"]
+    return predict_times(model, ALL, sweep_config(model, args, "interleaved"), args.interleaved_s)["rows"]
 
 
 def one_model(model: str, args: argparse.Namespace, stored: list[dict] | None = None) -> dict:

@@ -118,6 +118,7 @@ class Prediction:
     energy_per_step_j_ci95: tuple[float, float] | None = None
     energy_per_sample_j_ci95: tuple[float, float] | None = None
     energy_unavailable: str | None = None  # why energy is None
+    drift: float | None = None  # the machine's speed drift the intervals of time and energy were widened by
 
 
 def fit(rows: Sequence[dict]) -> dict:
@@ -155,8 +156,17 @@ def no_energy_reason(rows: Sequence[dict]) -> str:
     return "energy cannot be predicted: none was measured at the measured sizes (no power sensor)"
 
 
-def predict(rows: Sequence[dict], targets: Sequence[int], memory_limit_bytes: int | None = None) -> list[Prediction]:
+def predict(
+    rows: Sequence[dict], targets: Sequence[int], memory_limit_bytes: int | None = None, drift: float | None = None
+) -> list[Prediction]:
     """Predictions at ``targets`` from measured sweep ``rows`` of one model.
+
+    Args:
+        rows: The sweep's rows at the measured sizes.
+        targets: The batch sizes to predict.
+        memory_limit_bytes: The limit the out-of-memory verdicts are against (None: no verdict).
+        drift: How far the machine's speed moved while the step times were measured (relative, e.g. 0.05;
+            ``sweep.interleaved``): the step time's and energy's intervals are widened by it each way.
 
     Raises:
         ValueError: fewer than two batch sizes trained successfully.
@@ -173,6 +183,7 @@ def predict(rows: Sequence[dict], targets: Sequence[int], memory_limit_bytes: in
         memory, memory_pm = (line(b), line.uncertainty(b)) if line else (None, None)
         time = fitted["step_time_s_mean"].predict(b) if fitted["step_time_s_mean"] else Estimate(None)
         energy, per_sample, _ = predict_energy(time, fitted["power_w"], b, reason)
+        time, energy, per_sample = time.widened(drift), energy.widened(drift), per_sample.widened(drift)
         oom = possible = None
         if memory_limit_bytes is not None and memory is not None and baseline is not None:
             oom = (memory - baseline) * 2**30 > memory_limit_bytes
@@ -193,6 +204,7 @@ def predict(rows: Sequence[dict], targets: Sequence[int], memory_limit_bytes: in
                 _ci(energy),
                 _ci(per_sample),
                 energy.reason,
+                drift,
             )
         )
     return out

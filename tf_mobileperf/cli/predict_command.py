@@ -1,4 +1,10 @@
-"""``mobileperf predict``: a few batch sizes measured, the others predicted, and the table printed."""
+"""``mobileperf predict``: a few batch sizes measured, the others predicted, and the table printed.
+
+Each measured size runs in a fresh child for its peak memory, out-of-memory verdict and power (exactly
+--steps steps); with --precision, their step times are then measured again in one child, the sizes taking
+turns in rounds (``sweep.interleaved``), so that they share the machine's drift, as the truth a user checks
+against does. The drift that child saw widens the step time's and energy's intervals.
+"""
 
 from __future__ import annotations
 
@@ -17,24 +23,27 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from tf_mobileperf.sweep.runner import sweep
 
     config = sweep_config(args, [args.model])
+    fresh = dataclasses.replace(config, precision=None, max_steps=None)  # memory and power: exactly --steps
     if args.measure is None:
 
         def measure(b: int):
-            row = sweep([args.model], [b], config)[0]
+            row = sweep([args.model], [b], fresh)[0]
             ci = row.get("step_time_s_ci95")
             return (row["step_time_s_mean"], tuple(ci) if ci else None) if row.get("success") else None
 
         measured, why, _ = choose_sizes(measure, max(args.target), args.budget)
     else:
         measured, why = args.measure, ["given by --measure"]
-    rows = [r for r in sweep([args.model], measured, config) if r["model"] == args.model]
+    rows = [r for r in sweep([args.model], measured, fresh) if r["model"] == args.model]
+    rows, timing = _interleaved_times(args.model, rows, config)
     try:
-        predictions = predict(rows, args.target, args.memory_limit)
+        predictions = predict(rows, args.target, args.memory_limit, timing.get("drift"))
     except ValueError as exc:
         raise ValueError(f"cannot predict {args.model}: {exc}") from None
     print(f"{args.model}, measured at batch sizes {','.join(map(str, measured))}:")
     for line in why:
         print(f"  {line}")
+    print(f"  {timing['said']}")
     for r in sorted(rows, key=lambda r: r["batch_size"]):
         ci = r.get("step_time_s_ci95")
         print(
@@ -63,12 +72,36 @@ def cmd_predict(args: argparse.Namespace) -> int:
             "precision": config.precision,
             "max_steps": config.max_steps,
             "memory_limit_bytes": args.memory_limit,
+            "step_times": timing,
             "fitted": describe(rows),
             "predictions": [dataclasses.asdict(p) for p in predictions],
         },
     )
     print(f"-> {args.out / 'prediction.json'}")
     return 0
+
+
+def _interleaved_times(model: str, rows: list[dict], config) -> tuple[list[dict], dict]:
+    """The rows with the step times of one interleaved child (where --precision is given and two or more sizes
+    trained), and how the step times were measured: ``how``, ``drift`` and the sentence ``said``."""
+    from tf_mobileperf.sweep.interleaved import predict_times, with_times
+
+    sizes = sorted(r["batch_size"] for r in rows if r.get("success"))
+    if not config.precision or len(sizes) < 2:
+        why = "no --precision" if not config.precision else "fewer than two sizes trained"
+        return rows, {"how": "fresh", "drift": None, "said": f"step times: each size's own fresh child ({why})"}
+    try:
+        timed = predict_times(model, sizes, config, max_s=config.timeout_s)
+    except RuntimeError as exc:
+        said = f"step times: each size's own fresh child, minutes apart, their drift unknown ({exc})"
+        return rows, {"how": "fresh", "drift": None, "said": said}
+    drift = timed["drift"]
+    said = f"step times: measured in turns in one process ({timed['seconds']:.0f} s); " + (
+        "the drift of the machine's speed unknown (too few rounds)"
+        if drift is None
+        else f"the machine's speed drifted {drift:+.1%} over them, and the intervals below include it"
+    )
+    return with_times(rows, timed), {"how": "interleaved", "drift": drift, "said": said, "seconds": timed["seconds"]}
 
 
 def _short_of_precision(row: dict, precision: float | None, max_steps: int | None) -> str:

@@ -9,11 +9,19 @@ in rounds, in a shuffled order each round: a few steps of each size per round (a
 training), so a slow minute slows every size alike. A size's step time is the mean over rounds of its
 round's mean step time, and its 95% interval is that of the round means (steps within a round are not
 independent: they share the round's speed). Rounds go on until every size's interval is within --precision
-or --max-s has passed.
+(or each size short of it has run --max-steps steps) or --max-s has passed.
 
-    python -m tf_mobileperf.sweep.interleaved MODEL --grid 1,2,4 [--precision 0.02] [--max-s 240]
+Drift. The sizes share the machine's speed, so their ratios hold while the speed moves; their level does not.
+Each round's speed is the mean over sizes of the round's step time against that size's mean, and the run's
+``drift`` is the second half of the rounds against the first (``steps.precision.drift``). ``mobileperf
+predict`` widens its intervals by it: a run made later meets a machine that has moved at least as much.
 
-Prints one JSON object: {"rows": [{batch_size, step_time_s_mean, step_time_s_ci95, rounds, steps}]}.
+    python -m tf_mobileperf.sweep.interleaved MODEL --grid 1,2,4 --out times.json [--input-size N]
+        [--precision 0.02] [--min-rounds 10] [--max-s 240]
+
+Writes one JSON object: {"rows": [{batch_size, step_time_s_mean, step_time_s_ci95, rounds, ...}], "drift",
+"seconds"}. ``predict_times`` runs it as a child of ``mobileperf predict`` and ``with_times`` puts its step
+times into a sweep's rows.
 """
 
 from __future__ import annotations
@@ -23,14 +31,17 @@ import json
 import math
 import os
 import random
+import tempfile
 import time
+from pathlib import Path
+
+import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 #: Training per size per round, at least (s): a chunk much shorter than this is mostly the switch between sizes.
 CHUNK_S = 0.06
 WARMUP_STEPS = 3
-INPUT_SIZE = {"cnn": 64}
 
 
 class Sizes:
@@ -67,25 +78,38 @@ class Sizes:
         return sum(took) / len(took)
 
 
-def measure(model: str, grid: list[int], input_size: int | None, precision: float, min_rounds: int, max_s: float):
-    """The rows of ``grid`` measured in rounds (see the module docstring), and the seconds the rounds took."""
+def measure(
+    model: str,
+    grid: list[int],
+    input_size: int | None,
+    precision: float,
+    min_rounds: int,
+    max_s: float,
+    max_steps: int | None = None,
+) -> dict:
+    """The rows of ``grid`` measured in rounds (see the module docstring), the ``drift`` of the machine's speed
+    over them and the ``seconds`` they took. Rounds stop once every size is within ``precision``, or each size
+    short of it has run ``max_steps`` steps, or after ``max_s``."""
     from tf_mobileperf.analysis.step_model import ci95
 
     sizes = Sizes(model, grid, input_size)
     means: dict[int, list[float]] = {b: [] for b in grid}
+    steps = dict.fromkeys(grid, 0)
     order = list(grid)
     rng = random.Random(0)
     started = time.monotonic()
 
-    def precise(b: int) -> bool:
-        interval = ci95(means[b])
-        return interval is not None and (interval[2] - interval[1]) / 2 / interval[0] <= precision
+    def short(b: int) -> bool:  # short of the precision, with steps left to run
+        interval = ci95(means[b][1:])
+        precise = interval is not None and (interval[2] - interval[1]) / 2 / interval[0] <= precision
+        return not precise and (max_steps is None or steps[b] < max_steps)
 
     rounds = 0
-    while rounds < min_rounds or (time.monotonic() - started < max_s and not all(precise(b) for b in grid)):
+    while rounds < min_rounds or (time.monotonic() - started < max_s and any(short(b) for b in grid)):
         rng.shuffle(order)
         for b in order:
             means[b].append(sizes.chunk(b))
+            steps[b] += sizes.per_round[b] if rounds else 0  # the first round is left out of the mean
         rounds += 1
         if rounds == 2:  # the first rounds were partly warm-up of their own: re-size the chunks on real steps
             sizes.per_round = {b: max(2, math.ceil(CHUNK_S / means[b][-1])) for b in grid}
@@ -104,22 +128,83 @@ def measure(model: str, grid: list[int], input_size: int | None, precision: floa
                 "step_time_precision_reached": (high - low) / 2 / mean <= precision,
                 "rounds": len(means[b]) - 1,
                 "steps_per_round": sizes.per_round[b],
+                "steps_measured": steps[b],
             }
         )
-    return rows, time.monotonic() - started
+    return {"rows": rows, "drift": round_drift(means), "seconds": round(time.monotonic() - started, 1)}
+
+
+def round_drift(means: dict[int, list[float]]) -> float | None:
+    """The speed's drift over the rounds (the first left out): each round's step times against each size's
+    mean, averaged over the sizes, the second half of the rounds against the first (None with under 4)."""
+    from tf_mobileperf.steps.precision import drift
+
+    rounds = np.array([m[1:] for m in means.values()], dtype=float)
+    if rounds.size == 0:
+        return None
+    return drift((rounds / rounds.mean(axis=1, keepdims=True)).mean(axis=0))
+
+
+def predict_times(model: str, sizes: list[int], config, max_s: float) -> dict:
+    """``measure``'s result for ``sizes``, run in a child process (``config``: the predict's ``SweepConfig``,
+    for the input size, precision and timeout).
+
+    Raises:
+        RuntimeError: the child failed or ran past the config's timeout; the message says how.
+    """
+    from tf_mobileperf.sweep import launch
+
+    with tempfile.TemporaryDirectory(prefix="mobileperf-interleaved-") as folder:
+        out = Path(folder) / "times.json"
+        args = [model, "--grid", ",".join(map(str, sizes)), "--out", str(out), "--max-s", str(max_s)]
+        args += ["--precision", str(config.precision or 0.02)]
+        if config.max_steps is not None:
+            args += ["--max-steps", str(config.max_steps)]
+        if config.input_size is not None:
+            args += ["--input-size", str(config.input_size)]
+        done = launch.run(args, None, config.timeout_s, module=__name__)
+        if done.returncode != 0 or not out.exists():
+            ended = "ran past its timeout" if done.returncode is None else f"exited with {done.returncode}"
+            tail = done.stderr.strip().splitlines()[-1:] or ["no message"]
+            raise RuntimeError(f"the interleaved run of {model} {ended}: {tail[0]}")
+        return json.loads(out.read_text())
+
+
+#: What the interleaved run gives a sweep's row.
+TIME_KEYS = ("step_time_s_mean", "step_time_s_ci95", "step_time_precision_reached", "steps_measured")
+
+
+def with_times(rows: list[dict], timed: dict) -> list[dict]:
+    """The sweep's ``rows`` with the step times of the interleaved run ``timed``; each row's energy per step
+    is its own mean power (from its fresh child) times the new step time."""
+    by_size = {r["batch_size"]: r for r in timed["rows"]}
+    out = []
+    for row in rows:
+        new = by_size.get(row["batch_size"])
+        if not (row.get("success") and new):
+            out.append(row)
+            continue
+        merged = dict(row) | {k: new[k] for k in TIME_KEYS}
+        if row.get("energy_per_step_j") is not None and row.get("step_time_s_mean"):
+            merged["energy_per_step_j"] = row["energy_per_step_j"] / row["step_time_s_mean"] * new["step_time_s_mean"]
+        out.append(merged)
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("--grid", required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--input-size", type=int, default=None)
     parser.add_argument("--precision", type=float, default=0.02)
     parser.add_argument("--min-rounds", type=int, default=10)
     parser.add_argument("--max-s", type=float, default=240.0)
+    parser.add_argument("--max-steps", type=int, default=None)
     args = parser.parse_args()
     grid = [int(b) for b in args.grid.split(",")]
-    rows, seconds = measure(args.model, grid, INPUT_SIZE.get(args.model), args.precision, args.min_rounds, args.max_s)
-    print(json.dumps({"rows": rows, "seconds": round(seconds, 1)}))
+    result = measure(args.model, grid, args.input_size, args.precision, args.min_rounds, args.max_s, args.max_steps)
+    args.out.write_text(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -72,9 +72,15 @@ def options(model: str, batch_size: int, config: SweepConfig, logdir: Path) -> l
     return args
 
 
-def run(args: list[str], memory_limit: int | None, timeout_s: float, board_type: str | None = None) -> Exit:
-    """Runs a child with ``args`` in a process group of its own and waits for it (at most ``timeout_s``);
-    ``board_type`` (a fleet's) goes into its report's device."""
+def run(
+    args: list[str],
+    memory_limit: int | None,
+    timeout_s: float,
+    board_type: str | None = None,
+    module: str = "tf_mobileperf.sweep.child",
+) -> Exit:
+    """Runs ``python -m module`` with ``args`` in a process group of its own and waits for it (at most
+    ``timeout_s``); ``board_type`` (a fleet's) goes into its report's device."""
     # Few malloc arenas: each reserves 64 MB of address space, which RLIMIT_AS would count.
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"), MALLOC_ARENA_MAX="2")
     env[PARENT_ENV] = str(os.getpid())
@@ -85,7 +91,7 @@ def run(args: list[str], memory_limit: int | None, timeout_s: float, board_type:
         # RLIMIT_AS (seen on AVX-512/AMX CPUs); TF's own kernels raise ResourceExhaustedError.
         env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tf_mobileperf.sweep.child", *args],
+        [sys.executable, "-m", module, *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,

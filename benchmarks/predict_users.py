@@ -92,6 +92,7 @@ def one_model(model: str, args: argparse.Namespace) -> dict:
                 "truth_step_time_s": [t0, t1],
                 "truth_drift_pct": 100 * (t1 / t0 - 1),
                 "predicted_step_time_s": p["step_time_s"],
+                "step_time_s_ci95": ci,
                 "step_time_error_pct": 100 * (p["step_time_s"] / true_t - 1),
                 "step_time_in_interval": bool(ci and ci[0] <= true_t <= ci[1]),
                 "energy_error_pct": None

@@ -138,7 +138,9 @@ def test_a_precise_run_stops_when_its_mean_is_known_or_at_the_cap(tmp_path):
 def test_a_size_that_stopped_at_max_steps_short_of_its_precision_says_so():
     from tf_mobileperf.cli.predict_command import _short_of_precision
 
-    row = {"step_time_s_mean": 0.01133, "step_time_s_ci95": [0.01083, 0.01183]}  # +-4.4%, as a newcomer saw
-    assert _short_of_precision(row, 0.03, 400) == "; stopped at --max-steps 400 at +-4.4%, wider than the +-3.0% asked"
+    row = {"step_time_s_mean": 0.01133, "step_time_s_ci95": [0.01083, 0.01183], "steps_measured": 871}  # +-4.4%
+    assert _short_of_precision(row, 0.03, 400) == (
+        "; stopped at +-4.4% after 871 steps (--max-steps 400), wider than the +-3.0% asked"
+    )
     assert _short_of_precision(row, 0.05, 400) == ""  # reached
     assert _short_of_precision(row, None, None) == ""  # no precision asked: exactly --steps

@@ -107,8 +107,9 @@ def test_predict_measures_its_sizes_in_turns_in_one_child_and_says_the_drift_and
     assert stubbed["module"] == "tf_mobileperf.sweep.interleaved" and stubbed["fresh_precision"] is None
     assert stubbed["args"][:3] == ["dqn", "--grid", "1,2,4"] and "--max-steps" in stubbed["args"]
     assert "measured in turns in one process (42 s); the machine's speed drifted +8.0% over them" in out
-    (short,) = [line for line in out.splitlines() if "stopped at --max-steps 400" in line]
-    assert short.startswith("  batch 4: step time 0.036 s") and "+-8.3%, wider than the +-3.0% asked" in short
+    (short,) = [line for line in out.splitlines() if "(--max-steps 400)" in line]
+    assert short.startswith("  batch 4: step time 0.036 s")
+    assert short.endswith("; stopped at +-8.3% after 400 steps (--max-steps 400), wider than the +-3.0% asked")
     report = json.loads((tmp_path / "prediction.json").read_text())
     assert report["step_times"]["how"] == "interleaved" and report["step_times"]["drift"] == 0.08
     (p32,) = report["predictions"]
@@ -125,3 +126,23 @@ def test_a_failed_interleaved_child_leaves_the_fresh_times_and_says_why(tmp_path
         "(the interleaved run of dqn exited with 1: MemoryError: out of memory)" in out
     )
     assert "  batch 4: step time 0.03 s" in out
+
+
+def test_past_the_measured_sizes_the_interval_widens_with_the_distance_and_far_past_is_refused():
+    # Seen: from batch 4 (5.98 ms) and 8 (4.23 ms), 1024 and 4096 predicted 4.81 ms within [4.26, 5.35]; they
+    # ran 76.7 and 316.5 ms, and batch 1,000,000 got the same interval with no word.
+    measured = [
+        {"batch_size": 4, "success": True, "step_time_s_mean": 0.00598, "proc_peak_gb": 1.0},
+        {"batch_size": 8, "success": True, "step_time_s_mean": 0.00423, "proc_peak_gb": 1.1},
+    ]
+    inside, twice, eight, far = predict(measured, [8, 16, 64, 1024])
+    assert inside.extrapolated is None
+    width = [(p.step_time_s_ci95[1] - p.step_time_s_ci95[0]) / p.step_time_s for p in (inside, twice, eight)]
+    assert width[0] < width[1] < width[2]
+    assert "2x the largest measured size (8): the step time's interval is widened by 10% each way" in twice.extrapolated
+    assert "widened by 30%" in eight.extrapolated
+    assert far.step_time_s is None and far.step_time_s_ci95 is None and far.energy_per_step_j is None
+    assert far.extrapolated == (
+        "batch 1024 is 128x the largest measured size (8): step time and energy are not predicted past 8x"
+    )
+    assert far.proc_peak_gb == pytest.approx(1.0 + 0.025 * 1020)  # memory, a line in B, is still predicted

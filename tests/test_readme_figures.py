@@ -24,3 +24,47 @@ def test_the_readmes_test_times_are_the_measured_ones():
     assert times["test"]["exit_status"] == times["test_fast"]["exit_status"] == 0
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert times_sentence(times) in readme
+
+
+def prediction_table(results: dict) -> str:
+    """The README's table of ``mobileperf predict`` checked as a user checks it, from
+    ``benchmarks/results/predict_users.json`` (``benchmarks/predict_users.py``)."""
+    lines = [
+        "| model | role | batch | truth: before / after (ms) | predicted (95% interval) | error | truth inside |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for m in results["models"]:
+        name = m["model"] + (f" {m['input_size']}x{m['input_size']}" if m["input_size"] else "")
+        for t in m["targets"]:
+            if not t["trained"]:
+                lines.append(f"| {name} | {m['role']} | {t['batch_size']} | did not train | | | |")
+                continue
+            before, after = (1e3 * s for s in t["truth_step_time_s"])
+            low, high = (1e3 * s for s in t["step_time_s_ci95"])
+            lines.append(
+                f"| {name} | {m['role']} | {t['batch_size']} | {before:.1f} / {after:.1f} "
+                f"| {1e3 * t['predicted_step_time_s']:.1f} ({low:.1f}-{high:.1f}) | {t['step_time_error_pct']:+.1f}% "
+                f"| {'yes' if t['step_time_in_interval'] else 'no'} |"
+            )
+    return "\n".join(lines)
+
+
+def _readme_has(text: str) -> bool:
+    return text in (ROOT / "README.md").read_text()
+
+
+def test_the_readmes_prediction_table_is_the_measured_one_and_a_changed_figure_fails():
+    results = json.loads((ROOT / "benchmarks" / "results" / "predict_users.json").read_text())
+    assert {"commit", "command", "date"} <= set(results["provenance"])
+    assert _readme_has(prediction_table(results))
+    results["models"][0]["targets"][0]["predicted_step_time_s"] *= 1.01  # the check on a figure that moved
+    assert not _readme_has(prediction_table(results))
+
+
+def test_the_join_times_in_docs_are_those_of_join_json():
+    rows = json.loads((ROOT / "benchmarks" / "results" / "join.json").read_text())
+    doc = (ROOT / "docs" / "benchmarks.md").read_text()
+    table = [f"| {r['samples']:,} | {r['steps']:,} | {r['seconds']:.3f} |" for r in rows]
+    assert "\n".join(table) in doc
+    rows[-1]["seconds"] = 0.287  # the figure the docs gave from an earlier run
+    assert "\n".join(f"| {r['samples']:,} | {r['steps']:,} | {r['seconds']:.3f} |" for r in rows) not in doc

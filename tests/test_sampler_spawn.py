@@ -399,3 +399,19 @@ def test_the_sampler_process_ends_when_the_trainer_is_killed(start):
     ):
         time.sleep(0.01)
     assert time.monotonic() - killed < 1.5  # EOF at once; getppid() is looked at once a second
+
+
+def test_the_tick_loop_named_is_the_one_the_process_was_started_with(monkeypatch):
+    # Seen in benchmarks/results/sampling.json: the Python-loop variant, started with MOBILEPERF_NATIVE=0 set
+    # around start() only, was labelled "C" (the name was read from the environment after it was restored).
+    if native.load() is None:
+        pytest.skip(f"C tick loop not built: {native.why_not()}")
+    sampler = Sampler([SyntheticSensor(memory_b={"fast_t": picklable.clock})], 0.005, mode="process")
+    with monkeypatch.context() as env:
+        env.setenv("MOBILEPERF_NATIVE", "0")
+        sampler.start()
+    try:
+        assert os.environ.get("MOBILEPERF_NATIVE") is None and native.load() is not None
+        assert sampler.tick_loop == "Python (MOBILEPERF_NATIVE=0 asks for the Python loop)"
+    finally:
+        sampler.stop()

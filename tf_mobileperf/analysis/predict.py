@@ -18,6 +18,13 @@ function of the batch size B:
   where no energy was measured (no power sensor);
 * J/sample is energy per step / B.
 
+Past the largest measured size the step time's interval is widened by
+``EXTRAPOLATION_PER_DOUBLING`` per doubling, and past ``MAX_EXTRAPOLATION``
+times it step time and energy are not predicted (``Prediction.extrapolated``
+says which). Where the step times were measured in turns in one process
+(``sweep.interleaved``), the drift of the machine's speed it saw widens the
+intervals of time and energy each way (``drift``).
+
 None of these shrinks as B grows. Measured sizes are best chosen by
 ``step_model.choose_sizes`` (1, 4, 16, then doubling until the device
 saturates, then the gaps where the fit is least certain) and each measured
@@ -119,6 +126,7 @@ class Prediction:
     energy_per_sample_j_ci95: tuple[float, float] | None = None
     energy_unavailable: str | None = None  # why energy is None
     drift: float | None = None  # the machine's speed drift the intervals of time and energy were widened by
+    extrapolated: str | None = None  # how far past the largest measured size, and what that did; None inside
 
 
 def fit(rows: Sequence[dict]) -> dict:
@@ -181,9 +189,12 @@ def predict(
     for b in targets:
         line = fitted["proc_peak_gb"]
         memory, memory_pm = (line(b), line.uncertainty(b)) if line else (None, None)
-        time = fitted["step_time_s_mean"].predict(b) if fitted["step_time_s_mean"] else Estimate(None)
-        energy, per_sample, _ = predict_energy(time, fitted["power_w"], b, reason)
-        time, energy, per_sample = time.widened(drift), energy.widened(drift), per_sample.widened(drift)
+        time, far = _extrapolated(fitted["step_time_s_mean"], b)
+        if time.value is None and time.reason:  # past what may be extrapolated: no energy either
+            energy = per_sample = Estimate(None, reason=time.reason)
+        else:
+            energy, per_sample, _ = predict_energy(time, fitted["power_w"], b, reason)
+        time, energy, per_sample = widened(time, drift), widened(energy, drift), widened(per_sample, drift)
         oom = possible = None
         if memory_limit_bytes is not None and memory is not None and baseline is not None:
             oom = (memory - baseline) * 2**30 > memory_limit_bytes
@@ -205,6 +216,7 @@ def predict(
                 _ci(per_sample),
                 energy.reason,
                 drift,
+                far,
             )
         )
     return out
@@ -220,6 +232,40 @@ def describe(rows: Sequence[dict]) -> dict:
         "power": energy or {"unavailable": no_energy_reason(rows)},
         "proc_peak_gb": {"intercept": line.intercept, "slope_per_sample": line.slope} if line else None,
     }
+
+
+#: Past the largest measured size, the step time's interval is widened by this much per doubling (each way):
+#: nothing measured says where the device saturates further on. From 1-16, this machine's errors at 32 and 64
+#: were up to 11% (benchmarks/results/predict_users.json).
+EXTRAPOLATION_PER_DOUBLING = 0.10
+#: Step time (and energy) are not predicted past this multiple of the largest measured size.
+MAX_EXTRAPOLATION = 8.0
+
+
+def _extrapolated(model: StepTimeModel | None, batch_size: int) -> tuple[Estimate, str | None]:
+    """The step time at ``batch_size``, its interval widened by ``EXTRAPOLATION_PER_DOUBLING`` per doubling past
+    the largest measured size, or None past ``MAX_EXTRAPOLATION`` of it; and what was done, in words."""
+    if model is None:
+        return Estimate(None), None
+    largest = max(model.sizes)
+    far = batch_size / largest
+    if far <= 1:
+        return model.predict(batch_size), None
+    said = f"{far:.3g}x the largest measured size ({largest:.0f})"
+    if far > MAX_EXTRAPOLATION:
+        why = f"batch {batch_size} is {said}: step time and energy are not predicted past {MAX_EXTRAPOLATION:g}x"
+        return Estimate(None, reason=why), why
+    widen = EXTRAPOLATION_PER_DOUBLING * math.log2(far)
+    said += f": the step time's interval is widened by {widen:.0%} each way for the distance"
+    return widened(model.predict(batch_size), widen), said
+
+
+def widened(estimate: Estimate, by: float | None) -> Estimate:
+    """``estimate`` with its interval widened by the relative ``by`` each way (None or 0: as it is):
+    low * (1 - |by|), high * (1 + |by|)."""
+    if not by or estimate.low is None or estimate.high is None:
+        return estimate
+    return dataclasses.replace(estimate, low=estimate.low * (1 - abs(by)), high=estimate.high * (1 + abs(by)))
 
 
 def _pm(estimate: Estimate) -> float | None:

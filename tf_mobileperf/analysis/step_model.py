@@ -211,13 +211,6 @@ class Estimate:
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
 
-    def widened(self, drift: float | None) -> Estimate:
-        """This estimate with its interval widened by the relative ``drift`` of the machine's speed each way
-        (None or 0: as it is): low * (1 - |drift|), high * (1 + |drift|)."""
-        if not drift or self.low is None or self.high is None:
-            return self
-        return dataclasses.replace(self, low=self.low * (1 - abs(drift)), high=self.high * (1 + abs(drift)))
-
 
 @dataclasses.dataclass
 class StepTimeModel:

@@ -41,28 +41,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise ValueError(f"cannot predict {args.model}: {exc}") from None
     print(f"{args.model}, measured at batch sizes {','.join(map(str, measured))}:")
-    for line in why:
+    for line in [*why, timing["said"]]:
         print(f"  {line}")
-    print(f"  {timing['said']}")
-    for r in sorted(rows, key=lambda r: r["batch_size"]):
-        ci = r.get("step_time_s_ci95")
-        print(
-            f"  batch {r['batch_size']}: step time {cell(r.get('step_time_s_mean'), 0).strip()} s"
-            + (f", 95% interval {ci[0]:.4g}..{ci[1]:.4g} s over {r.get('steps_measured')} steps" if ci else "")
-            + _short_of_precision(r, config.precision, config.max_steps)
-        )
-    print(
-        f"{'batch':>5} {'peak RSS GiB':>16} {'step time s (95%)':>24} {'J/step (95%)':>24} {'J/sample':>10}"
-        "  out of memory?"
-    )
-    for p in predictions:
-        oom = "n/a (no --memory-limit)" if p.oom is None else ("yes" if p.oom else "no")
-        print(
-            f"{p.batch_size:>5} {_pm(p.proc_peak_gb, p.proc_peak_gb_pm)} {_range(p.step_time_s, p.step_time_s_ci95)} "
-            f"{_range(p.energy_per_step_j, p.energy_per_step_j_ci95)} {cell(p.energy_per_sample_j)}  {oom}"
-        )
-    if predictions and predictions[0].energy_unavailable:
-        print(predictions[0].energy_unavailable)
+    _print_measured(rows, config)
+    _print_predictions(predictions)
     write_json(
         args.out / "prediction.json",
         {
@@ -79,6 +61,37 @@ def cmd_predict(args: argparse.Namespace) -> int:
     )
     print(f"-> {args.out / 'prediction.json'}")
     return 0
+
+
+def _print_measured(rows: list[dict], config) -> None:
+    """A line per measured size: its mean step time, the interval, the steps, and whether it fell short."""
+    for r in sorted(rows, key=lambda r: r["batch_size"]):
+        ci = r.get("step_time_s_ci95")
+        print(
+            f"  batch {r['batch_size']}: step time {cell(r.get('step_time_s_mean'), 0).strip()} s"
+            + (f", 95% interval {ci[0]:.4g}..{ci[1]:.4g} s over {r.get('steps_measured')} steps" if ci else "")
+            + _short_of_precision(r, config.precision, config.max_steps)
+        )
+
+
+def _print_predictions(predictions: list) -> None:
+    """The table of the targets, then what was extrapolated and why energy is unknown."""
+    print(
+        f"{'batch':>5} {'peak RSS GiB':>16} {'step time s (95%)':>24} {'J/step (95%)':>24} {'J/sample':>10}"
+        "  out of memory?"
+    )
+    for p in predictions:
+        oom = "n/a (no --memory-limit)" if p.oom is None else ("yes" if p.oom else "no")
+        print(
+            f"{p.batch_size:>5} {_pm(p.proc_peak_gb, p.proc_peak_gb_pm)} {_range(p.step_time_s, p.step_time_s_ci95)} "
+            f"{_range(p.energy_per_step_j, p.energy_per_step_j_ci95)} {cell(p.energy_per_sample_j)}  {oom}"
+        )
+    for p in predictions:
+        if p.extrapolated:
+            print(f"  batch {p.batch_size}: {p.extrapolated}")
+    unmeasured = [p.energy_unavailable for p in predictions if p.energy_unavailable not in (None, p.extrapolated)]
+    if unmeasured:
+        print(unmeasured[0])
 
 
 def _interleaved_times(model: str, rows: list[dict], config) -> tuple[list[dict], dict]:
@@ -105,15 +118,19 @@ def _interleaved_times(model: str, rows: list[dict], config) -> tuple[list[dict]
 
 
 def _short_of_precision(row: dict, precision: float | None, max_steps: int | None) -> str:
-    """ "; stopped at --max-steps N at +-X%, wider than the +-P% asked" where a size's interval is wider than the
-    precision asked (the prediction's interval holds it: the fit weighs each size by its own interval)."""
+    """ "; stopped at +-X% after N steps (--max-steps M), wider than the +-P% asked" where a size's interval is
+    wider than the precision asked (the prediction's interval holds it: the fit weighs each size by its own
+    interval). Sizes taking turns all run until the last one is done, so N may pass M."""
     ci, mean = row.get("step_time_s_ci95"), row.get("step_time_s_mean")
     if precision is None or not ci or not mean:
         return ""
     half = relative_half_width(mean, *ci)
     if half <= precision:
         return ""
-    return f"; stopped at --max-steps {max_steps} at +-{half:.1%}, wider than the +-{precision:.1%} asked"
+    return (
+        f"; stopped at +-{half:.1%} after {row.get('steps_measured')} steps (--max-steps {max_steps}), "
+        f"wider than the +-{precision:.1%} asked"
+    )
 
 
 def _range(value: float | None, interval) -> str:

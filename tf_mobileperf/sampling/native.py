@@ -92,6 +92,11 @@ def why_not() -> str:
     return _why_not
 
 
+def loop_name() -> str:
+    """The tick loop a sampler process started now runs: "C", or "Python (why)"."""
+    return "C" if load() is not None else f"Python ({why_not()})"
+
+
 class NativeTables:
     """The sensors, files, numbers and channels of one sampler, as the C loop reads them.
 

@@ -63,9 +63,8 @@ MAX_PERIOD_S = 10.0
 #: How a sampler process may be started (``Sampler(start=...)``).
 STARTS = ("auto", "spawn", "fork")
 
-#: How long ``wait_for_first_row`` waits by default: a started sampler process's first row comes about
-#: 0.17 s after start() on a 2-core x86 VM (``child``), but can take seconds on a loaded Jetson; it returns
-#: as soon as the row is there.
+#: How long ``wait_for_first_row`` waits by default: a sampler process's first row comes 0.17 s after start()
+#: on a 2-core x86 VM (``child``), but can take seconds on a loaded Jetson; it returns as soon as it is there.
 FIRST_ROW_TIMEOUT_S = 10.0
 
 
@@ -169,6 +168,7 @@ class Sampler:
         self._child = SamplerProcess()  # process mode
         self._thread: threading.Thread | None = None
         self._loop: SamplingLoop | None = None  # thread mode
+        self._started_loop: str | None = None  # process mode: the last child's tick loop
         self._started_at = 0.0
         self._rows_at_start = 0
         self._lifecycle = threading.RLock()  # start, stop and restart may come from the monitor's thread too
@@ -180,8 +180,7 @@ class Sampler:
         self._held_on_grid = np.empty(0, bool)
         self._returned_until = -math.inf
         self._start_asked = start
-        #: "spawn" or "fork" (None in thread mode), and why, for the report.
-        self.start_method: str | None = None
+        self.start_method: str | None = None  # "spawn" or "fork" (None in thread mode), and why, for the report
         self.start_reason = "thread mode: sampled in a thread of this process"
         if mode == "process":
             self.start_method, self.start_reason = self._start_choice()[:2]
@@ -214,10 +213,10 @@ class Sampler:
 
     @property
     def tick_loop(self) -> str:
-        """Which loop runs the ticks: "C" (the sampler process with the built library), else "Python" and why."""
+        """Which loop runs the ticks: "C" or "Python" and why (process mode: as the last process was started)."""
         if self.mode == "thread":
             return "Python (thread mode)"
-        return "C" if native.load() is not None else f"Python ({native.why_not()})"
+        return self._started_loop or native.loop_name()
 
     @property
     def realtime_granted(self) -> bool:
@@ -273,6 +272,7 @@ class Sampler:
         self._rows_at_start = self._shared.count()
         self._active = True
         if self.mode == "process":
+            self._started_loop = native.loop_name()  # the child's, from the environment it is started with
             sensors = None
             if self.start_method == "spawn":
                 method, reason, sensors = self._start_choice()  # pickled now: the sensors' state of this moment

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import stat
+import subprocess
 import time
 from pathlib import Path
 
@@ -228,6 +229,19 @@ def test_failing_or_hanging_nvpmodel_falls_back_to_the_status_file(orin_nano_mod
     monkeypatch.setenv("PATH", str(tmp_path / "bin"))
     started = time.monotonic()
     assert power_mode(orin_nano_modes, timeout_s=1.0).mode_id == 2 and time.monotonic() - started < 20
+
+
+def test_a_hung_nvpmodel_is_killed_with_everything_it_started(orin_nano_modes, tmp_path, monkeypatch):
+    # Seen: a wrapper whose own child hung was left running after the timeout, and holding the output pipe it
+    # kept the query waiting until that child ended.
+    fake_nvpmodel(tmp_path / "bin", "sleep 31.7 &\nwait\n")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    started = time.monotonic()
+    assert power_mode(orin_nano_modes, timeout_s=0.5).mode_id == 2  # the status file's
+    assert time.monotonic() - started < 10
+    time.sleep(0.2)
+    left = subprocess.run(["pgrep", "-f", "sleep 31.7"], capture_output=True, text=True).stdout.split()
+    assert left == []
 
 
 def test_unknown_power_mode_is_none_with_reasons_not_zero(tmp_path, monkeypatch):

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tf_mobileperf.sensors.base import under_root
+from tf_mobileperf.sensors.board_tool import run_tool
 from tf_mobileperf.sensors.jetson_gpu import GPU_DEVFREQ_NAMES
 
 log = logging.getLogger(__name__)
@@ -68,9 +69,7 @@ def _query(timeout_s: float) -> tuple[int | None, str | None, str]:
     if command is None:
         return None, None, "nvpmodel is not on PATH"
     try:
-        done = subprocess.run(
-            [command, "-q"], stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout_s, check=False
-        )
+        done = run_tool([command, "-q"], timeout_s)
     except (OSError, subprocess.TimeoutExpired) as exc:
         return None, None, f"{command} -q failed: {exc}"
     found = parse_query(done.stdout) if done.returncode == 0 else None

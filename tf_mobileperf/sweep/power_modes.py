@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tf_mobileperf.sensors import power_mode
+from tf_mobileperf.sensors.board_tool import run_tool
 from tf_mobileperf.session.interrupts import deferred, in_main_thread
 
 log = logging.getLogger(__name__)
@@ -105,7 +106,7 @@ def _tool(*args: str) -> str:
     """Runs a board tool; its stdout, or PowerModeError with what it said. Its stdin is empty, so a question
     it asks (nvpmodel's "reboot now?" for a mode that needs a reboot) is answered no."""
     try:
-        done = subprocess.run(args, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+        done = run_tool(list(args), TOOL_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise PowerModeError(f"{' '.join(args)}: {exc}") from None
     if done.returncode != 0:

@@ -5,7 +5,7 @@ reader accepts, and which a browser's ``JSON.parse`` refuses) and reads them
 back as floats that then break every sum, format and response downstream.
 Writers pass their data through ``finite`` before writing; readers parse
 with ``loads``, which reads ``NaN``, ``Infinity`` and a number too large for
-a float (``1e999``) as null, so one bad number never makes a whole file
+a float (``1e999``, or an integer of 400 digits) as null, so one bad number never makes a whole file
 unreadable. No TensorFlow.
 """
 
@@ -21,15 +21,24 @@ def _number(text: str) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def _integer(text: str) -> int | None:
+    value = int(text)
+    try:
+        float(value)
+    except OverflowError:  # a 400-digit integer: no float holds it, and every sum of it would raise
+        return None
+    return value
+
+
 def loads(text: str | bytes) -> Any:
-    """``text`` parsed as JSON, with every non-finite number as None.
+    """``text`` parsed as JSON, with every non-finite number, and every integer beyond a float's range, as None.
 
     Raises:
         ValueError: not JSON, or not UTF-8.
         TypeError: ``text`` is neither text nor bytes.
         RecursionError: nested deeper than the parser can go.
     """
-    return json.loads(text, parse_constant=lambda _: None, parse_float=_number)
+    return json.loads(text, parse_constant=lambda _: None, parse_float=_number, parse_int=_integer)
 
 
 def finite(data: Any) -> Any:

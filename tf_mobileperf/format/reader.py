@@ -220,9 +220,9 @@ def read_steps_counted(logdir: str | Path) -> StepRows:
     parse, or (the last one) no newline: a writer killed inside the row.
     """
     try:
-        with open(RunLayout(Path(logdir)).steps_csv, newline="") as f:
-            text = f.read()
-    except (OSError, UnicodeDecodeError):
+        body = read_bytes(RunLayout(Path(logdir)).steps_csv, MAX_TRACE_BYTES)  # never waits on a FIFO
+        text = (body or b"").decode()
+    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
         return StepRows([], 0)
     whole, _, tail = text.rpartition("\n")
     torn = 1 if tail else 0

@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 
 from tf_mobileperf.format import finite_json, schema
+from tf_mobileperf.format.reader import read_bytes
 from tf_mobileperf.output.files import write_json
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,10 @@ CSV_KEYS = [
 LOCK_FILE = ".sweep.lock"
 
 
+#: The largest results.json read: a row is ~2 KB, so about 100,000 configurations.
+MAX_RESULTS_BYTES = 256 * 2**20
+
+
 class SweepError(Exception):
     """A sweep directory or its results cannot be used: in use by another sweep, not a directory, unreadable."""
 
@@ -77,9 +82,14 @@ def read_rows(path: Path) -> list[dict]:
     """Every row of a sweep's results.json, as written (NaN and infinity as None); SweepError naming the file
     if it is missing or not one. The sweep resumes from these: it keeps every row it finds."""
     try:
-        rows = finite_json.loads(Path(path).read_text())
+        body = read_bytes(Path(path), MAX_RESULTS_BYTES)  # a FIFO, a folder or a link loop is refused, not waited on
+        if body is None:
+            raise FileNotFoundError(path)
+        rows = finite_json.loads(body)
     except FileNotFoundError:
         raise SweepError(f"no sweep results at {path}") from None
+    except RecursionError:
+        raise SweepError(f"{path} nests too deeply to be a sweep's results.json; move it away to start over") from None
     except (OSError, ValueError) as exc:
         raise SweepError(f"{path} is not a sweep's results.json ({exc}); move it away to start over") from None
     if not (isinstance(rows, list) and all(isinstance(r, dict) and {"model", "batch_size"} <= r.keys() for r in rows)):

@@ -174,3 +174,15 @@ def test_route_serves_the_analysis_of_the_runs_summaries(logdir):
     assert power["lines"][1]["points"][1]["mean"] == pytest.approx(by_run["bs32/train"]["power_avg"])
     status, body = get(client, "crossrun", quantity="watts")
     assert status == 400 and "unknown quantity 'watts'" in body["error"]
+
+
+def test_a_run_whose_process_peak_is_text_loses_that_value_not_the_chart():
+    # Seen: a summary with "peak": "lots" in its process-memory channel made /crossrun answer 422 for every run.
+    sensors = [{"channels": [{"name": "proc_rss", "kind": "memory", "device": "process"}]}]
+    base = {"status": "trained", "model": "cnn", "success": True, "sensors": sensors}
+    good = run_rows.row_of_summary("good", base | {"batch_size": 8, "channels": {"proc_rss": {"peak": 3 * 2**30}}})
+    bad = run_rows.row_of_summary("bad", base | {"batch_size": 4, "channels": {"proc_rss": {"peak": "lots"}}})
+    assert bad["proc_peak_gb"] is None and good["proc_peak_gb"] == 3.0
+    chart = crossrun.chart([bad, good], "proc_peak", "model")
+    assert chart["x"] == [4, 8] and chart["lines"][0]["points"][0] is None
+    assert chart["lines"][0]["points"][1]["mean"] == 3.0

@@ -4,6 +4,7 @@ into the lines of a chart (a line per model, or per configuration of a model, an
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -68,8 +69,17 @@ def process_peak_gb(summary: dict) -> float | None:
         for c in sensor.get("channels") or []
         if c.get("kind") == "memory" and c.get("device") == "process"
     ]
-    peaks = [p for n in names if (p := ((summary.get("channels") or {}).get(n) or {}).get("peak")) is not None]
-    return max(peaks) / GIB if peaks else None
+    channels = summary.get("channels") if isinstance(summary.get("channels"), dict) else {}
+    peaks = [_number((channels.get(n) or {}).get("peak")) for n in names if isinstance(channels.get(n), dict)]
+    known = [p for p in peaks if p is not None]  # a peak of "lots" is no peak: one bad run never takes the chart
+    return max(known) / GIB if known else None
+
+
+def _number(value) -> float | None:
+    """``value`` as a finite float, or None where it is not a number (text, a bool, null, NaN)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def row_of_summary(run: str, summary: dict) -> Row:

@@ -69,7 +69,8 @@ def process_peak_gb(summary: dict) -> float | None:
         for c in sensor.get("channels") or []
         if c.get("kind") == "memory" and c.get("device") == "process"
     ]
-    channels = summary.get("channels") if isinstance(summary.get("channels"), dict) else {}
+    channels = summary.get("channels")
+    channels = channels if isinstance(channels, dict) else {}
     peaks = [_number((channels.get(n) or {}).get("peak")) for n in names if isinstance(channels.get(n), dict)]
     known = [p for p in peaks if p is not None]  # a peak of "lots" is no peak: one bad run never takes the chart
     return max(known) / GIB if known else None

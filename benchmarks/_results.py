@@ -25,11 +25,16 @@ def provenance() -> dict:
     return {"commit": commit, "command": command, "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
 
 
+#: Where this run began: the commit the benchmark started at, not the one checked out when it saves.
+STARTED = provenance()
+
+
 def save(name: str, data) -> Path:
-    """Writes ``data`` (a dict gets its ``provenance``) to benchmarks/results/``name``.json; returns the path."""
+    """Writes ``data`` (a dict gets the ``provenance`` of the run's start) to benchmarks/results/``name``.json;
+    returns the path."""
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"
     if isinstance(data, dict):
-        data = {"provenance": provenance()} | data
+        data = {"provenance": STARTED} | data
     path.write_text(json.dumps(data, indent=2))
     return path

@@ -146,3 +146,12 @@ def test_past_the_measured_sizes_the_interval_widens_with_the_distance_and_far_p
         "batch 1024 is 128x the largest measured size (8): step time and energy are not predicted past 8x"
     )
     assert far.proc_peak_gb == pytest.approx(1.0 + 0.025 * 1020)  # memory, a line in B, is still predicted
+
+
+@pytest.mark.slow
+def test_a_model_with_named_inputs_takes_its_turns_too():
+    # Seen: nmt's inputs are a tuple (source, target_in); the rounds sliced it as one array and the interleaved
+    # child failed, leaving predict with its fresh children's times.
+    result = interleaved.measure("nmt", [1, 2], None, precision=0.5, min_rounds=3, max_s=30.0, max_steps=8)
+    assert [r["batch_size"] for r in result["rows"]] == [1, 2]
+    assert all(r["step_time_s_mean"] > 0 for r in result["rows"])

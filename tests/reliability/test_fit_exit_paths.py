@@ -240,3 +240,47 @@ def test_a_killed_sampler_is_reported_restarted_once_and_costs_only_the_hole(tmp
     complete = report["energy_steps_complete"]
     assert complete["complete"] == sum(s["energy_j"]["total"] is not None for s in steps)
     assert report["power_avg"] == pytest.approx(5.0, rel=1e-6)
+
+
+def test_a_ctrl_c_the_programs_own_handler_lets_fit_finish_is_measured_through(tmp_path):
+    """Synthetic sensor. Seen: a script whose SIGINT handler only sets a flag (fit trains on) got "training
+    failed at step 6: KeyboardInterrupt: SIGINT", success false and 13 of 20 steps unmeasured."""
+    asked: list[int] = []
+
+    class CtrlC(keras.callbacks.Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 5:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: asked.append(signum))
+    try:
+        cb = MobilePerfCallback(tmp_path, idle_s=0, sensors=[constant_sensor()], batch_size=8)
+        small_model().fit(*data(160), batch_size=8, epochs=1, callbacks=[CtrlC(), cb], verbose=0)
+        assert asked == [signal.SIGINT]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    report = report_of(tmp_path)
+    assert report["success"] is True and report["error"] is None
+    assert report["steps_measured"] == 20 - report["warmup_steps"]
+
+
+def test_a_ctrl_c_in_the_idle_baseline_ends_with_a_report_and_the_next_fit_starts_clean(tmp_path):
+    """Synthetic sensor. Seen: Ctrl-C during the 2 s idle baseline left no report.json (the dashboard said
+    "running" while the process lived), and the next fit's samples began with 129 rows of the aborted window
+    and a 1.9 s hole."""
+    import threading
+
+    from tf_mobileperf.format.reader import read_series
+
+    cb = MobilePerfCallback(tmp_path, idle_s=2.0, sensors=[constant_sensor()], batch_size=8)
+    threading.Timer(0.8, os.kill, (os.getpid(), signal.SIGINT)).start()  # lands in the baseline's sleep
+    with pytest.raises(KeyboardInterrupt):
+        small_model().fit(*data(80), batch_size=8, epochs=1, callbacks=[cb], verbose=0)
+    report = report_of(tmp_path)
+    assert report["success"] is False and "interrupted before the first step" in report["error"]
+    assert report["steps_measured"] == 0 and not cb.monitor.sampler.running
+    second_began = time.monotonic()
+    small_model().fit(*data(80), batch_size=8, epochs=1, callbacks=[cb], verbose=0)
+    assert cb.monitor.logdir == tmp_path / "run-2" and cb.report.summary()["success"] is True
+    _, rows = read_series(cb.monitor.layout.run_dir)
+    assert rows[0, 0] >= second_began - 0.05  # its own samples only

@@ -3,9 +3,12 @@
 Two tools, both for the main thread (the only one Python runs signal
 handlers in):
 
-* ``ChainedHandler``: runs an action once when the signal arrives, then hands
-  the signal on to the handler that was there before. It acts only in the
-  process that installed it: a child made by ``fork`` inherits Python's
+* ``ChainedHandler``: hands the signal on to the handler that was there
+  before, and runs its action where that handler ends what runs (Python's
+  own raises KeyboardInterrupt; a program's own may raise or exit) or where
+  the default action ends the process. A program's handler that returns
+  (a graceful Ctrl-C that lets ``fit`` finish) ends nothing, and the
+  measurement goes on. It acts only in the process that installed it: a child made by ``fork`` inherits Python's
   handlers, and a helper stopped with ``terminate()`` must die as it would
   have without us, not end its parent's measurement.
 * ``deferred()``: a block in which SIGINT and SIGTERM only wait. The report
@@ -60,14 +63,23 @@ class ChainedHandler:
         return signal.getsignal(self.signum) is self
 
     def __call__(self, signum, frame):
+        previous = self.previous
+        if callable(previous):  # Python's handler (KeyboardInterrupt), ours, or the program's own
+            try:
+                return previous(signum, frame)
+            except BaseException:  # it ends what runs: the measurement ends with it
+                self._act(signum)
+                raise
+        if previous == signal.SIG_IGN:  # ignored: it ends nothing
+            return None
+        self._act(signum)  # the default action ends the process
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return None
+
+    def _act(self, signum: int) -> None:
         if self.active and os.getpid() == self.pid:
             self.on_signal(signum)
-        previous = self.previous
-        if callable(previous):
-            return previous(signum, frame)
-        if previous != signal.SIG_IGN:  # the default action
-            signal.signal(signum, signal.SIG_DFL)
-            os.kill(os.getpid(), signum)
 
 
 @contextlib.contextmanager

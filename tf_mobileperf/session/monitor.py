@@ -9,14 +9,11 @@ custom training loops both drive it::
                 train_step(batch)
     perf.report.summary()["energy_total"]
 
-It marks step windows on ``time.monotonic()``, the sampler's clock (with a
-GPU, a step's end waits for the Keras backend's device:
-``tf_mobileperf.session.backend.device_sync``), and owns the session's life:
-``begin`` claims the logdir, opens the writers and starts the collector
-(``session.collector``: sampler, join, writes); ``end`` joins what is left
-and writes the report (``session.reporting``). At the first measured step,
-the channels that have given no valid value yet are named in one warning
-(``Collector.warn_unread``). Options: ``session.options``;
+It marks step windows on ``time.monotonic()``, the sampler's clock (with a GPU, a step's end waits for the
+Keras backend's device: ``session.backend.device_sync``), and owns the session's life: ``begin`` claims the
+logdir, opens the writers and starts the collector (``session.collector``: sampler, join, writes); ``end``
+joins what is left and writes the report (``session.reporting``). At the first measured step, the channels
+with no valid value yet are named in one warning (``Collector.warn_unread``). Options: ``session.options``;
 TF profiler: ``session.profiling``. Monitoring never breaks training.
 
 A measurement belongs to the process that began it. It always ends with a
@@ -97,10 +94,9 @@ class PerfMonitor:
         self.model_name: str | None = None  # set by the callback from the Keras model
         self._probe = resolve_sensors(self.options.sensors)
         realtime, why = choose(self.options.sampler_priority)
+        sensors = self._probe.sensors
         self.sampler = (
-            Sampler(self._probe.sensors, self.options.period_s, realtime=realtime, priority_reason=why)
-            if self._probe.sensors
-            else None
+            Sampler(sensors, self.options.period_s, realtime=realtime, priority_reason=why) if sensors else None
         )
         self.channels = self.sampler.channels if self.sampler else []
         self.report: Report | None = None
@@ -156,9 +152,13 @@ class PerfMonitor:
             0,
         )
         log_absent_power(self._probe)
-        self.collector.start(self.sampler, self._writers)
         self._started = True
         _UNFINISHED.add(self)
+        try:
+            self.collector.start(self.sampler, self._writers)
+        except BaseException as exc:  # Ctrl-C in the idle baseline: a report that says so, no rows left over
+            self._end_abandoned(f"interrupted before the first step ({type(exc).__name__}: {exc})")
+            raise
         return self
 
     def end(self) -> Report:

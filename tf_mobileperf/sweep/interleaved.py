@@ -61,7 +61,7 @@ class Sizes:
         for b in grid:
             self.models[b] = spec.build(input_size)
             x, y = spec.synthetic(b, 4, input_size)
-            self.batches[b] = [(x[i * b : (i + 1) * b], y[i * b : (i + 1) * b]) for i in range(4)]
+            self.batches[b] = [(_rows(x, i * b, (i + 1) * b), _rows(y, i * b, (i + 1) * b)) for i in range(4)]
             started = time.perf_counter()
             for i in range(WARMUP_STEPS):
                 self.models[b].train_on_batch(*self.batches[b][i % 4])
@@ -76,6 +76,15 @@ class Sizes:
             self.models[b].train_on_batch(*self.batches[b][i % 4])
             took.append(time.perf_counter() - t0)
         return sum(took) / len(took)
+
+
+def _rows(data, start: int, stop: int):
+    """Samples ``start:stop`` of an array, or of each array of a model with several inputs (nmt's: a tuple)."""
+    if isinstance(data, dict):
+        return {name: array[start:stop] for name, array in data.items()}
+    if isinstance(data, (tuple, list)):
+        return type(data)(array[start:stop] for array in data)
+    return data[start:stop]
 
 
 def measure(

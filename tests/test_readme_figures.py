@@ -49,6 +49,29 @@ def prediction_table(results: dict) -> str:
     return "\n".join(lines)
 
 
+def prediction_summary(results: dict) -> str:
+    """The README's sentence under that table: the errors by role, how often the truth was inside, and how far
+    the truth itself moved between its two runs."""
+    targets = [(m["role"], t) for m in results["models"] for t in m["targets"] if t["trained"]]
+
+    def errors(role: str | None) -> list[float]:
+        return [abs(t["step_time_error_pct"]) for r, t in targets if role in (None, r)]
+
+    moved = [abs(t["truth_drift_pct"]) for _, t in targets]
+    said = "; ".join(
+        f"{role}: largest {max(errors(role)):.1f}%, mean {sum(errors(role)) / len(errors(role)):.1f}%"
+        for role in ("design", "validation")
+        if errors(role)
+    )
+    return (
+        f"Step-time error at the targets, {said}. The truth was inside the interval at "
+        f"{sum(t['step_time_in_interval'] for _, t in targets)} of {len(targets)} targets; the truth itself moved "
+        f"by {min(moved):.1f}-{max(moved):.1f}% between its runs before and after "
+        f"(`benchmarks/results/predict_users.json`, commit {results['provenance']['commit'][:7]}, "
+        f"{results['provenance']['date'][:10]})."
+    )
+
+
 def _readme_has(text: str) -> bool:
     return text in (ROOT / "README.md").read_text()
 
@@ -57,6 +80,7 @@ def test_the_readmes_prediction_table_is_the_measured_one_and_a_changed_figure_f
     results = json.loads((ROOT / "benchmarks" / "results" / "predict_users.json").read_text())
     assert {"commit", "command", "date"} <= set(results["provenance"])
     assert _readme_has(prediction_table(results))
+    assert prediction_summary(results) in " ".join((ROOT / "README.md").read_text().split())
     results["models"][0]["targets"][0]["predicted_step_time_s"] *= 1.01  # the check on a figure that moved
     assert not _readme_has(prediction_table(results))
 

@@ -282,6 +282,8 @@ def main() -> None:
         "interleaved": args.interleaved,
         "models": [],
     }
+    if args.refit:  # every re-fit says of what: its rows are that file's, the fits are new
+        results["refit_of"] = str(args.refit)
     if args.repeat and not args.refit:
         results["repeatability"] = repeatability(args, args.repeat)
         save(args.name, results)
@@ -293,7 +295,7 @@ def main() -> None:
         for line in m["why_chosen"]:
             print(f"    {line}", flush=True)
     if args.refit and "oom" in earlier:
-        results["oom"], results["refit_of"] = earlier["oom"], str(args.refit)
+        results["oom"] = earlier["oom"]
         results["repeatability"] = earlier.get("repeatability")
     elif not args.no_oom:
         results["oom"] = oom_case(args)

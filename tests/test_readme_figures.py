@@ -92,3 +92,12 @@ def test_the_join_times_in_docs_are_those_of_join_json():
     assert "\n".join(table) in doc
     rows[-1]["seconds"] = 0.287  # the figure the docs gave from an earlier run
     assert "\n".join(f"| {r['samples']:,} | {r['steps']:,} | {r['seconds']:.3f} |" for r in rows) not in doc
+
+
+def test_no_results_file_names_a_results_file_that_is_not_there():
+    import re
+
+    results = ROOT / "benchmarks" / "results"
+    for path in results.glob("*.json"):
+        for named in re.findall(r"benchmarks/results/[\w.-]+\.json", path.read_text()):
+            assert (ROOT / named).exists(), f"{path.name} names {named}, which is not in the repository"

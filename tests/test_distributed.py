@@ -159,7 +159,7 @@ def test_fake_nvml_two_gpus_give_per_gpu_channels_in_one_run(tmp_path):
         exact = [fake.exact_energy_j(gpu, step["start_s"], step["end_s"]) for gpu in (0, 1)]
         for gpu, rail in enumerate(("gpu0_energy", "gpu1_energy")):
             bound = step["energy_bound_j"][rail]
-            assert abs(step["energy_j"][rail] - exact[gpu]) <= bound and bound <= 0.1 * exact[gpu]
+            assert abs(step["energy_j"][rail] - exact[gpu]) <= bound and bound <= 0.15 * exact[gpu]
         assert abs(step["energy_j"]["total"] - sum(exact)) <= step["energy_bound_j"]["total"]
     # "measured" summarises the bounds: the steps whose bound is within 5% of their energy.
     for rail in ("gpu0_energy", "gpu1_energy"):

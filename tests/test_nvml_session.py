@@ -107,7 +107,7 @@ def test_steps_shorter_than_an_update_with_gaps_are_interpolated_and_the_run_tot
         assert {s["energy_method"][rail] for s in measured} == {"interpolated"}
         assert report["energy_sources"][rail]["steps_interpolated"] == len(measured)
         truth = exact(gpu, measured)
-        assert abs(report["energy_j"][rail] - truth) <= report["energy_bound_j"][rail] <= truth
+        assert abs(report["energy_j"][rail] - truth) <= report["energy_bound_j"][rail] <= 1.5 * truth  # three residuals
 
 
 @pytest.mark.slow

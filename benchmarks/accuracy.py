@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf_mobileperf.steps.join import window_energy
+from tf_mobileperf.steps.integrate import window_energy
 
 from _results import save  # noqa: E402
 

@@ -25,15 +25,9 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 60
 #: What is still over the limits, at its size when this was written: a split to come may only shrink it.
 OVER = {
     "tf_mobileperf/session/collector.py": 465,
-    "tf_mobileperf/steps/join.py": 352,
-    "tf_mobileperf/analysis/step_model.py": 329,
     "tf_mobileperf/sampling/sampler.py": 449,
     "tf_mobileperf/steps/records.py": 440,
-    "tf_mobileperf/format/schema.py": 330,
-    "tf_mobileperf/steps/op_energy.py": 346,
-    "tf_mobileperf/session/monitor.py": 330,
-    "tf_mobileperf/steps/report.py": 319,
-    "tf_mobileperf/sweep/runner.py": 319,
+    "tf_mobileperf/session/monitor.py": 314,
 }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tf_mobileperf.steps.join import window_counter_delta
+from tf_mobileperf.steps.integrate import window_counter_delta
 
 from helpers import training_gpu
 

@@ -7,9 +7,9 @@ import pytest
 
 from tf_mobileperf.cli.parser import main
 from tf_mobileperf.sweep import runner as sweep_mod
+from tf_mobileperf.sweep.causes import exception_message, exit_cause
 from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.fleet import fleet_sweep
-from tf_mobileperf.sweep.runner import exception_message
 from tf_mobileperf.zoo import check_input_size, get
 from tf_mobileperf.zoo.shapes import RULES
 
@@ -116,4 +116,4 @@ def test_the_cause_is_the_last_exceptions_type_and_message_on_one_line():
         "ValueError: Exception encountered when calling Conv2D.call(). Negative dimension size."
     )
     assert exception_message("Segmentation fault\n") is None
-    assert sweep_mod._exit_cause(1, "no traceback\nlast words\n") == "exit code 1: last words"
+    assert exit_cause(1, "no traceback\nlast words\n") == "exit code 1: last words"

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.steps.join import join, window_energy, window_peak
+from tf_mobileperf.steps.integrate import window_energy, window_peak
+from tf_mobileperf.steps.join import join
 
 P = Channel("VDD_IN", "power", "synthetic", group="total")
 

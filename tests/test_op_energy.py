@@ -15,7 +15,8 @@ import pytest
 from tf_mobileperf import PerfMonitor
 from tf_mobileperf.sensors import SyntheticSensor
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.steps.op_energy import ClockPair, Ops, layer_of, op_energy, read_ops, split_energy
+from tf_mobileperf.steps.op_energy import op_energy, split_energy
+from tf_mobileperf.steps.trace_ops import ClockPair, Ops, layer_of, read_ops
 
 
 def test_split_shares_overlapping_ops_and_keeps_the_rest_as_no_op():

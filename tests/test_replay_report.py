@@ -18,7 +18,8 @@ from tf_mobileperf.format.reader import read_series
 from tf_mobileperf.output.files import write_json
 from tf_mobileperf.sensors import ReplaySensor
 from tf_mobileperf.sensors.base import Channel
-from tf_mobileperf.steps.op_energy import ClockPair, Ops, op_energy
+from tf_mobileperf.steps.op_energy import op_energy
+from tf_mobileperf.steps.trace_ops import ClockPair, Ops
 from tf_mobileperf_tensorboard.downsample import ChannelRate, declared_period_s
 
 from conftest import DATA

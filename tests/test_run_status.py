@@ -16,8 +16,7 @@ from pathlib import Path
 import pytest
 
 from tf_mobileperf.format import names
-from tf_mobileperf.sweep import launch
-from tf_mobileperf.sweep import runner as sweep_mod
+from tf_mobileperf.sweep import causes, launch
 from tf_mobileperf_tensorboard import run_status
 
 from helpers.plugin_client import client_for, get
@@ -104,7 +103,7 @@ def test_a_claims_pid_out_of_range_is_a_gone_process_not_a_server_error(killed, 
 @pytest.mark.slow
 def test_a_sweep_child_aborted_on_bad_alloc_is_failed_in_its_run_with_the_cause(tmp_path):
     row = aborted_sweep_run(tmp_path / "sweep")
-    assert row["success"] is False and sweep_mod.is_oom(row) and row["failed_step"] == DIE_AT
+    assert row["success"] is False and causes.is_oom(row) and row["failed_step"] == DIE_AT
     logdir = Path(row["logdir"])
     record = json.loads((logdir / names.END_FILE).read_text())
     assert record["signal"] == "SIGABRT" and record["exit_status"] == -signal.SIGABRT

@@ -11,6 +11,7 @@ import pytest
 
 from tf_mobileperf.cli.parser import main
 from tf_mobileperf.figures.specs import figures
+from tf_mobileperf.sweep import causes
 from tf_mobileperf.sweep import runner as sweep_mod
 from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.sizes import parse_size
@@ -36,7 +37,7 @@ def test_tiny_sweep_with_a_real_oom(tmp_path, capsys):
     assert main(oom_sweep) == 0
     small, big = json.loads((limited / "results.json").read_text())
     assert small["success"] is True and "RLIMIT_AS" in small["memory_limit_emulated_by"]
-    assert big["success"] is False and sweep_mod.is_oom(big), big["cause"]
+    assert big["success"] is False and causes.is_oom(big), big["cause"]
     assert big["memory_limit_bytes"] == 2**30
 
     # Resume: nothing left to run, the rows stay.
@@ -74,7 +75,7 @@ def test_find_max_batch_doubles_then_bisects(tmp_path, monkeypatch):
 
 
 def test_child_killed_by_sigkill_is_a_failed_config():
-    assert sweep_mod._exit_cause(-9, "").startswith("killed by SIGKILL")
+    assert causes.exit_cause(-9, "").startswith("killed by SIGKILL")
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tf_mobileperf.analysis.step_model import Estimate, StepTimeModel, predict_energy
+from tf_mobileperf.analysis.power_model import predict_energy
+from tf_mobileperf.analysis.step_model import Estimate, StepTimeModel
 
 
 @dataclasses.dataclass(frozen=True)

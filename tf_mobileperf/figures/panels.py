@@ -7,7 +7,7 @@ import dataclasses
 
 from tf_mobileperf.analysis.colours import short_reason
 from tf_mobileperf.analysis.rows import Getter, Row, why_missing
-from tf_mobileperf.sweep.runner import is_oom
+from tf_mobileperf.sweep.causes import is_oom
 
 
 @dataclasses.dataclass

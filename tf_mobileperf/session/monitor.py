@@ -48,8 +48,7 @@ from tf_mobileperf.session.guard import Guard
 from tf_mobileperf.session.interrupts import deferred
 from tf_mobileperf.session.options import MonitorOptions, check_logdir, resolve_sensors
 from tf_mobileperf.session.profiling import Profiler
-from tf_mobileperf.session.reporting import build_report, device_metadata, log_absent_power
-from tf_mobileperf.steps import precision
+from tf_mobileperf.session.reporting import build_report, device_metadata, log_absent_power, say_if_unsteady
 from tf_mobileperf.steps.records import StepRecord, csv_fields
 from tf_mobileperf.steps.report import Report
 
@@ -184,7 +183,7 @@ class PerfMonitor:
         self._guard("energy per op", self.profiler.write_op_energy, self.layout, self.channels, 4 * self._slowest_s)
         self.report = self._build_report()
         self._writers.finish(self.report.to_dict(), self.collector.count, self._guard)
-        self._say_if_unsteady(self.collector.totals.durations)
+        say_if_unsteady(self.collector.totals.durations)
         self.cpu.say_if_busy(self.report)
         if self.worker and self.worker.is_chief:
             self._guard(
@@ -195,21 +194,6 @@ class PerfMonitor:
                 self.options.combine_wait_s,
             )
         return self.report
-
-    @staticmethod
-    def _say_if_unsteady(durations) -> None:
-        """Says once whether the step time was not steady: a warning where the run was disturbed
-        (``precision.WARN_WIDE``, ``WARN_DRIFT``), at info level where it was only uneven."""
-        disturbed = precision.unsteady(durations, precision.WARN_WIDE, precision.WARN_DRIFT)
-        why = disturbed or precision.unsteady(durations)
-        if why:
-            log.log(
-                logging.WARNING if disturbed else logging.INFO,
-                "mobileperf: the step time is not steady: %s. Other processes on this machine, throttling or an "
-                "uneven input pipeline do this; compare runs by their intervals (report: step_time_ci95_s, "
-                "step_time_drift)",
-                why,
-            )
 
     def __enter__(self) -> PerfMonitor:
         return self.begin()

@@ -21,8 +21,9 @@ from tf_mobileperf.format.reader import read_series
 from tf_mobileperf.output.files import write_json
 from tf_mobileperf.session import backend
 from tf_mobileperf.session.guard import Guard
-from tf_mobileperf.steps.op_energy import ClockPair, chrome_trace, op_energy, read_ops
+from tf_mobileperf.steps.op_energy import chrome_trace, op_energy
 from tf_mobileperf.steps.records import StepRecord
+from tf_mobileperf.steps.trace_ops import ClockPair, read_ops
 
 log = logging.getLogger(__name__)
 

@@ -5,8 +5,8 @@ quantity that is ``null`` (``unavailable``: no such sensor, no batch size, no
 measured step, no idle baseline, no input rail, ...; a missing sensor is
 found by the channels' roles and explained by the probe; a channel that
 never gave a valid value, in the sensor library's own words with its failed
-reads, ``session.collector.unread_reasons``), and gives the static facts of
-the device.
+reads, ``session.collector.unread_reasons``), gives the static facts of
+the device, and says once whether the step time was steady.
 """
 
 from __future__ import annotations
@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable
+
+import numpy as np
 
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sensors import Probe, Sensor
@@ -25,6 +27,7 @@ from tf_mobileperf.session.guard import Guard
 from tf_mobileperf.session.idle import IdleBaseline
 from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.session.unread import never_valued, unread_reasons
+from tf_mobileperf.steps import precision
 from tf_mobileperf.steps.records import Roles
 from tf_mobileperf.steps.report import Report
 
@@ -57,6 +60,21 @@ def log_absent_power(probe: Probe) -> None:
             looked_for,
         )
         log.debug("absent power sensors: %s", probe.why_absent("power"))
+
+
+def say_if_unsteady(durations: np.ndarray) -> None:
+    """Says once whether the step time was not steady: a warning where the run was disturbed
+    (``precision.WARN_WIDE``, ``WARN_DRIFT``), at info level where it was only uneven."""
+    disturbed = precision.unsteady(durations, precision.WARN_WIDE, precision.WARN_DRIFT)
+    why = disturbed or precision.unsteady(durations)
+    if why:
+        log.log(
+            logging.WARNING if disturbed else logging.INFO,
+            "mobileperf: the step time is not steady: %s. Other processes on this machine, throttling or an "
+            "uneven input pipeline do this; compare runs by their intervals (report: step_time_ci95_s, "
+            "step_time_drift)",
+            why,
+        )
 
 
 def by_cause(missing: Iterable[tuple[str, str]]) -> dict[str, list[str]]:

@@ -36,10 +36,9 @@ readings over the GPU's own window (``gpu_util_window_s``,
 ``gpu_util_rule``). ``cpu_util_avg`` is the machine's (every process);
 ``process_cpu_util_avg`` the training process's own, and ``contention``
 what other processes and the hypervisor took (``session.contention``).
-Energy totals are sums
-of per-step values taken from one interpolation of each counter, so over
-contiguous steps a counter rail's total is the counter's own difference from
-the first step's start to the last step's end.
+Energy totals are sums of per-step values taken from one interpolation of
+each counter, so over contiguous steps a counter rail's total is the
+counter's own difference from the first step's start to the last step's end.
 """
 
 from __future__ import annotations
@@ -51,24 +50,10 @@ import numpy as np
 
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.steps import precision
-from tf_mobileperf.steps.join import INTERPOLATED, MEASURED, MEASURED_WITHIN
+from tf_mobileperf.steps.cores import core_clusters, mean_known
+from tf_mobileperf.steps.join import INTERPOLATED, MEASURED
 from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, energy_rails, unused_power
-
-#: How a step's energy method is chosen (``steps.join.energy_method``), as the report states it.
-METHOD_RULE = (
-    "a summary of each step's energy_bound_j (the half-width of an interval holding the step's true energy): "
-    f"measured where the bound is at most {MEASURED_WITHIN:.0%} of the step's energy, interpolated otherwise "
-    "or where no bound is known"
-)
-#: What ``gpu_util`` of a step is, as the report states it.
-GPU_UTIL_RULE = (
-    "the time-weighted mean over the step of the GPU's utilization readings; each reading is the busy share "
-    "of the GPU over its own window (gpu_util_window_s, NVML's ~200 ms before the reading), which straddles "
-    "the step and the gaps around it: a step's value is that average, not the step's own busy share"
-)
-
-#: Why a rail that has valid readings in the run has no energy in some step.
-NOT_COVERED = "no valid readings cover those steps (a read that failed, or a gap: see sampling.channel_gaps)"
+from tf_mobileperf.steps.wording import GPU_UTIL_RULE, METHOD_RULE, NOT_COVERED, total_parts
 
 
 @dataclasses.dataclass
@@ -188,7 +173,7 @@ class Report:
         """CPU utilization per core and per cluster, and every channel over the measured steps."""
         per_core = {core: self.totals.mean(f"core/{core}") for core in self.totals.cores or []}
         per_cluster = {
-            name: _mean_known([per_core.get(core) for core in cores])
+            name: mean_known([per_core.get(core) for core in cores])
             for name, cores in core_clusters(Roles.of(self.channels).cores).items()
         }
         return {
@@ -260,7 +245,7 @@ class Report:
         for rail in rails:
             steps = self.totals.rail(rail)
             if steps.unknown:
-                why = _total_parts(roles) if rail == "total" else self.unavailable.get(rail, NOT_COVERED)
+                why = total_parts(roles) if rail == "total" else self.unavailable.get(rail, NOT_COVERED)
                 out[rail] = (
                     f"energy unknown in {steps.unknown} of {self.totals.count} measured steps, the first at "
                     f"step {steps.first_unknown}: {why}"
@@ -291,29 +276,3 @@ class Report:
 
 def _per_second(energy: float | None, time_s: float) -> float | None:
     return energy / time_s if energy is not None and time_s > 0 else None
-
-
-def _total_parts(roles: Roles) -> str:
-    """What the total's energy is, so a step without it says which rails to look at."""
-    if roles.input_rail is not None:
-        return f"the total is the input rail {roles.input_rail}'s energy"
-    return f"the total sums {', '.join(c.name for c in roles.total)}, and is unknown where one of them is"
-
-
-#: The cluster of cores whose type no sensor knows (a tegrastats log does not say it).
-ALL_CORES = "all cores"
-
-
-def core_clusters(cores: list[Channel]) -> dict[str, list[str]]:
-    """Cluster -> its cores ("cpuN"); where no core has a cluster, every core in one, ``ALL_CORES``."""
-    typed = any(c.cluster for c in cores)
-    clusters: dict[str, list[str]] = {}
-    for c in cores:
-        if c.cluster or not typed:
-            clusters.setdefault(c.cluster or ALL_CORES, []).append(f"cpu{c.core}")
-    return clusters
-
-
-def _mean_known(values: list[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return float(np.mean(known)) if known else None

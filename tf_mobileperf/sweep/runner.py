@@ -33,9 +33,7 @@ import hashlib
 import json
 import logging
 import os
-import re
 import shutil
-import signal
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -48,23 +46,13 @@ from tf_mobileperf.format.schema import ENVELOPE
 from tf_mobileperf.output.files import StepProgress
 from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.sweep import launch, power_modes
+from tf_mobileperf.sweep.causes import STOPPED_FROM_OUTSIDE, error_cause, exit_cause, is_oom, says_oom
 from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.defaults import MEASURED_STEPS
 from tf_mobileperf.sweep.power_modes import PowerPlan
 from tf_mobileperf.sweep.results import Results, SweepError
 from tf_mobileperf.sweep.search import search_largest
 from tf_mobileperf.zoo import check_input_size
-
-#: Words of the causes (``_cause``, ``_exit_cause``) that mean the configuration ran out of memory.
-OOM_WORDS = ("out of memory", "OOM killer", "allocation failure")
-#: Signals that stop a child from outside (Ctrl-C, a shutdown): the configuration did not finish, it did not fail.
-STOPPED_FROM_OUTSIDE = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT}
-#: Terminal colours (Keras prints its messages in bold).
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-#: Where an exception's message ends: Keras's list of the call's arguments, or a log line of TF or absl.
-_MESSAGE_END = re.compile(r"^(Arguments received by |[IWEF]\d{4} )")
-#: The longest cause kept.
-CAUSE_CHARS = 300
 
 log = logging.getLogger(__name__)
 
@@ -148,13 +136,13 @@ def _row(returncode: int | None, stderr: str, logdir: Path, config: SweepConfig)
         return {"success": False, "retry": True, "error": stderr[-2000:], "cause": f"unreadable {exc}"}
     if summary is not None:
         row = {k: v for k, v in summary.items() if k not in ENVELOPE}  # a row of results.json, not a report
-        row["cause"] = None if row.get("success") else _cause(row.get("error"))
+        row["cause"] = None if row.get("success") else error_cause(row.get("error"))
         if row["cause"] == "interrupted":
             row["retry"] = True
         return row
-    cause = _exit_cause(returncode, stderr)
+    cause = exit_cause(returncode, stderr)
     exited = returncode is not None and (returncode >= 0 or -returncode in STOPPED_FROM_OUTSIDE)
-    if exited and not _says_oom(cause):
+    if exited and not says_oom(cause):
         # Not the model's own run: a bad argument, a missing file, a crash of the child, a Ctrl-C.
         return {"success": False, "retry": True, "error": stderr[-2000:], "cause": cause}
     if config.memory_limit and returncode is not None and returncode < 0 and "out of memory" not in cause:
@@ -163,15 +151,6 @@ def _row(returncode: int | None, stderr: str, logdir: Path, config: SweepConfig)
     if config.memory_limit:
         row["memory_limit_bytes"] = config.memory_limit
     return row
-
-
-def is_oom(row: dict) -> bool:
-    """Whether ``row`` failed by running out of memory, as its cause says."""
-    return not row.get("success") and _says_oom(row.get("cause"))
-
-
-def _says_oom(cause: str | None) -> bool:
-    return any(word in (cause or "") for word in OOM_WORDS)
 
 
 def _steps_on_disk(logdir: Path) -> dict:
@@ -184,51 +163,6 @@ def _steps_on_disk(logdir: Path) -> dict:
         "steps_measured": len(durations),
         "step_time_s": {"mean": sum(durations) / len(durations) if durations else None},
     }
-
-
-def _cause(error: str | None) -> str:
-    if not error:
-        return "unknown"
-    for name in ("ResourceExhaustedError", "MemoryError", "KeyboardInterrupt"):
-        if name in error:
-            return "out of memory" if name != "KeyboardInterrupt" else "interrupted"
-    return error.splitlines()[0][:200]
-
-
-def _exit_cause(returncode: int | None, stderr: str) -> str:
-    if returncode is None:
-        return "timed out"
-    if returncode < 0:
-        sig = signal.Signals(-returncode).name
-        if sig == "SIGKILL":
-            return "killed by SIGKILL (the kernel's OOM killer, most likely)"
-        if sig == "SIGABRT" and ("bad_alloc" in stderr or "memory" in stderr.lower()):
-            return "aborted: allocation failed (out of memory)"
-        return f"killed by {sig}"
-    if "MemoryError" in stderr or "ResourceExhaustedError" in stderr or "bad_alloc" in stderr:
-        return "out of memory"
-    cause = exception_message(stderr) or (stderr.strip().splitlines() or [""])[-1]
-    return f"exit code {returncode}: {cause[:CAUSE_CHARS]}"
-
-
-def exception_message(stderr: str) -> str | None:
-    """The type and message of the exception of the last Python traceback in ``stderr``, on one line (None
-    without a traceback): "ValueError: ... Computed output size would be zero or negative ...", where the
-    traceback's last line is the end of Keras's list of arguments."""
-    lines = _ANSI.sub("", stderr).splitlines()
-    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
-    if not starts:
-        return None
-    after = lines[starts[-1] + 1 :]
-    first = next((i for i, line in enumerate(after) if line and not line[0].isspace()), None)
-    if first is None:
-        return None
-    message = []
-    for line in after[first:]:
-        if _MESSAGE_END.match(line):
-            break
-        message.append(line)
-    return " ".join(" ".join(message).split())
 
 
 def sweep(

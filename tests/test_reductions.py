@@ -8,7 +8,8 @@ import numpy as np
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.steps import reductions
 from tf_mobileperf.steps.join import join
-from tf_mobileperf.steps.records import StepRecord, StepTotals, csv_fields, fill_steps
+from tf_mobileperf.steps.records import StepRecord, csv_fields, fill_steps
+from tf_mobileperf.steps.totals import StepTotals
 
 UTIL = Channel("cpu_util", "util", "synthetic", group="cpu", device="cpu")
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tf_mobileperf.steps.records import StepTotals
 from tf_mobileperf.steps.report import Report
+from tf_mobileperf.steps.totals import StepTotals
 
 from helpers.records import CHANNELS, IDLE_W, report_of, steps_of
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tf_mobileperf.steps.records import StepTotals
 from tf_mobileperf.steps.report import Report
+from tf_mobileperf.steps.totals import StepTotals
 
 
 def report_of(steps, channels, batch_size=None, idle_w=None, joined=None) -> Report:

@@ -55,7 +55,8 @@ from tf_mobileperf.session.options import MonitorOptions
 from tf_mobileperf.session.unread import absent_in_source, ending_sources, never_valued, unread_reasons
 from tf_mobileperf.steps import join as join_mod
 from tf_mobileperf.steps.counter import frozen_for_s, settled_until
-from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, fill_steps
+from tf_mobileperf.steps.records import Roles, StepRecord, fill_steps
+from tf_mobileperf.steps.totals import StepTotals
 
 log = logging.getLogger(__name__)
 
@@ -444,7 +445,6 @@ class Collector:
         if periods:
             self._counter_margin_s = min(COUNTER_HISTORY_MAX_S, COUNTER_HISTORY * max(periods))
 
-    # -- retention -----------------------------------------------------------
     def _forget_old_steps(self) -> None:
         """Keeps warm-up and failed steps and the latest ``keep_steps`` others."""
         keep = self._options.keep_steps

@@ -52,7 +52,8 @@ from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.steps import precision
 from tf_mobileperf.steps.cores import core_clusters, mean_known
 from tf_mobileperf.steps.join import INTERPOLATED, MEASURED
-from tf_mobileperf.steps.records import Roles, StepRecord, StepTotals, energy_rails, unused_power
+from tf_mobileperf.steps.records import Roles, StepRecord, energy_rails, unused_power
+from tf_mobileperf.steps.totals import StepTotals
 from tf_mobileperf.steps.wording import GPU_UTIL_RULE, METHOD_RULE, NOT_COVERED, total_parts
 
 

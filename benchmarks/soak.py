@@ -52,7 +52,7 @@ def main() -> None:
                         "sampler_rss_mib": full.rss / MIB,
                         "sampler_pss_mib": full.pss / MIB,
                         "trainer_rss_mib": me.memory_info().rss / MIB,
-                        "buffered_rows": perf.collector.buffered_rows,
+                        "buffered_rows": perf.collector.held.rows,
                     }
                 )
                 print(

@@ -24,7 +24,6 @@ _SPEC.loader.exec_module(imports_picture)
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 60
 #: What is still over the limits, at its size when this was written: a split to come may only shrink it.
 OVER = {
-    "tf_mobileperf/session/collector.py": 465,
     "tf_mobileperf/sampling/sampler.py": 449,
     "tf_mobileperf/session/monitor.py": 314,
 }

@@ -10,20 +10,12 @@ recorded as an outage, warned about once and restarted once.
 An energy counter's value at a step's end is known only once the counter has
 updated after it (``steps.join``: NVML's counter updates every ~100 ms), so
 a step is joined when every counter has changed since its end (or
-``SETTLE_MAX_S`` later), samples are kept for ``COUNTER_HISTORY`` update
-periods before the oldest step not yet joined (the join places a counter's
-changes on its update grid, fitted over the changes on either side), and the idle window and the run's last step
-wait for that update (again at most ``SETTLE_MAX_S``).
+``SETTLE_MAX_S`` later), and the idle window and the run's last step wait for
+that update (again at most ``SETTLE_MAX_S``). The samples it holds meanwhile
+are ``HeldSamples``.
 
-Channels that never gave a valid value are named once, at the first
-measured step (``warn_unread``), with the library's own words for the
-failure where the sampler has them (``unread_reasons``); a channel that
-stops answering later is warned about as a gap. A channel its source itself
-leaves without a value at times (``Sensor.absent_in_source``: a core a
-tegrastats log says is "off") is neither: it is named once at info level,
-and its reason is the report's. A source that ends (a replayed log,
-``Sensor.covers_s``) is no gap either once it has: a run that outlasted it is
-said once, at its end (``Sensor.ran_out``).
+What it says about its sampler and channels (an outage, gaps, channels never read, frozen counters) is
+``SamplingWatch``'s.
 
 Before the first step it samples ``idle_s`` seconds with nothing training:
 the idle power of each rail (``idle_power_w``), subtracted from each step's
@@ -50,11 +42,11 @@ from tf_mobileperf.sampling.sampler import FIRST_ROW_TIMEOUT_S, Sampler, Samples
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.sensors.base import RAIL_KINDS
 from tf_mobileperf.session.guard import Guard
+from tf_mobileperf.session.held_samples import HeldSamples
 from tf_mobileperf.session.idle import IdleBaseline
 from tf_mobileperf.session.options import MonitorOptions
-from tf_mobileperf.session.unread import absent_in_source, ending_sources, never_valued, unread_reasons
+from tf_mobileperf.session.sampling_watch import SamplingWatch
 from tf_mobileperf.steps import join as join_mod
-from tf_mobileperf.steps.counter import frozen_for_s, settled_until
 from tf_mobileperf.steps.records import Roles, StepRecord, fill_steps
 from tf_mobileperf.steps.totals import StepTotals
 
@@ -62,11 +54,6 @@ log = logging.getLogger(__name__)
 
 #: The longest a step waits for the energy counters to update after its end.
 SETTLE_MAX_S = 1.0
-
-#: Update periods of the slowest counter kept before the oldest step not yet joined (at most
-#: ``COUNTER_HISTORY_MAX_S``): the join fits the counter's update grid through the changes on either side of
-#: a step, and over 8 changes its rate was off by 1.6% (an edge placed 7 ms off), over 32 by well under 0.1%.
-COUNTER_HISTORY, COUNTER_HISTORY_MAX_S = 32, 5.0
 
 
 class Collector:
@@ -91,20 +78,11 @@ class Collector:
         self._slowest_s = slowest_s
         self._guard = guard
         self._pending: list[StepRecord] = []
-        self._buffer: list[Samples] = []
-        self._restarted = False  # the sampler is restarted once at most
+        self.held = HeldSamples(self.channels, slowest_s)
         self._writers: RunWriters | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._counters = any(c.kind == "energy" for c in self.channels)
-        # Samples kept before the oldest step not yet joined: a few updates of the slowest counter once known.
-        self._counter_margin_s = COUNTER_HISTORY_MAX_S if self._counters else 0.0
-        self._unread_warned: set[str] = set()
-        self._frozen_warned: set[str] = set()  # energy counters said to have stopped changing
-        self._measured_seen = False  # the first measured step has closed: unread channels are named now
-        self._absent = absent_in_source(sampler)  # no value there is the source's word, not a gap
-        self._absent_noted: set[str] = set()
-        self._ran_out_said = False
+        self.watch = SamplingWatch(sampler, self.stats, options.clock, guard)
 
     @property
     def _running(self) -> Sampler:
@@ -117,11 +95,6 @@ class Collector:
         """The writers given to start()."""
         assert self._writers is not None, "the collector is not started"
         return self._writers
-
-    @property
-    def buffered_rows(self) -> int:
-        """Samples held in memory for the steps not yet joined."""
-        return sum(len(b) for b in self._buffer)
 
     # -- steps ---------------------------------------------------------------
     def next_step(self, start_s: float, traced: bool = False, after_gap: bool = True) -> StepRecord:
@@ -188,7 +161,7 @@ class Collector:
         end = self._options.clock()
         self._settle(end, final=False)
         window = StepRecord(step=-1, start_s=start, end_s=end)
-        t, values = self._buffered()
+        t, values = self.held.arrays()
         fill_steps(
             [window],
             join_mod.join(t, values, self.channels, np.array([start]), np.array([end]), self._options.period_s),
@@ -210,21 +183,9 @@ class Collector:
         time.sleep(min(0.2, 3 * self._slowest_s))  # a sample past the window's end
         self._take(self._running.drain(), final)
         deadline = time.monotonic() + SETTLE_MAX_S
-        while self._counters and self._settled_until() < until_s and time.monotonic() < deadline:
+        while self.held.counters and self.held.settled_until(SETTLE_MAX_S) < until_s and time.monotonic() < deadline:
             time.sleep(self._slowest_s)
             self._take(self._running.drain(), final)
-
-    def _settled_until(self) -> float:
-        """Up to when every energy counter's interpolation is final in the samples held (inf without one)."""
-        t, values = self._buffered()
-        return settled_until(t, values, self.channels, SETTLE_MAX_S) if len(t) else -np.inf
-
-    def _buffered(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every sample held, as one time array and one (samples, channels) array."""
-        return (
-            np.concatenate([b.t for b in self._buffer]) if self._buffer else np.empty(0),
-            np.concatenate([b.values for b in self._buffer]) if self._buffer else np.empty((0, len(self.channels))),
-        )
 
     def stop(self) -> None:
         """Stops the thread, then the sampler after a sample past the last step's end (and an update of every
@@ -238,7 +199,7 @@ class Collector:
             if self.last_end is not None:
                 self._guard("wait for the energy counters", self._settle, self.last_end, True)
             self.sampler.stop()
-            self._guard("say which sources ran out", self._warn_ran_out)
+            self._guard("say which sources ran out", self.watch.warn_ran_out, self.last_end)
 
     def _loop(self) -> None:
         while not self._stop.wait(self._options.flush_s):
@@ -250,7 +211,7 @@ class Collector:
         if self.sampler:
             self._take(self.sampler.drain(), final)
         with self.lock:
-            last_t = self._buffer[-1].t[-1] if self._buffer and len(self._buffer[-1]) else -np.inf
+            last_t = self.held.last_t
             margin = 0.0 if final else 2 * self._slowest_s
             # Steps close in time order, so the steps ready to join are a prefix of the pending ones;
             # without channels, every closed step is ready.
@@ -264,134 +225,29 @@ class Collector:
             starts = [s.start_s for s in self._pending] + ([self.open.start_s] if self.open else [])
         if ready:
             self._join(ready)
-        self._trim(min(starts) if starts else None)
+        self.held.trim(min(starts) if starts else None)
 
     def _joinable_until(self, limit: float) -> float:
         """Steps ending by then can be joined: ``limit``, or earlier while an energy counter has not
         updated since (but not more than ``SETTLE_MAX_S`` earlier)."""
-        if not self._counters:
+        if not self.held.counters:
             return limit
-        return min(limit, max(self._settled_until(), limit - SETTLE_MAX_S))
+        return min(limit, max(self.held.settled_until(SETTLE_MAX_S), limit - SETTLE_MAX_S))
 
     def _take(self, rows: Samples, final: bool) -> None:
         if not final:
-            self._watch_sampler(rows)
+            self.watch.check_sampler(self._running, rows)
         if not len(rows):
             return
-        gapped = self.stats.add(rows)
-        self._note_absent([name for name in gapped if name in self._absent])
-        gapped = [name for name in gapped if name not in self._absent and name not in self._ended(rows.t[-1])]
-        unread = set(never_valued(self.stats))
-        stopped = [name for name in gapped if name not in unread]
-        if stopped:
-            log.warning(
-                "mobileperf: no valid reading of %s for longer than the allowed gap (a sensor "
-                "stopped answering?); energy over the gap is marked incomplete, the sampling "
-                "section of the report counts the gaps",
-                ", ".join(stopped),
-            )
-        if self._measured_seen and any(name in unread for name in gapped):
-            self._warn_unread([name for name in gapped if name in unread])
-        self._buffer.append(rows)
+        self.watch.rows_added(rows, self.stats.add(rows))
+        self.held.append(rows)
         writers = self._started_writers
         if writers.series:
             self._guard("write samples", writers.series.append, rows.t, rows.values)
 
-    def _ended(self, t: float) -> set[str]:
-        """The channels of the sources that have ended by ``t`` (a replayed log: ``covers_s`` after the first
-        sample): no value after that is the source's end, not a gap."""
-        if self.stats.first is None:
-            return set()
-        return {
-            c.name
-            for sensor, covers in ending_sources(self.sampler)
-            if t > self.stats.first + covers
-            for c in sensor.channels
-        }
-
-    def _note_absent(self, names: list[str]) -> None:
-        """Once per channel, at info level: its source leaves it without a value (``absent_in_source``)."""
-        names = [name for name in names if name not in self._absent_noted]
-        self._absent_noted.update(names)
-        if names:
-            log.info(
-                "mobileperf: no value of %s in some stretches, as its source says (not a sensor gap)",
-                ", ".join(f"{name} ({self._absent[name]})" for name in names),
-            )
-
-    def _warn_ran_out(self) -> None:
-        """Once, at the end: each source (a replayed log) that ended before the run did, and from when on the
-        samples are missing."""
-        first, last = self.stats.first, self.stats.last
-        if first is None or last is None or self._ran_out_said:
-            return
-        self._ran_out_said = True
-        run_s = (self.last_end if self.last_end is not None else last) - first
-        for sensor, covers in ending_sources(self.sampler):
-            if run_s > covers:
-                log.warning("mobileperf: %s", sensor.ran_out(run_s))
-
-    def _watch_sampler(self, rows: Samples) -> None:
-        """A sampler that died or stopped writing: warn once, record the outage, restart it once."""
-        outage = self.stats.open_outage
-        if outage is not None and len(rows) and rows.t[-1] > outage.start_s:  # rows again: it ended
-            self.stats.add_outage(outage.start_s, float(rows.t[0]), outage.reason)
-            outage = None
-        reason = self._running.health()
-        if reason is None or outage is not None:
-            return
-        start = (
-            float(rows.t[-1])
-            if len(rows)
-            else (self.stats.last if self.stats.last is not None else self._options.clock())
-        )
-        self.stats.add_outage(start, None, reason)
-        restart = not self._restarted
-        log.warning(
-            "mobileperf: %s; %s",
-            reason,
-            "restarting it once: the steps in the hole have no energy"
-            if restart
-            else "it was restarted once already: the steps from now on have no energy",
-        )
-        if restart:
-            self._restarted = True
-            self._guard("restart the sampler", self._running.restart)
-
-    def warn_unread(self) -> None:
-        """At the first measured step: one warning naming the channels with no valid value yet, each with its
-        error where the sampler has one. A channel still within its first allowed gap, without an error,
-        is not named now: if it stays without a value, it is once its gap shows."""
-        self._measured_seen = True
-        unread = never_valued(self.stats)
-        self._note_absent([name for name in unread if name in self._absent])
-        unread = [name for name in unread if name not in self._absent]
-        reasons = unread_reasons(unread, self.sampler, "")
-        first, last = self.stats.first, self.stats.last
-        waited = last - first if self.stats.rows and first is not None and last is not None else 0.0
-        past_gap = {c.name for c, gap in zip(self.stats.channels, self.stats.allowed_gap) if waited > gap}
-        self._warn_unread([name for name in unread if reasons[name] or name in past_gap])
-
-    def _warn_unread(self, names: list[str]) -> None:
-        """One warning line for those of ``names`` not named yet (the main thread and the collector's may ask)."""
-        with self.lock:
-            names = [
-                c.name
-                for c in self.channels
-                if c.name in names and c.name not in self._unread_warned and c.name not in self._absent
-            ]
-            self._unread_warned.update(names)
-        if names:
-            reasons = unread_reasons(names, self.sampler, "no reading yet")
-            log.warning(
-                "mobileperf: no valid value yet from %s; their quantities are null in the report, "
-                "which lists them under 'unavailable'",
-                ", ".join(f"{name} ({reasons[name]})" for name in names),
-            )
-
     def _join(self, steps: list[StepRecord]) -> None:
-        if self.channels and self._buffer:
-            t, values = self._buffered()
+        if self.channels and self.held.rows:
+            t, values = self.held.arrays()
             joined = join_mod.join(
                 t,
                 values,
@@ -403,8 +259,8 @@ class Collector:
             )
             fill_steps(steps, joined, self.channels, self.idle.power_w)
             self.totals.note_update_periods(joined)
-            self._note_counter_margin(joined)
-            self._warn_frozen_counters(t, values)
+            self.held.note_update_periods(joined)
+            self.watch.warn_frozen_counters(t, values)
         for step in steps:
             if not step.warmup and not step.failed:
                 self.totals.add(step)
@@ -423,28 +279,6 @@ class Collector:
         starts, ends = np.array(windows, dtype=np.float64).reshape(-1, 2).T
         return starts, ends
 
-    def _warn_frozen_counters(self, t: np.ndarray, values: np.ndarray) -> None:
-        """Warns once per energy counter that stopped changing while it was still read (``counter.frozen_for_s``)."""
-        for i, channel in enumerate(self.channels):
-            if channel.kind != "energy" or channel.name in self._frozen_warned:
-                continue
-            unchanged_s = frozen_for_s(t, values[:, i])
-            if unchanged_s is not None:
-                self._frozen_warned.add(channel.name)
-                log.warning(
-                    "mobileperf: the energy counter %s stopped changing %.1f s before its last reading, while it "
-                    "was still read: a stuck counter or driver; the steps since have no energy from it (null), "
-                    "not 0",
-                    channel.name,
-                    unchanged_s,
-                )
-
-    def _note_counter_margin(self, joined: dict[str, join_mod.StepValues]) -> None:
-        """Keeps ``COUNTER_HISTORY`` update periods of the slowest counter before the oldest step not yet joined."""
-        periods = [v.update_period_s for v in joined.values() if v.channel.kind == "energy" and v.update_period_s]
-        if periods:
-            self._counter_margin_s = min(COUNTER_HISTORY_MAX_S, COUNTER_HISTORY * max(periods))
-
     def _forget_old_steps(self) -> None:
         """Keeps warm-up and failed steps and the latest ``keep_steps`` others."""
         keep = self._options.keep_steps
@@ -455,11 +289,3 @@ class Collector:
             others = [s for s in self.steps if not (s.warmup or s.failed)]
             self.not_kept += len(others) - keep
             self.steps = special + others[-keep:]
-
-    def _trim(self, oldest_needed: float | None) -> None:
-        """Forgets samples older than any pending step needs (keeps a margin for edges)."""
-        if not self._buffer:
-            return
-        margin = max(4 * self._slowest_s, self._counter_margin_s)
-        keep_from = (oldest_needed if oldest_needed is not None else self._buffer[-1].t[-1]) - margin
-        self._buffer = [b for b in self._buffer if len(b) and b.t[-1] >= keep_from]

@@ -13,7 +13,7 @@ It marks step windows on ``time.monotonic()``, the sampler's clock (with a GPU, 
 Keras backend's device: ``session.backend.device_sync``), and owns the session's life: ``begin`` claims the
 logdir, opens the writers and starts the collector (``session.collector``: sampler, join, writes); ``end``
 joins what is left and writes the report (``session.reporting``). At the first measured step, the channels
-with no valid value yet are named in one warning (``Collector.warn_unread``). Options: ``session.options``;
+with no valid value yet are named in one warning (``SamplingWatch.warn_unread``). Options: ``session.options``;
 TF profiler: ``session.profiling``. Monitoring never breaks training.
 
 A measurement belongs to the process that began it. It always ends with a
@@ -280,7 +280,7 @@ class PerfMonitor:
         self.last_step = step
         if not (step.failed or step.warmup or self._first_measured):
             self._first_measured = True
-            self._guard("name the sensors without a value", self.collector.warn_unread)
+            self._guard("name the sensors without a value", self.collector.watch.warn_unread)
         self.profiler.keep(step)
         self._writers.progress.set(step.step if step.failed else count)
 

@@ -27,8 +27,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from predict import INPUT_SIZE, REPLAY, sweep_config
+
 from tf_mobileperf.cli.parser import main as mobileperf
-from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.runner import sweep
 
 from _results import save
@@ -36,22 +37,11 @@ from _results import save
 MEASURE, TARGETS = [1, 2, 4, 8, 16], [32, 64]
 #: The models the step-time law was designed on (docs/sweeps.md); the others validate it.
 DESIGN = {"cnn", "lstm", "dqn"}
-INPUT_SIZE = {"cnn": 64, "dcgan": 32, "resnet50": 32}
-REPLAY = "replay:tests/data/tx2_tegrastats.log@0.05"
 
 
 def truth(model: str, args: argparse.Namespace, when: str) -> dict[int, dict]:
-    """The targets run for real in fresh sweep children."""
-    config = SweepConfig(
-        out=Path(tempfile.mkdtemp(prefix=f"truth-{when}-{model}-")),
-        steps=13,
-        warmup_steps=3,
-        input_size=INPUT_SIZE.get(model),
-        sensors=args.sensors,
-        precision=args.precision,
-        max_steps=args.max_steps,
-    )
-    return {r["batch_size"]: r for r in sweep([model], TARGETS, config)}
+    """The targets run for real in fresh sweep children, with benchmarks/predict.py's settings."""
+    return {r["batch_size"]: r for r in sweep([model], TARGETS, sweep_config(model, args, f"truth-{when}"))}
 
 
 def predicted(model: str, args: argparse.Namespace) -> tuple[dict, str]:

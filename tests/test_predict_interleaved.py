@@ -55,12 +55,14 @@ def test_the_interleaved_times_replace_the_fresh_ones_and_each_size_keeps_its_ow
 @pytest.mark.slow
 def test_the_sizes_take_turns_until_each_is_precise_or_has_run_its_steps():
     result = interleaved.measure("dqn", [1, 2], None, precision=1e-6, min_rounds=3, max_s=60.0, max_steps=24)
-    for row in result["rows"]:
+    rows = result["rows"]
+    for row in rows:
         low, high = row["step_time_s_ci95"]
         assert low < row["step_time_s_mean"] < high and not row["step_time_precision_reached"]
-        # the size stopped at its --max-steps (a round's chunk past it at most), the first round left out
-        assert 24 <= row["steps_measured"] < 24 + row["steps_per_round"]
-        assert row["steps_measured"] == row["rounds"] * row["steps_per_round"] or row["rounds"] >= 2
+        assert row["steps_measured"] >= 24  # every size ran its --max-steps (the first round left out)
+    # the sizes take turns until the last has its steps: that one stopped within a round's chunk past them
+    # (a size with a larger chunk got there a round earlier and ran on beside it, sharing its drift)
+    assert any(row["steps_measured"] < 24 + row["steps_per_round"] for row in rows)
     assert result["drift"] is None or np.isfinite(result["drift"])
 
 

@@ -99,7 +99,7 @@ def measure(
     """The rows of ``grid`` measured in rounds (see the module docstring), the ``drift`` of the machine's speed
     over them and the ``seconds`` they took. Rounds stop once every size is within ``precision``, or each size
     short of it has run ``max_steps`` steps, or after ``max_s``."""
-    from tf_mobileperf.analysis.step_model import ci95
+    from tf_mobileperf.steps.precision import ci95, relative_half_width
 
     sizes = Sizes(model, grid, input_size)
     means: dict[int, list[float]] = {b: [] for b in grid}
@@ -110,7 +110,7 @@ def measure(
 
     def short(b: int) -> bool:  # short of the precision, with steps left to run
         interval = ci95(means[b][1:])
-        precise = interval is not None and (interval[2] - interval[1]) / 2 / interval[0] <= precision
+        precise = interval is not None and relative_half_width(*interval) <= precision
         return not precise and (max_steps is None or steps[b] < max_steps)
 
     rounds = 0
@@ -134,7 +134,7 @@ def measure(
                 "success": True,
                 "step_time_s_mean": mean,
                 "step_time_s_ci95": [low, high],
-                "step_time_precision_reached": (high - low) / 2 / mean <= precision,
+                "step_time_precision_reached": relative_half_width(mean, low, high) <= precision,
                 "rounds": len(means[b]) - 1,
                 "steps_per_round": sizes.per_round[b],
                 "steps_measured": steps[b],

@@ -157,7 +157,7 @@ def test_resolve_sensors_is_importable_from_the_monitor_and_reads_the_spec():
 
 
 def test_a_sampler_period_given_in_milliseconds_by_mistake_is_refused_naming_the_unit():
-    from tf_mobileperf.sampling.sampler import check_period
+    from tf_mobileperf.sampling.period import check_period
 
     with pytest.raises(ValueError, match=r"at most 10 s, got 5000.0 s \(the period is in seconds: 5 ms is 0.005\)"):
         check_period(5000.0)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tf_mobileperf import PerfMonitor
-from tf_mobileperf.sampling.sampler import Samples
+from tf_mobileperf.sampling.samples import Samples
 from tf_mobileperf.sensors import SyntheticSensor
 
 PERIOD_S = 0.005

@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 from pathlib import Path
 
-from tf_mobileperf.sampling.sampler import check_period
+from tf_mobileperf.sampling.period import check_period
 from tf_mobileperf.sweep.sizes import parse_size
 
 

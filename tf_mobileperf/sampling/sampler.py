@@ -1,64 +1,41 @@
-"""Background sampling of sensors on a fixed grid of the monotonic clock.
+"""Background sampling of sensors on a fixed grid of the monotonic clock: the owner's side.
 
-Why a separate process: in the training process a Python thread waits for
-the GIL while TensorFlow's Python side runs, and its intervals stretch to
-100+ ms (figures in the README, from ``benchmarks/sampling.py``). A sampler
-process has its own interpreter and, where the OS allows it, SCHED_FIFO
-(``priority.choose``), which keeps the 5 ms grid within a fraction of a
-millisecond while every core trains. Its ticks run in C where built
-(``native``); it wakes only when a sensor is due (``schedule``), so a row's
-columns of sensors not read in it are NaN, as after a failed read.
+Why a separate process: in the training process a Python thread waits for the GIL while TensorFlow's Python
+side runs, and its intervals stretch to 100+ ms (figures in the README, from ``benchmarks/sampling.py``). A
+sampler process has its own interpreter and, where the OS allows it, SCHED_FIFO (``priority.choose``), which
+keeps the 5 ms grid within a fraction of a millisecond while every core trains. Its ticks run in C where built
+(``native``); it wakes only when a sensor is due (``schedule``), so a row's columns of sensors not read in it
+are NaN, as after a failed read.
 
-The sampler process is started fresh (``start="spawn"``, the default: its
-sensors are pickled to it) or, for sensors that cannot be pickled, forked
-(``start_method`` and ``start_reason`` say which and why; ``child`` says
-why fork remains and what each costs). It writes rows (time, channel
-values...) in place into a shared-memory ring; the parent ``drain()``s them
-as numpy arrays while sampling goes on. It belongs to the process that
-started it (``owner_pid``) and is reaped with ``waitpid``, outside
-multiprocessing's registry, so a process the trainer forks in turn inherits
-nothing that stops it; it exits when its parent dies. ``health()`` says when
-it died or stalled; ``restart()`` starts a new one that goes on writing into
-the same ring. A read that raises, or gives an exception or anything but a
-real number as a channel's value, is a failed read of that sensor
-(``errors()``), its words kept per channel (``error_texts()``); a hung read
-is taken over by the watchdog (``watchdog.HungReadWatchdog``).
-
-This module is the owner's side; the worker's loop is ``loop``, the sampler
-process's life ``child`` (and ``worker``), the memory they share ``ring``.
+The process is started fresh or forked (``start_choice``). It writes rows into a shared-memory ring (``ring``)
+that the owner ``drain()``s while sampling goes on (``drain``). It belongs to the process that started it
+(``owner_pid``), is reaped with ``waitpid`` outside multiprocessing's registry (so a process the trainer forks
+inherits nothing that stops it), and exits when its parent dies (``child``, ``worker``). ``health()`` says when
+it died or stalled; ``restart()`` starts a new one on the same ring. A read that raises or gives anything but a
+real number is a failed read (``errors()``, its words in ``error_texts()``); a hung read is taken over by the
+watchdog (``watchdog.HungReadWatchdog``). The worker's loop is ``loop``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import math
 import os
-import pickle
-import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
-
-import numpy as np
+from collections.abc import Sequence
 
 from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.child import SamplerProcess, spawn_settings
+from tf_mobileperf.sampling.drain import RingReader
 from tf_mobileperf.sampling.loop import SamplingLoop
-from tf_mobileperf.sampling.ring import EPOCH, ERRORS, REALTIME, SharedRing
+from tf_mobileperf.sampling.period import check_period, silence_limit_s
+from tf_mobileperf.sampling.ring import EPOCH, REALTIME, SharedRing
+from tf_mobileperf.sampling.samples import Samples
 from tf_mobileperf.sampling.schedule import grid_periods, plan
-from tf_mobileperf.sensors.base import Channel, Sensor
+from tf_mobileperf.sampling.start_choice import start_choice
+from tf_mobileperf.sensors.base import Sensor
 
 log = logging.getLogger(__name__)
-
-#: How long merged rows wait for readings of sensors read in their own thread (``drain``): longer than such
-#: a read takes (NVML's energy counter: 4-9 ms for one or two GPUs, measured on an H200).
-SIDE_HOLD_S = 0.1
-
-#: Below this the loop cannot keep up in Python (measured: benchmarks/sampling.py): 0.5 ms.
-MIN_PERIOD_S = 0.0005
-#: The slowest sample period taken: slower is no power measurement of a step (and is a period given in ms by mistake).
-MAX_PERIOD_S = 10.0
 
 #: How a sampler process may be started (``Sampler(start=...)``).
 STARTS = ("auto", "spawn", "fork")
@@ -68,68 +45,25 @@ STARTS = ("auto", "spawn", "fork")
 FIRST_ROW_TIMEOUT_S = 10.0
 
 
-def check_period(period: float, unit: str = "s") -> float:
-    """Returns ``period`` (in ``unit``: "s", or "ms" as MonitorOptions and the CLI take it) as a float if the
-    sampler can do it, else raises TypeError/ValueError: the one check of a sample period."""
-    least = MIN_PERIOD_S * {"s": 1.0, "ms": 1e3}[unit]
-    if isinstance(period, bool) or not isinstance(period, (int, float)) or not math.isfinite(period):
-        raise TypeError(f"sample period must be a finite number of {unit}, got {period!r}")
-    if period < least:
-        raise ValueError(f"sample period must be >= {least:g} {unit} (what the sampler can sustain), got {period}")
-    if period > MAX_PERIOD_S * {"s": 1.0, "ms": 1e3}[unit]:
-        raise ValueError(
-            f"sample period must be at most {MAX_PERIOD_S:g} s, got {period} {unit}"
-            + (" (the period is in seconds: 5 ms is 0.005)" if unit == "s" else "")
-        )
-    return float(period)
-
-
-def silence_limit_s(period_s: float) -> float:
-    """How long without a new row before ``health()`` calls the sampler stalled."""
-    return max(1.0, 50 * period_s)
-
-
-@dataclasses.dataclass
-class Samples:
-    """Rows drained from the sampler: ``t`` (n,) seconds, ``values`` (n, channels).
-
-    ``on_grid`` marks the rows of the sampling grid (None: all are); the others are readings of sensors read
-    in their own thread, each at its read's instant, with NaN in every other channel."""
-
-    t: np.ndarray
-    values: np.ndarray
-    channels: list[Channel]
-    on_grid: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self.t)
-
-
 class Sampler:
     """Reads sensors every ``period_s`` seconds in the background.
 
     Args:
         sensors: The sensors to read (see ``tf_mobileperf.sensors.detect``).
-        period_s: Requested sampling period, seconds (at least ``MIN_PERIOD_S``); the paper uses 5 ms.
-        mode: "process" (a sampler process, default where fork exists), or
-            "thread" (in this process; simpler, but suffers from the GIL).
-        start: How the sampler process starts: "spawn" (a fresh interpreter
-            the sensors are pickled to), "fork", or "auto" (spawn, unless the
-            sensors cannot be pickled to a fresh process: then fork, and
-            ``start_reason`` says why).
-        capacity: Rows the ring holds between two drains (default 2**16,
-            5.5 min at 200 Hz); older rows are counted as dropped.
-        realtime: Ask for SCHED_FIFO in the sampler process (silently refused without
-            privileges; ``realtime_granted`` tells).
+        period_s: Requested sampling period, seconds (at least ``period.MIN_PERIOD_S``); the paper uses 5 ms.
+        mode: "process" (a sampler process, default where fork exists), or "thread" (in this process: the GIL).
+        start: How the sampler process starts: "spawn" (a fresh interpreter the sensors are pickled to), "fork",
+            or "auto" (spawn where the sensors can be pickled to a fresh process, else fork: ``start_reason``).
+        capacity: Rows the ring holds between two drains (default 2**16, 5.5 min at 200 Hz); older are dropped.
+        realtime: Ask for SCHED_FIFO in the sampler process (refused without privileges: ``realtime_granted``).
         priority_reason: Why SCHED_FIFO was asked for or not, for the report.
 
-    Only the process that created it (``owner_pid``) starts, stops or
-    restarts it; in any other (a forked child of the trainer) those calls do
-    nothing, and ``health()`` is None.
+    Only the process that created it (``owner_pid``) starts, stops or restarts it; in any other (a forked child
+    of the trainer) those calls do nothing, and ``health()`` is None.
 
     Raises:
-        ValueError: a bad ``mode`` or ``start``, channel names that repeat,
-            or ``start="spawn"`` with sensors that cannot be pickled.
+        ValueError: a bad ``mode`` or ``start``, channel names that repeat, or ``start="spawn"`` with sensors
+            that cannot be pickled.
 
     Example:
         >>> sampler = Sampler(detect(), period_s=0.005)     # doctest: +SKIP
@@ -172,18 +106,12 @@ class Sampler:
         self._started_at = 0.0
         self._rows_at_start = 0
         self._lifecycle = threading.RLock()  # start, stop and restart may come from the monitor's thread too
-        self._read = 0
-        self.dropped = 0
-        self._side_sensors = any(sensor.own_thread for sensor in self.sensors)
-        self._side_read = 0
-        self._held = np.empty((0, 1 + len(self.channels)))  # merged rows of the last SIDE_HOLD_S, not returned yet
-        self._held_on_grid = np.empty(0, bool)
-        self._returned_until = -math.inf
+        self._reader = RingReader(self._shared, self.channels, any(s.own_thread for s in self.sensors))
         self._start_asked = start
         self.start_method: str | None = None  # "spawn" or "fork" (None in thread mode), and why, for the report
         self.start_reason = "thread mode: sampled in a thread of this process"
         if mode == "process":
-            self.start_method, self.start_reason = self._start_choice()[:2]
+            self.start_method, self.start_reason = start_choice(self._start_asked, self.sensors, self._shared.fd)[:2]
             if start == "spawn" and self.start_method != "spawn":
                 raise ValueError(f"start='spawn' is not possible: {self.start_reason.removeprefix('fork: ')}")
 
@@ -230,40 +158,6 @@ class Sampler:
                     self._start()
         return self
 
-    def _start_choice(self) -> tuple[str, str, bytes | None]:
-        """(start method, why, the pickled sensors for spawn) as things stand now."""
-        if self._start_asked == "fork":
-            return "fork", "fork: asked for (start='fork')", None
-        if self._shared.fd is None:
-            return "fork", "fork: no os.memfd_create here to share the ring with a fresh process", None
-        if not sys.executable:
-            return "fork", "fork: no Python executable to start (sys.executable is empty)", None
-        try:
-            sensors = pickle.dumps(self.sensors)
-        except Exception:
-            return "fork", f"fork: {self._unpicklable()}", None
-        if b"__main__" in sensors:  # the fresh process's __main__ is not the trainer's script
-            culprit = next((s for s in self.sensors if b"__main__" in pickle.dumps(s)), self.sensors[0])
-            return (
-                "fork",
-                (
-                    f"fork: sensor {culprit.name!r} refers to the script's __main__ (its class or a "
-                    "function defined there), which a fresh process cannot import"
-                ),
-                None,
-            )
-        why = "asked for (start='spawn')" if self._start_asked == "spawn" else "the sensors can be pickled"
-        return "spawn", f"spawn: {why}", sensors
-
-    def _unpicklable(self) -> str:
-        """Which sensor cannot be pickled, and pickle's words."""
-        for sensor in self.sensors:
-            try:
-                pickle.dumps(sensor)
-            except Exception as exc:
-                return f"sensor {sensor.name!r} cannot be pickled ({exc})"
-        return "the sensors cannot be pickled together"
-
     def _start(self) -> None:
         self._retire()  # a worker that died is reaped; the new one gets a new epoch
         epoch = self._shared.header[EPOCH] + 1
@@ -275,7 +169,8 @@ class Sampler:
             self._started_loop = native.loop_name()  # the child's, from the environment it is started with
             sensors = None
             if self.start_method == "spawn":
-                method, reason, sensors = self._start_choice()  # pickled now: the sensors' state of this moment
+                # pickled now: the sensors' state of this moment
+                method, reason, sensors = start_choice(self._start_asked, self.sensors, self._shared.fd)
                 if method != "spawn":
                     self._fall_back(reason)
             if sensors is not None:
@@ -363,12 +258,8 @@ class Sampler:
     def _owned(self, action: str) -> bool:
         if self._owner():
             return True
-        log.debug(
-            "mobileperf: %s of the sampler ignored in pid %d (it belongs to pid %d)",
-            action,
-            os.getpid(),
-            self.owner_pid,
-        )
+        pid = os.getpid()
+        log.debug("mobileperf: %s of the sampler ignored in pid %d (it belongs to %d)", action, pid, self.owner_pid)
         return False
 
     def _retire(self, grace_s: float = 0.0) -> None:
@@ -384,63 +275,21 @@ class Sampler:
         self._child.end(grace_s)
 
     def drain(self) -> Samples:
-        """Returns the rows written since the last drain, oldest first.
+        """Returns the rows written since the last drain, oldest first (``drain.RingReader``)."""
+        return self._reader.drain(self.running)
 
-        Rows of sensors read in their own thread (the side ring) are merged in by their read's instant. A
-        read is published when it returns, after rows of later instants may already be in the main ring,
-        so while the worker runs the rows of the last ``SIDE_HOLD_S`` are held back to the next drain; a
-        side row older than what was already returned (a read that took longer) is dropped."""
-        rows = self._take(self._shared.ring, self._shared.count, "_read")
-        if not self._side_sensors:
-            return Samples(rows[:, 0], rows[:, 1:], self.channels)
-        side = self._take(self._shared.side, self._shared.side_count, "_side_read")
-        late = side[:, 0] < self._returned_until
-        self.dropped += int(late.sum())
-        merged = np.concatenate([self._held, rows, side[~late]])
-        on_grid = np.concatenate([self._held_on_grid, np.ones(len(rows), bool), np.zeros(int((~late).sum()), bool)])
-        order = np.argsort(merged[:, 0], kind="stable")
-        merged, on_grid = merged[order], on_grid[order]
-        keep = len(merged)
-        if self.running and len(merged):
-            keep = int(np.searchsorted(merged[:, 0], merged[-1, 0] - SIDE_HOLD_S, side="right"))
-        self._held, self._held_on_grid = merged[keep:], on_grid[keep:]
-        merged, on_grid = merged[:keep], on_grid[:keep]
-        if keep:
-            self._returned_until = float(merged[-1, 0])
-        return Samples(merged[:, 0], merged[:, 1:], self.channels, on_grid)
-
-    def _take(self, ring: np.ndarray, count: Callable[[], int], read_attr: str) -> np.ndarray:
-        """The rows of ``ring`` (``count()`` written so far) after those already read (``self.<read_attr>``)."""
-        capacity, end = ring.shape[0], count()
-        read = getattr(self, read_attr)
-        start = max(read, end - capacity)
-        self.dropped += start - read
-        rows = ring[np.arange(start, end) % capacity].copy()
-        # Rows the writer may have overwritten while we copied are dropped too; the writer fills the
-        # row after the last published one in place, so the oldest row is overwritten one count early.
-        overwritten = count() + 1 - capacity - start
-        if overwritten > 0:
-            rows = rows[overwritten:]
-            self.dropped += overwritten
-        setattr(self, read_attr, end)
-        return rows
+    @property
+    def dropped(self) -> int:
+        """Rows lost before they were drained: overwritten in the ring, or side readings that came too late."""
+        return self._reader.dropped
 
     def errors(self) -> dict[str, int]:
-        """Failed reads per sensor so far (raised, gave an exception or no number for a channel, or missed
-        their deadline; their channels read NaN; the monitor warns once when that makes a gap). Sensors of
-        the same name are summed."""
-        counts: dict[str, int] = {}
-        for i, s in enumerate(self.sensors):
-            counts[s.name] = counts.get(s.name, 0) + self._shared.header[ERRORS + i]
-        return counts
+        """Failed reads per sensor so far, sensors of the same name summed (``drain.RingReader.errors``)."""
+        return self._reader.errors(self.sensors)
 
     def error_texts(self) -> dict[str, str]:
-        """Channel name -> the words of its last failed read, for the channels that failed so far.
-
-        An exception reads ``f"{type(exc).__name__}: {exc}"`` (``"NVMLError: Uninitialized"``); a value
-        that is no number, or a read past its deadline, says so. Cut to ``ring.TEXT_BYTES`` bytes."""
-        texts = {c.name: self._shared.text(column) for column, c in enumerate(self.channels, start=1)}
-        return {name: text for name, text in texts.items() if text}
+        """Channel name -> the words of its last failed read (``drain.RingReader.error_texts``)."""
+        return self._reader.error_texts()
 
     def __enter__(self) -> Sampler:
         return self.start()

@@ -23,7 +23,8 @@ import dataclasses
 import numpy as np
 
 from tf_mobileperf.format.gaps import allowed_gap_s
-from tf_mobileperf.sampling.sampler import Sampler, Samples
+from tf_mobileperf.sampling.sampler import Sampler
+from tf_mobileperf.sampling.samples import Samples
 from tf_mobileperf.sensors.base import Channel
 
 

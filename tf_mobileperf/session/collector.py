@@ -38,7 +38,8 @@ import time
 import numpy as np
 
 from tf_mobileperf.output.writers import RunWriters
-from tf_mobileperf.sampling.sampler import FIRST_ROW_TIMEOUT_S, Sampler, Samples
+from tf_mobileperf.sampling.sampler import FIRST_ROW_TIMEOUT_S, Sampler
+from tf_mobileperf.sampling.samples import Samples
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.sensors.base import RAIL_KINDS
 from tf_mobileperf.session.guard import Guard

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tf_mobileperf.sampling.sampler import Samples
+from tf_mobileperf.sampling.samples import Samples
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.steps.counter import settled_until
 from tf_mobileperf.steps.join import StepValues

@@ -1,24 +1,13 @@
-"""A measurement session: the public API and lifecycle of ``PerfMonitor``.
-
-``PerfMonitor`` is the one place measurement happens; the Keras callback and
-custom training loops both drive it::
-
-    with PerfMonitor("runs/dqn") as perf:
-        for batch in data:
-            with perf.step():
-                train_step(batch)
-    perf.report.summary()["energy_total"]
+"""A measurement session: the public API and lifecycle of ``PerfMonitor``, which the Keras callback and custom
+training loops both drive.
 
 It marks step windows on ``time.monotonic()``, the sampler's clock (with a GPU, a step's end waits for the
 Keras backend's device: ``session.backend.device_sync``), and owns the session's life: ``begin`` claims the
-logdir, opens the writers and starts the collector (``session.collector``: sampler, join, writes); ``end``
-joins what is left and writes the report (``session.reporting``). At the first measured step, the channels
-with no valid value yet are named in one warning (``SamplingWatch.warn_unread``). Options: ``session.options``;
-TF profiler: ``session.profiling``. Monitoring never breaks training.
-
-A measurement belongs to the process that began it. It always ends with a
-report: by ``end()``, or, if nobody calls it, when the monitor is garbage
-collected or Python exits. A forked child never ends its parent's measurement.
+logdir, opens the writers and starts the collector (``session.collector``); ``end`` joins what is left and
+writes the report (``session.reporting``). Options: ``session.options``; TF profiler: ``session.profiling``.
+Monitoring never breaks training. A measurement belongs to the process that began it and always ends with a
+report: by ``end()``, or when the monitor is garbage collected or Python exits; a forked child never ends its
+parent's measurement.
 """
 
 from __future__ import annotations
@@ -69,17 +58,22 @@ class PerfMonitor:
 
     Args:
         logdir: Where ``report.json``, ``steps.csv`` and the run's series go.
-        options: A ``MonitorOptions``, or instead its fields as keywords
-            (``warmup_steps=3``, ``batch_size=32``, ...); ``.options`` holds it.
+        options: A ``MonitorOptions``, or instead its fields as keywords (``warmup_steps=3``, ``batch_size=32``,
+            ...); ``.options`` holds it.
 
-    In a multi-worker ``tf.distribute`` run (``TF_CONFIG`` names several
-    tasks), each worker writes ``<logdir>/<task type>-<index>`` and the chief
-    combines them at its end (see ``tf_mobileperf.session.cluster``).
+    In a multi-worker ``tf.distribute`` run (``TF_CONFIG`` names several tasks), each worker writes
+    ``<logdir>/<task type>-<index>`` and the chief combines them at its end (``tf_mobileperf.session.cluster``).
 
-    A logdir holds one measurement. Starting another in a logdir that
-    already holds one (``fit`` called again, a second callback, a second
-    process) writes it to the first free ``<logdir>/run-2``, ``run-3``, ...
-    (``logdir`` tells where), so two measurements never mix.
+    A logdir holds one measurement. Starting another in a logdir that already holds one (``fit`` called again, a
+    second callback, a second process) writes it to the first free ``<logdir>/run-2``, ``run-3``, ... (``logdir``
+    tells where), so two measurements never mix.
+
+    Example:
+        >>> with PerfMonitor("runs/dqn") as perf:               # doctest: +SKIP
+        ...     for batch in data:
+        ...         with perf.step():
+        ...             train_step(batch)
+        >>> perf.report.summary()["energy_total"]
     """
 
     def __init__(self, logdir: str | os.PathLike, *, options: MonitorOptions | None = None, **values):
@@ -105,10 +99,8 @@ class PerfMonitor:
         self._started = False
         self._sync: Callable[[], None] | None = None  # waits for the GPU at a step's end; found at begin()
         self.gpu_memory = GpuMemory()  # the allocator's peak of each step; chosen at begin()
-        self.cpu = RunCpu(
-            None if self.options.clock is time.monotonic else "the steps are marked on a simulated clock",
-            [s.session for s in self._probe.sensors if isinstance(s, NvmlSensorBase)],
-        )
+        simulated = None if self.options.clock is time.monotonic else "the steps are marked on a simulated clock"
+        self.cpu = RunCpu(simulated, [s.session for s in sensors if isinstance(s, NvmlSensorBase)])
         self._pid = os.getpid()
         self._first_measured = False  # the first measured step closed: sensors without a value are named then
         self._slowest_s = max([s.min_period_s for s in self._probe.sensors] + [self.options.period_s])
@@ -161,9 +153,8 @@ class PerfMonitor:
         return self
 
     def end(self) -> Report:
-        """Stops sampling, joins the remaining steps and writes the report. Idempotent.
-
-        SIGINT and SIGTERM wait until the report is written, then go on."""
+        """Stops sampling, joins the remaining steps and writes the report (idempotent); SIGINT and SIGTERM that
+        come meanwhile wait until the report is written, then go on."""
         if not self._started or os.getpid() != self._pid:
             if self.report is None:
                 self.report = self._build_report()
@@ -298,17 +289,6 @@ class PerfMonitor:
         self.collector.collect(final)
 
     def _build_report(self) -> Report:
-        report = self.gpu_memory.attach(
-            build_report(
-                self.options,
-                self._probe,
-                self.collector,
-                self.sampler,
-                self._failure,
-                self.device,
-                self.model_name,
-                self.profiler.unavailable,
-            ),
-            self._probe,
-        )
-        return self.cpu.attach(report)
+        session = (self.options, self._probe, self.collector, self.sampler, self._failure, self.device)
+        report = build_report(*session, self.model_name, self.profiler.unavailable)
+        return self.cpu.attach(self.gpu_memory.attach(report, self._probe))

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from tf_mobileperf.output.files import local_dir
+from tf_mobileperf.sampling.period import check_period
 from tf_mobileperf.sampling.priority import PRIORITIES
-from tf_mobileperf.sampling.sampler import check_period
 from tf_mobileperf.sensors import Probe, ReplaySensor, Sensor, probe
 
 SensorSpec = str | Sequence[Sensor]

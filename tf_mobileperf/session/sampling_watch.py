@@ -23,7 +23,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from tf_mobileperf.sampling.sampler import Sampler, Samples
+from tf_mobileperf.sampling.sampler import Sampler
+from tf_mobileperf.sampling.samples import Samples
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.session.guard import Guard
 from tf_mobileperf.session.unread import absent_in_source, ending_sources, never_valued, unread_reasons

@@ -1,0 +1,31 @@
+"""The sample periods the sampler takes, checked once where a period enters, and when it counts as stalled."""
+
+from __future__ import annotations
+
+import math
+
+#: Below this the loop cannot keep up in Python (measured: benchmarks/sampling.py): 0.5 ms.
+MIN_PERIOD_S = 0.0005
+#: The slowest sample period taken: slower is no power measurement of a step (and is a period given in ms by mistake).
+MAX_PERIOD_S = 10.0
+
+
+def check_period(period: float, unit: str = "s") -> float:
+    """Returns ``period`` (in ``unit``: "s", or "ms" as MonitorOptions and the CLI take it) as a float if the
+    sampler can do it, else raises TypeError/ValueError: the one check of a sample period."""
+    least = MIN_PERIOD_S * {"s": 1.0, "ms": 1e3}[unit]
+    if isinstance(period, bool) or not isinstance(period, (int, float)) or not math.isfinite(period):
+        raise TypeError(f"sample period must be a finite number of {unit}, got {period!r}")
+    if period < least:
+        raise ValueError(f"sample period must be >= {least:g} {unit} (what the sampler can sustain), got {period}")
+    if period > MAX_PERIOD_S * {"s": 1.0, "ms": 1e3}[unit]:
+        raise ValueError(
+            f"sample period must be at most {MAX_PERIOD_S:g} s, got {period} {unit}"
+            + (" (the period is in seconds: 5 ms is 0.005)" if unit == "s" else "")
+        )
+    return float(period)
+
+
+def silence_limit_s(period_s: float) -> float:
+    """How long without a new row before ``health()`` calls the sampler stalled."""
+    return max(1.0, 50 * period_s)

@@ -124,3 +124,9 @@ def test_a_counter_that_freezes_mid_run_leaves_the_later_steps_null_and_says_so_
     assert len(after) >= 3 and all(e is None for e in after), after  # null, never 0
     said = [r.getMessage() for r in caplog.records if "stopped changing" in r.getMessage()]
     assert len(said) == 1 and "gpu0_energy" in said[0] and "(null), not 0" in said[0]
+    # The report counts it: when it froze (its last change, about the fake's freeze), and the reason of the
+    # rail's null steps. The other GPU's counter went on.
+    since = report["sampling"]["frozen_counters"]
+    assert list(since) == ["gpu0_energy"] and abs(since["gpu0_energy"] - freeze) < 0.3, (since, freeze)
+    why = report["incomplete_rails"]["gpu0_energy"]
+    assert "stopped changing at" in why and "stuck counter" in why, why

@@ -181,7 +181,7 @@ def build_report(
         totals=collector.totals,
         steps_not_kept=collector.not_kept,
         channels=collector.channels,
-        sampling=collector.stats.summary(sampler),
+        sampling=collector.stats.summary(sampler) | {"frozen_counters": collector.watch.frozen_since_s},
         sensors=[s.describe() for s in probe.sensors],
         device=device,
         unavailable=unavailable(options, probe, collector, failure, no_profiler, sampler),

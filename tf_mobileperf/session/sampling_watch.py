@@ -58,7 +58,7 @@ class SamplingWatch:
         self._absent = absent_in_source(sampler)  # no value there is the source's word, not a gap
         self._absent_noted: set[str] = set()
         self._unread_warned: set[str] = set()
-        self._frozen_warned: set[str] = set()  # energy counters said to have stopped changing
+        self.frozen_since_s: dict[str, float] = {}  # energy counter -> when it last changed, once it froze
         self._measured_seen = False  # the first measured step has closed: unread channels are named now
         self._ran_out_said = False
 
@@ -169,18 +169,19 @@ class SamplingWatch:
             )
 
     def warn_frozen_counters(self, t: np.ndarray, values: np.ndarray) -> None:
-        """Warns once per energy counter that stopped changing while it was still read (``counter.frozen_for_s``).
+        """Warns once per energy counter that stopped changing while it was still read (``counter.frozen_for_s``),
+        and keeps when it last changed (``frozen_since_s``: the report's ``sampling.frozen_counters``).
 
         Args:
             t: The times of the samples held, seconds.
             values: Their values, one column per channel.
         """
         for i, channel in enumerate(self.channels):
-            if channel.kind != "energy" or channel.name in self._frozen_warned:
+            if channel.kind != "energy" or channel.name in self.frozen_since_s:
                 continue
             unchanged_s = frozen_for_s(t, values[:, i])
             if unchanged_s is not None:
-                self._frozen_warned.add(channel.name)
+                self.frozen_since_s[channel.name] = float(t[np.isfinite(values[:, i])][-1]) - unchanged_s
                 log.warning(
                     "mobileperf: the energy counter %s stopped changing %.1f s before its last reading, while it "
                     "was still read: a stuck counter or driver; the steps since have no energy from it (null), "

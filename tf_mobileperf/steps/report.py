@@ -54,7 +54,7 @@ from tf_mobileperf.steps.cores import core_clusters, mean_known
 from tf_mobileperf.steps.join import INTERPOLATED, MEASURED
 from tf_mobileperf.steps.records import Roles, StepRecord, energy_rails, unused_power
 from tf_mobileperf.steps.totals import StepTotals
-from tf_mobileperf.steps.wording import GPU_UTIL_RULE, METHOD_RULE, NOT_COVERED, total_parts
+from tf_mobileperf.steps.wording import FROZEN, GPU_UTIL_RULE, METHOD_RULE, NOT_COVERED, total_parts
 
 
 @dataclasses.dataclass
@@ -246,12 +246,21 @@ class Report:
         for rail in rails:
             steps = self.totals.rail(rail)
             if steps.unknown:
-                why = total_parts(roles) if rail == "total" else self.unavailable.get(rail, NOT_COVERED)
                 out[rail] = (
                     f"energy unknown in {steps.unknown} of {self.totals.count} measured steps, the first at "
-                    f"step {steps.first_unknown}: {why}"
+                    f"step {steps.first_unknown}: {self._why_unknown(rail, roles)}"
                 )
         return out
+
+    def _why_unknown(self, rail: str, roles: Roles) -> str:
+        """Why ``rail``'s energy is unknown in some measured step: a part of the total, a counter that froze
+        (``sampling.frozen_counters``), a sensor's reason, or no readings over those steps."""
+        frozen = self.sampling.get("frozen_counters", {})
+        if rail == "total":
+            return total_parts(roles)
+        if rail in frozen:
+            return FROZEN.format(since_s=frozen[rail])
+        return self.unavailable.get(rail, NOT_COVERED)
 
     def _per_sample(self, energy: float | None) -> float | None:
         """``energy`` of the energy-complete steps per sample they trained; None without a batch size."""

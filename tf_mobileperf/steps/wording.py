@@ -22,6 +22,12 @@ GPU_UTIL_RULE = (
 #: Why a rail that has valid readings in the run has no energy in some step.
 NOT_COVERED = "no valid readings cover those steps (a read that failed, or a gap: see sampling.channel_gaps)"
 
+#: Why an energy counter that froze has no energy in the steps since (``sampling.frozen_counters``).
+FROZEN = (
+    "the counter stopped changing at {since_s:.3f} s while it was still read (a stuck counter or driver): "
+    "the steps since have no energy from it"
+)
+
 
 def total_parts(roles: Roles) -> str:
     """What the total's energy is, so a step without it says which rails to look at."""

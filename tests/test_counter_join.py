@@ -137,6 +137,27 @@ def test_a_counter_going_backwards_is_a_gap_never_negative_energy():
     np.testing.assert_allclose(out.value[[0, 2]], exact[[0, 2]], rtol=0.01)
 
 
+@pytest.mark.parametrize("shift", [0.0, 0.037, 0.05])
+def test_after_a_reload_the_counter_restarts_on_its_own_grid_and_no_step_is_interpolated_across_it(shift):
+    # A driver reload: the counter starts again at 3 J and updates on a clock ``shift`` s out of phase with
+    # the old one. One grid fitted through both put steps 2.6% off a second before the reload and 3.9% off
+    # after it, all "measured".
+    t = T0 + 0.0037 + np.arange(0.0, 6.0, READ_S)
+    reload = T0 + 2.0
+    old = T0 + np.floor((t - T0) / UPDATE_S + 1e-9) * UPDATE_S
+    new = np.maximum(reload, reload + shift + np.floor((t - reload - shift) / UPDATE_S + 1e-9) * UPDATE_S)
+    counter = np.where(t < reload, energy(old), energy(new) - energy(reload) + 3.0)
+    starts, ends = contiguous(T0 + 0.5, np.full(17, 0.3))
+    out = join(t, counter[:, None], [COUNTER], starts, ends, period_s=READ_S)["gpu0_energy"]
+    # null: the step over the last update before the reload, and the one up to the new clock's first change
+    fault = (starts < reload + shift + UPDATE_S) & (ends > reload - UPDATE_S)
+    assert out.complete.tolist() == (~fault).tolist()
+    assert np.isnan(out.value[fault]).all() and set(out.method[fault]) == {None}
+    exact = energy(ends) - energy(starts)
+    np.testing.assert_allclose(out.value[~fault], exact[~fault], rtol=0.003)
+    assert set(out.method[~fault]) == {MEASURED}
+
+
 def test_a_step_after_the_counters_last_update_waits_for_the_next_one():
     t, counter, _ = staircase(seconds=1.0)
     series = counter_series(t, counter)

@@ -130,3 +130,31 @@ def test_a_counter_that_freezes_mid_run_leaves_the_later_steps_null_and_says_so_
     assert list(since) == ["gpu0_energy"] and abs(since["gpu0_energy"] - freeze) < 0.3, (since, freeze)
     why = report["incomplete_rails"]["gpu0_energy"]
     assert "stopped changing at" in why and "stuck counter" in why, why
+
+
+@pytest.mark.slow
+def test_after_a_driver_reload_the_counter_restarts_cleanly_and_the_steps_after_are_within_their_bounds(
+    tmp_path, monkeypatch
+):
+    # Seen: after a reload (the counter starts again from 0 on a clock of its own) the steps at the fault were
+    # null, but for 1-3 s after it "interpolated" steps were up to 20% off: one update grid was fitted across
+    # both clocks. Here, with that grid: the step the reload fell in had a value (20% off) in one run of three,
+    # and the steps after it were up to 17% off with bounds of 30-70%; with a grid per clock, 1-3%, at most 14%
+    # inside its bound.
+    monkeypatch.setenv("FAKE_NVML_RELOAD_AFTER_STEPS", "20")
+    report, schedule = train_on_the_training_gpu(tmp_path / "run", monkeypatch, steps=50)
+    reload = float(schedule.edges[2 * 20 - 2])
+    measured = [s for s in report["steps"] if not s["warmup"]]
+    energy = np.array([s["energy_j"]["gpu0_energy"] for s in measured], dtype=float)
+    bound = np.array([s["energy_bound_j"]["gpu0_energy"] for s in measured], dtype=float)
+    starts, ends = (np.array([s[k] for s in measured]) for k in ("start_s", "end_s"))
+    exact = schedule.energy_j(starts, ends)
+    at_fault = (starts < reload + 2 * training.UPDATE_S) & (ends > reload - training.UPDATE_S)
+    assert np.isnan(energy[(starts < reload) & (ends > reload)]).all()  # over the reload: null, never a guess
+    known = np.isfinite(energy) & ~at_fault
+    assert known.sum() >= 0.9 * (~at_fault).sum()  # a step over a dropped read may be null
+    after = known & (starts > reload)
+    assert after.sum() >= 20
+    error = np.abs(energy - exact)
+    assert np.mean(error[after] <= bound[after]) >= 0.9, (error[after] / exact[after]).max()
+    assert abs(energy[after].sum() / exact[after].sum() - 1) < 0.02

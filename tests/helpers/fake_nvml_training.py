@@ -31,7 +31,9 @@ Wrong devices, for the checks that must catch them: ``$FAKE_NVML_COUNTER_SCALE``
 makes the counter run that many times the power it reports (1.3: 30% fast);
 ``$FAKE_NVML_UTIL`` pins utilization to a value (0: stuck);
 ``$FAKE_NVML_FREEZE_AFTER_STEPS`` stops the counter when that many steps
-have begun, while the power fields go on.
+have begun, while the power fields go on; ``$FAKE_NVML_RELOAD_AFTER_STEPS``
+reloads the driver then: the counter starts again from 0 and updates on a
+clock ``RELOAD_OFFSET_S`` out of phase with the old one.
 
 ``Schedule`` holds busy intervals in memory and computes every value at any
 instant without sleeping, for tests that generate many runs.
@@ -80,6 +82,7 @@ INSTANT_WINDOW_S = 0.025
 AVERAGE_S = 1.0
 ENERGY_CALL_S = (0.0039, 0.0048)
 GPUS = 1
+RELOAD_OFFSET_S = 0.043
 STEPS_ENV = "FAKE_NVML_STEPS"
 
 
@@ -128,10 +131,14 @@ class Schedule:
         t0, t1 = np.asarray(t0, dtype=np.float64), np.asarray(t1, dtype=np.float64)
         return IDLE_W * (t1 - t0) + (BUSY_W - IDLE_W) * (self.busy_s_to(t1) - self.busy_s_to(t0)).reshape(t1.shape)
 
-    def counter_mj(self, t: float, scale: float = 1.0) -> int:
-        """The counter a read whose value is taken at ``t`` returns (from 0 at monotonic time 0)."""
-        u = last_update(t)
-        return int(scale * (IDLE_W * u + (BUSY_W - IDLE_W) * self.busy_s_at(u)) * 1000.0)
+    def counter_mj(self, t: float, scale: float = 1.0, reload_at: float | None = None) -> int:
+        """The counter a read whose value is taken at ``t`` returns: from 0 at monotonic time 0, or from 0 at
+        ``reload_at`` on a clock ``RELOAD_OFFSET_S`` out of phase once the driver reloaded."""
+        since, u = 0.0, last_update(t)
+        if reload_at is not None and t >= reload_at:
+            since, u = reload_at, max(reload_at, last_update(t, offset_s=RELOAD_OFFSET_S))
+        joules = IDLE_W * (u - since) + (BUSY_W - IDLE_W) * (self.busy_s_at(u) - self.busy_s_at(since))
+        return int(scale * joules * 1000.0)
 
     def _mean_w(self, t0: float, t1: float) -> float:
         return IDLE_W + (BUSY_W - IDLE_W) * (self.busy_s_at(t1) - self.busy_s_at(t0)) / (t1 - t0)
@@ -207,10 +214,13 @@ def nvmlDeviceGetTotalEnergyConsumption(handle: _Handle) -> int:
     start = time.monotonic()
     cost = random.uniform(*ENERGY_CALL_S)
     busy, at = schedule(), start + random.random() * cost
-    frozen = 2 * int(os.environ.get("FAKE_NVML_FREEZE_AFTER_STEPS", 10**9)) - 2  # the last step's begin
-    if len(busy.edges) > frozen:
+    frozen, reload = (
+        2 * int(os.environ.get(f"FAKE_NVML_{what}_AFTER_STEPS", 10**9)) - 2 for what in ("FREEZE", "RELOAD")
+    )
+    if len(busy.edges) > frozen:  # the begin of the last step before the counter froze
         at = min(at, float(busy.edges[frozen]))
-    value = busy.counter_mj(at, float(os.environ.get("FAKE_NVML_COUNTER_SCALE", 1)))
+    reload_at = float(busy.edges[reload]) if len(busy.edges) > reload else None
+    value = busy.counter_mj(at, float(os.environ.get("FAKE_NVML_COUNTER_SCALE", 1)), reload_at)
     time.sleep(max(0.0, start + cost - time.monotonic()))
     return value
 

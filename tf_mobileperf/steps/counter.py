@@ -124,8 +124,8 @@ def _on_update_grid(before: np.ndarray, after: np.ndarray, period_s: float) -> n
 class CounterSeries:
     """A cumulative counter reduced to the points where its value is known (see the module docstring).
 
-    ``cum`` is the counter's increase from ``t[0]`` to each point; a backwards step adds nothing and
-    marks its interval ``broken`` (interval k = [t[k], t[k+1]])."""
+    ``cum`` is the counter's increase from ``t[0]`` to each point; a backwards step (a reload) adds nothing
+    and marks its interval ``broken`` (interval k = [t[k], t[k+1]])."""
 
     t: np.ndarray
     cum: np.ndarray
@@ -138,9 +138,36 @@ def counter_series(t: np.ndarray, v: np.ndarray, read_s: float | None = None) ->
 
     A new value appeared at the midpoint between the last reading of the old value and the first of the
     new one (+-half a read interval); where the counter changes at nearly every read (its update period
-    is under 1.5 read intervals ``read_s``, by default the median one), at the reading's own instant."""
-    j, instants, period = _changes(t, v)
+    is under 1.5 read intervals ``read_s``, by default the median one), at the reading's own instant.
+    Where the counter steps back (a driver reload: it starts again near 0, on an update clock of its own),
+    the readings after it are a new series with its own grid, known from its first change on (when the
+    reload came is unknown), and the interval between the two is ``broken``: no grid is fitted across the
+    fault."""
     read_s = _median_spacing(t) if read_s is None else read_s
+    cuts = np.flatnonzero(v[1:] < v[:-1]) + 1
+    if not len(cuts):
+        return _segment(t, v, read_s)
+    parts = [_segment(tp, vp, read_s) for tp, vp in zip(np.split(t, cuts), np.split(v, cuts))]
+    for k in range(1, len(parts)):
+        if len(parts[k].t) > 1:  # when the reload came, and from what value, is unknown: from its first change
+            parts[k] = CounterSeries(
+                parts[k].t[1:], parts[k].cum[1:] - parts[k].cum[1], parts[k].broken[1:], parts[k].update_period_s
+            )
+        else:  # one value since the reload: known from its first reading on, after the last before it
+            parts[k].t[0] = max(parts[k].t[0], np.nextafter(parts[k - 1].t[-1], np.inf))
+    offsets = np.cumsum([0.0] + [p.cum[-1] for p in parts[:-1]])
+    longest = max(parts, key=lambda p: len(p.t))
+    return CounterSeries(
+        np.concatenate([p.t for p in parts]),
+        np.concatenate([p.cum + offset for p, offset in zip(parts, offsets)]),
+        np.concatenate([np.concatenate([p.broken, [True]]) for p in parts])[:-1],
+        longest.update_period_s,
+    )
+
+
+def _segment(t: np.ndarray, v: np.ndarray, read_s: float | None) -> CounterSeries:
+    """``counter_series`` of readings that never step back: one update grid."""
+    j, instants, period = _changes(t, v)
     if period is not None and read_s is not None and period < 1.5 * read_s:
         instants = t[j]
     elif period is not None:
@@ -149,11 +176,8 @@ def counter_series(t: np.ndarray, v: np.ndarray, read_s: float | None = None) ->
     # not when it was first read: placed at its read it would put a whole update's energy after it.
     first = t[:1] if period is None or not len(instants) else np.minimum(t[:1], instants[:1] - period)
     points_t = np.concatenate([first, instants])
-    points_v = np.concatenate([v[:1], v[j]])
-    steps = np.diff(points_v)
-    broken = steps < 0
-    cum = np.concatenate([[0.0], np.cumsum(np.where(broken, 0.0, steps))])
-    return CounterSeries(points_t, cum, broken, period)
+    steps = np.diff(np.concatenate([v[:1], v[j]]))
+    return CounterSeries(points_t, np.concatenate([[0.0], np.cumsum(steps)]), np.zeros(len(steps), bool), period)
 
 
 #: A counter that read the same value for this many of its update periods has stopped (a stuck counter or

@@ -34,8 +34,10 @@ def timed(command: list[str], cwd: Path) -> dict:
     wall = time.monotonic() - start
     found = SUMMARY.findall(proc.stdout + proc.stderr)
     counts, seconds = found[-1] if found else (None, None)
-    if proc.returncode != 0:
-        sys.stderr.write((proc.stdout + proc.stderr)[-5000:])
+    if proc.returncode != 0:  # the whole output kept, so that a failure under load can be read afterwards
+        log = Path(tempfile.gettempdir()) / f"test_times-{command[-1]}.log"
+        log.write_text(proc.stdout + proc.stderr)
+        sys.stderr.write(f"{(proc.stdout + proc.stderr)[-5000:]}\n{' '.join(command)} failed: its output is in {log}\n")
     return {
         "command": " ".join(command),
         "exit_status": proc.returncode,

@@ -142,14 +142,9 @@ def test_the_dashboard_scripts_no_longer_copy_the_analysis():
 
 
 # -- the route -------------------------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def logdir(tmp_path_factory):
-    from helpers.plugin_client import train
-
-    root = tmp_path_factory.mktemp("logs")
-    train(root / "bs8", batch_size=8)
-    train(root / "bs32", batch_size=32)
-    return root
+@pytest.fixture
+def logdir(sized_runs):
+    return sized_runs
 
 
 def test_route_serves_the_analysis_of_the_runs_summaries(logdir):

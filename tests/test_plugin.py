@@ -14,15 +14,12 @@ from tf_mobileperf import MobilePerfCallback
 from tf_mobileperf.sensors import SyntheticSensor
 from tf_mobileperf_tensorboard.downsample import min_max
 
-from helpers.plugin_client import client_for, get, train
+from helpers.plugin_client import client_for, get
 
 
-@pytest.fixture(scope="module")
-def logdir(tmp_path_factory):
-    root = tmp_path_factory.mktemp("logs")
-    train(root / "bs8", batch_size=8)
-    train(root / "bs32", batch_size=32)
-    return root
+@pytest.fixture
+def logdir(sized_runs):
+    return sized_runs
 
 
 @pytest.mark.slow

@@ -45,6 +45,15 @@ def browser():
 
 
 @pytest.fixture(scope="module")
+def sized_runs(tmp_path_factory):
+    """Two real runs at batch sizes 8 and 32 (bs8, bs32), for the tests that compare runs."""
+    root = tmp_path_factory.mktemp("logs")
+    train(root / "bs8", batch_size=8)
+    train(root / "bs32", batch_size=32)
+    return root
+
+
+@pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     """Two real runs (a and b) of one batch size, for the tests that break one of them."""
     root = tmp_path_factory.mktemp("logs")

@@ -27,7 +27,9 @@ interval from the same resampled repeats. The report of each of our runs
 gives the sampler's p99 interval error while training. Every callback runs
 with ``idle_s=0`` (the idle baseline is not per-step work).
 
-    python benchmarks/overhead.py [--repeats 9]
+    python benchmarks/overhead.py [--repeats 9] [--cases 10,100] [--variants mobileperf,...] [--name overhead]
+
+``KERAS_BACKEND`` picks the backend (the results file records it).
 """
 
 from __future__ import annotations
@@ -230,6 +232,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--cases", default="10,100", help="step sizes to run: 10 (~10 ms), 100 (~100 ms)")
+    parser.add_argument("--variants", help="the variants to run, comma-separated (all by default; none is kept)")
+    parser.add_argument("--name", default="overhead", help="the results file: benchmarks/results/NAME.json")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp())
     floor, compiler = build_floor(tmp)
@@ -239,12 +243,19 @@ def main() -> None:
     # is not what the step times and the sampler's p99 describe; sizes give ~10 and ~100 ms steps on 2 cores.
     cases = {"10": ("~10 ms step", 512, 512, 200), "100": ("~100 ms step", 1024, 3584, 60)}
     table, results = variants(tmp, floor), []
+    if args.variants:
+        asked = ["none"] + [v for v in args.variants.split(",") if v != "none"]
+        unknown = sorted(set(asked) - set(table))
+        if unknown:
+            parser.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(table)}")
+        table = {name: table[name] for name in asked}
     for case in args.cases.split(","):
         results += measure(*cases[case], table, args.repeats, rng)
     save(
-        "overhead",
+        args.name,
         {
-            "command": "python overhead.py " + " ".join(f"--{k} {v}" for k, v in vars(args).items()),
+            "command": "python overhead.py " + " ".join(f"--{k} {v}" for k, v in vars(args).items() if v is not None),
+            "backend": keras.backend.backend(),
             "cores": os.cpu_count(),
             "results": results,
         },

@@ -15,6 +15,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tf_mobileperf.format import names
 from tf_mobileperf.format.channels import CHANNELS_VERSION, parse_channels
@@ -249,3 +251,23 @@ def test_the_report_is_written_once_and_the_logdir_names_the_dashboards_copy(tmp
     writers.finish({"success": True, "steps": []}, 0, lambda what, fn, *args: fn(*args))
     assert os.path.samefile(layout.report, layout.dashboard_report)
     assert read_report(tmp_path) == read_report(layout.plugin_dir) == UPGRADED | {"success": True, "steps": []}
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.binary(max_size=2000), max_size=5))
+def test_record_file_writes_the_bytes_tensorboards_record_writer_writes(tmp_path_factory, payloads):
+    # Generated payloads: our C CRC-32C framing, byte for byte TensorBoard's pure-Python one (what it reads).
+    import io
+
+    from tensorboard.summary.writer.record_writer import RecordWriter
+
+    from tf_mobileperf.output.tfrecord import RecordFile
+
+    path = tmp_path_factory.mktemp("records") / "events"
+    ours, theirs = RecordFile(path), io.BytesIO()
+    reference = RecordWriter(theirs)
+    for data in payloads:
+        ours.write(data)
+        reference.write(data)
+    ours.close()
+    assert path.read_bytes() == theirs.getvalue()

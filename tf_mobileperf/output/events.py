@@ -4,28 +4,25 @@ Written to the run directory ``<logdir>/train`` so that, next to
 ``keras.callbacks.TensorBoard(log_dir=logdir)``, our scalars land in the
 same run as Keras' own. A quantity that was not measured is not written:
 a missing point, never a 0. Events are built as protobufs and written as
-TFRecords by TensorFlow's C++ record writer, with no TensorFlow op per
-value: the collector thread writing them must not compete with training.
-(TensorBoard's own EventFileWriter computes CRC-32C in pure Python, about
-40 us a record, and hands every event to a thread through a queue.) Where
-TensorFlow is not loaded (``mobileperf combine``, a JAX or torch run),
-TensorBoard's pure-Python record writer is used instead: writing scalars
-never imports TensorFlow.
+TFRecords (``tfrecord.RecordFile``, its CRC-32C in C), with no TensorFlow op
+per value and no TensorFlow needed: the collector thread writing them must
+not compete with training, on any backend. (TensorBoard's own
+EventFileWriter computes CRC-32C in pure Python, about 50 us a record, and
+hands every event to a thread through a queue.)
 """
 
 from __future__ import annotations
 
 import os
 import socket
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
 from tensorboard.compat.proto import event_pb2, summary_pb2
-from tensorboard.summary.writer.record_writer import RecordWriter
 
 from tf_mobileperf.format.summary import run_summary
+from tf_mobileperf.output.tfrecord import RecordFile
 from tf_mobileperf.steps.records import StepRecord
 
 
@@ -45,21 +42,12 @@ def step_scalars(step: StepRecord) -> dict[str, float]:
     return {tag: float(v) for tag, v in values.items() if v is not None}
 
 
-def _record_writer(path: Path):
-    """TensorFlow's C++ record writer where TensorFlow is loaded already; TensorBoard's pure-Python one elsewhere."""
-    if "tensorflow" in sys.modules:
-        import tensorflow as tf
-
-        return tf.io.TFRecordWriter(str(path))
-    return RecordWriter(open(path, "wb"))
-
-
 class ScalarWriter:
     """Writes joined steps as scalars, flushing after each batch of steps."""
 
     def __init__(self, run_dir: str | Path):
         name = f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}.{os.getpid()}.mobileperf"
-        self._writer = _record_writer(Path(run_dir) / name)
+        self._writer = RecordFile(Path(run_dir) / name)
         self._add(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
         self._writer.flush()
 

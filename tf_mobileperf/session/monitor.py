@@ -211,7 +211,7 @@ class PerfMonitor:
         return self.collector.count + (self.collector.open is not None)
 
     def step_begin(self) -> None:
-        self.profiler.step_begins(self.collector.count, self.layout.run_dir)
+        self.profiler.step_begins(self.collector.count, self.layout)
         self.gpu_memory.begin_step()
         step = self.collector.next_step(self.options.clock(), traced=self.profiler.tracing)
         self._guard("read the CPU time", self.cpu.step_begins, not step.warmup, self._sampler_pid)

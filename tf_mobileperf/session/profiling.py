@@ -45,10 +45,11 @@ class Profiler:
         self._traced: list[StepRecord] = []
         self._marker = None  # the open step marker of the traced step running now
 
-    def step_begins(self, index: int, run_dir: Path) -> None:
-        """Starts the trace at the first traced step, and opens each traced step's marker."""
+    def step_begins(self, index: int, layout: RunLayout) -> None:
+        """Starts the trace (into ``layout``'s run) at the first traced step, and opens each traced step's
+        marker."""
         if self.steps and index == self.steps[0]:
-            self._start(run_dir)
+            self._start(layout.run_dir)
         self._close_marker()  # a step that failed or was discarded left its marker open
         if self.tracing:
             self._guard("open the profiler's step marker", self._open_marker, index)

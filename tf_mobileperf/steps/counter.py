@@ -30,16 +30,8 @@ import dataclasses
 
 import numpy as np
 
+from tf_mobileperf.format.gaps import median_spacing
 from tf_mobileperf.sensors.base import Channel
-
-
-def _median_spacing(t: np.ndarray, at_most: int = 4096) -> float | None:
-    """The median interval of the increasing ``t`` (None with fewer than two), from at most ``at_most``
-    intervals spread over it: a robust typical spacing, cheap for a million samples."""
-    spacing = np.diff(t)
-    if len(spacing) > at_most:
-        spacing = spacing[:: len(spacing) // at_most]
-    return float(np.median(spacing)) if len(spacing) else None
 
 
 def _changes(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, float | None]:
@@ -51,7 +43,7 @@ def _changes(t: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray, floa
     their median alone is either."""
     j = np.flatnonzero(v[1:] != v[:-1]) + 1
     midpoints = 0.5 * (t[j - 1] + t[j])
-    median = _median_spacing(midpoints)
+    median = median_spacing(midpoints)
     if not median:
         return j, midpoints, median
     narrow = midpoints[_narrow(t[j - 1], t[j])]
@@ -143,7 +135,7 @@ def counter_series(t: np.ndarray, v: np.ndarray, read_s: float | None = None) ->
     the readings after it are a new series with its own grid, known from its first change on (when the
     reload came is unknown), and the interval between the two is ``broken``: no grid is fitted across the
     fault."""
-    read_s = _median_spacing(t) if read_s is None else read_s
+    read_s = median_spacing(t) if read_s is None else read_s
     cuts = np.flatnonzero(v[1:] < v[:-1]) + 1
     if not len(cuts):
         return _segment(t, v, read_s)

@@ -290,19 +290,25 @@ def _or_dash(value: float | None) -> str:
     return f"{value:>8.1f}" if value is not None else f"{'-':>8}"
 
 
-def print_table(summary: list[dict], breakdowns: dict) -> None:
-    print(
-        f"\n{'variant':<7} {'period':>6} {'cpu %':>7} {'range':>13} {'x floor':>8} {'us/row':>7} {'loop us':>8} "
+def table_lines(summary: list[dict]) -> list[str]:
+    """The table of ``summary`` (a results file's), as printed and as docs/benchmarks.md quotes it."""
+    lines = [
+        f"{'variant':<7} {'period':>6} {'cpu %':>7} {'range':>13} {'x floor':>8} {'us/row':>7} {'loop us':>8} "
         f"{'rest us':>8} {'wake/s':>7} {'due/s':>6} {'Hz':>7} {'p99 ms':>7}"
-    )
+    ]
     for r in summary:
         ratio = f"{r['cpu_ratio_to_floor']:.2f}" if r["cpu_ratio_to_floor"] else "-"
         span = f"{r['cpu_pct_range'][0]:.2f}-{r['cpu_pct_range'][1]:.2f}"
-        print(
+        lines.append(
             f"{r['variant']:<7} {r['period_ms']:>4g}ms {r['cpu_pct']:>7.2f} {span:>13} {ratio:>8} "
             f"{r['cpu_us_per_row']:>7.1f} {_or_dash(r['loop_us_per_tick'])} {_or_dash(r['outside_loop_us_per_tick'])} "
             f"{r['wakeups_per_s']:>7.0f} {r['due_per_s']:>6.0f} {r['achieved_hz']:>7.1f} {r['err_p99_ms']:>7.3f}"
         )
+    return lines
+
+
+def print_table(summary: list[dict], breakdowns: dict) -> None:
+    print("\n" + "\n".join(table_lines(summary)))
     for key, b in breakdowns.items():
         print(f"\nper-tick breakdown, {key} ({b['ticks']} ticks in-process; mean us/tick | median us/call):")
         for step, us in b["us_per_tick_mean"].items():

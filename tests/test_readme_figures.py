@@ -101,3 +101,58 @@ def test_no_results_file_names_a_results_file_that_is_not_there():
     for path in results.glob("*.json"):
         for named in re.findall(r"benchmarks/results/[\w.-]+\.json", path.read_text()):
             assert (ROOT / named).exists(), f"{path.name} names {named}, which is not in the repository"
+
+
+def _benchmark(name: str):
+    """The module ``benchmarks/<name>.py`` (its table functions: the docs quote what they print)."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_the_sampler_cost_table_in_docs_is_that_of_sampler_cost_json():
+    results = json.loads((ROOT / "benchmarks" / "results" / "sampler_cost.json").read_text())
+    doc = (ROOT / "docs" / "benchmarks.md").read_text()
+    table_lines = _benchmark("sampler_cost").table_lines
+    assert "\n".join(table_lines(results["summary"])) in doc
+    assert results["provenance"]["commit"][:7] in doc
+    results["summary"][1]["cpu_pct"] *= 1.05  # a figure that moved
+    assert "\n".join(table_lines(results["summary"])) not in doc
+
+
+#: The callback's overhead at ~10 ms steps, before and after the collector's trims, on two backends.
+OVERHEAD_FILES = ("overhead_10ms_before", "overhead_10ms", "overhead_10ms_jax_before", "overhead_10ms_jax")
+
+
+def overhead_table(files: dict[str, dict]) -> str:
+    """docs/benchmarks.md's table of the callback's overhead at ~10 ms steps, from ``OVERHEAD_FILES``."""
+    lines = [
+        "| backend | commit | variant | ms per step | ratio | 95% interval | sampler p99 |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name in OVERHEAD_FILES:
+        run = files[name]
+        where = f"| {run['backend']} | {run['provenance']['commit'][:7]} | {{}} | {{:.2f}} |"
+        for r in run["results"]:
+            if r["variant"] == "none":
+                lines.append(where.format("none", r["step_ms"]) + " | | |")
+                continue
+            p99 = f"{r['sampler_p99_ms']:.2f} ms" if r["sampler_p99_ms"] is not None else ""
+            lines.append(
+                where.format(r["variant"], r["step_ms"])
+                + f" {r['ratio']:.3f} | [{r['ci95'][0]:.3f}, {r['ci95'][1]:.3f}] | {p99} |"
+            )
+    return "\n".join(lines)
+
+
+def test_the_overhead_table_in_docs_is_that_of_its_results_files():
+    files = {n: json.loads((ROOT / "benchmarks" / "results" / f"{n}.json").read_text()) for n in OVERHEAD_FILES}
+    doc = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert overhead_table(files) in doc
+    files["overhead_10ms"]["results"][1]["ratio"] += 0.01  # a figure that moved
+    assert overhead_table(files) not in doc

@@ -156,3 +156,20 @@ def test_the_overhead_table_in_docs_is_that_of_its_results_files():
     assert overhead_table(files) in doc
     files["overhead_10ms"]["results"][1]["ratio"] += 0.01  # a figure that moved
     assert overhead_table(files) not in doc
+
+
+def hook_sentence(results: dict) -> str:
+    """docs/benchmarks.md's sentence of what the monitor costs per step in-process, from hook_cost.json."""
+    return (
+        f"Measured in-process (`benchmarks/hook_cost.py`: a `PerfMonitor` around {results['steps']} busy "
+        f"{results['step_ms']:g} ms steps, no training framework; `benchmarks/results/hook_cost.json`), the hooks "
+        f"take a median of {results['hook_us']['median']:.0f} us a step (mean {results['hook_us']['mean']:.0f}, "
+        f"p99 {results['hook_us']['p99']:.0f}) and the collector's thread "
+        f"{results['thread_cpu_pct']['mobileperf-collector']:.1f}% of a core."
+    )
+
+
+def test_the_hook_cost_in_docs_is_that_of_hook_cost_json():
+    results = json.loads((ROOT / "benchmarks" / "results" / "hook_cost.json").read_text())
+    doc = " ".join((ROOT / "docs" / "benchmarks.md").read_text().split())
+    assert hook_sentence(results) in doc

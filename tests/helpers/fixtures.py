@@ -44,22 +44,24 @@ def browser():
     driver.quit()
 
 
+def _trained(tmp_path_factory, batch_sizes: dict[str, int]) -> Path:
+    """A logdir of real runs: one per name, at its batch size."""
+    root = tmp_path_factory.mktemp("logs")
+    for name, batch_size in batch_sizes.items():
+        train(root / name, batch_size=batch_size)
+    return root
+
+
 @pytest.fixture(scope="module")
 def sized_runs(tmp_path_factory):
     """Two real runs at batch sizes 8 and 32 (bs8, bs32), for the tests that compare runs."""
-    root = tmp_path_factory.mktemp("logs")
-    train(root / "bs8", batch_size=8)
-    train(root / "bs32", batch_size=32)
-    return root
+    return _trained(tmp_path_factory, {"bs8": 8, "bs32": 32})
 
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
     """Two real runs (a and b) of one batch size, for the tests that break one of them."""
-    root = tmp_path_factory.mktemp("logs")
-    train(root / "a", batch_size=8)
-    train(root / "b", batch_size=8)
-    return root
+    return _trained(tmp_path_factory, {"a": 8, "b": 8})
 
 
 @pytest.fixture(scope="session")

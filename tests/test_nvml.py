@@ -75,7 +75,7 @@ def assert_fake_values(readings: dict) -> None:
         values = readings["nvml"]
         power = values["values"][f"gpu{gpu}_power"]
         assert power in {
-            int(fake.power_w(gpu, fake.last_update(t, fake.POWER_UPDATE_S)) * 1000) / 1000.0
+            int(fake.power_w(gpu, fake.last_update(t, fake.POWER_UPDATE_S, fake.POWER_OFFSET_S)) * 1000) / 1000.0
             for t in (values["before"], values["after"])
         }
         assert values["values"][f"gpu{gpu}_mem_used"] == (10 + gpu) * 2**30

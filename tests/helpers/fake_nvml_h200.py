@@ -55,6 +55,10 @@ PERIOD_S = 3.0
 GPUS = len(BASE_W)
 ENERGY_UPDATE_S = 0.1
 POWER_UPDATE_S = 0.1
+#: The power fields' update grid is this far from the counter's. On a grid in phase with ``PERIOD_S`` the
+#: sine's peaks fell midway between two updates, whose values were then equal to the milliwatt: a change
+#: missing every 1.5 s, which a real GPU's noisy field does not show on a schedule.
+POWER_OFFSET_S = 0.037
 UTIL_UPDATE_S = 0.2
 ENERGY_CALL_S = 0.0043
 GRAPHICS_CLOCK_MHZ = 1980
@@ -128,9 +132,9 @@ def exact_energy_j(gpu: int, t0: float, t1: float) -> float:
     return _energy_since_zero_j(gpu, t1) - _energy_since_zero_j(gpu, t0)
 
 
-def last_update(t: float, every_s: float) -> float:
-    """The last update instant at or before ``t`` on the grid of ``every_s`` of CLOCK_MONOTONIC."""
-    return math.floor(t / every_s + 1e-9) * every_s
+def last_update(t: float, every_s: float, offset_s: float = 0.0) -> float:
+    """The last update instant at or before ``t`` on the grid of ``every_s`` from ``offset_s`` of CLOCK_MONOTONIC."""
+    return math.floor((t - offset_s) / every_s + 1e-9) * every_s + offset_s
 
 
 def counter_mj(gpu: int, t: float) -> int:
@@ -180,7 +184,7 @@ def nvmlDeviceGetTotalEnergyConsumption(handle: _Handle) -> int:
 
 def nvmlDeviceGetFieldValues(handle: _Handle, fields: list[int]) -> list[SimpleNamespace]:
     _check("nvmlDeviceGetFieldValues", handle)
-    t = last_update(time.monotonic(), POWER_UPDATE_S)
+    t = last_update(time.monotonic(), POWER_UPDATE_S, POWER_OFFSET_S)
     out = []
     for field in fields:
         if field == NVML_FI_DEV_POWER_INSTANT:
@@ -193,7 +197,7 @@ def nvmlDeviceGetFieldValues(handle: _Handle, fields: list[int]) -> list[SimpleN
 
 def nvmlDeviceGetPowerUsage(handle: _Handle) -> int:
     _check("nvmlDeviceGetPowerUsage", handle)
-    t = last_update(time.monotonic(), POWER_UPDATE_S)
+    t = last_update(time.monotonic(), POWER_UPDATE_S, POWER_OFFSET_S)
     return int(exact_energy_j(handle.index, t - 1.0, t) * 1000.0)  # a 1 s mean, mW
 
 

@@ -38,12 +38,19 @@ class RingReader:
         self._returned_until = -math.inf
 
     def drain(self, running: bool) -> Samples:
-        """Returns the rows written since the last drain, oldest first.
+        """The rows written since the last drain, oldest first.
 
         Rows of sensors read in their own thread (the side ring) are merged in by their read's instant. A
         read is published when it returns, after rows of later instants may already be in the main ring,
-        so while the worker runs (``running``) the rows of the last ``SIDE_HOLD_S`` are held back to the next drain; a
-        side row older than what was already returned (a read that took longer) is dropped."""
+        so while the worker runs the rows of the last ``SIDE_HOLD_S`` are held back to the next drain; a
+        side row older than what was already returned (a read that took longer) is dropped and counted.
+
+        Args:
+            running: Whether the worker still writes (False: return everything, the held rows too).
+
+        Returns:
+            The rows as ``Samples``, those on the loop's grid marked.
+        """
         rows = self._take(self._shared.ring, self._shared.count, "_read")
         if not self._side_sensors:
             return Samples(rows[:, 0], rows[:, 1:], self.channels)
@@ -80,9 +87,15 @@ class RingReader:
         return rows
 
     def errors(self, sensors: Sequence[Sensor]) -> dict[str, int]:
-        """Failed reads per sensor of ``sensors`` (the ring's, in its order) so far: raised, gave an exception or no
-        number for a channel, or missed their deadline (their channels read NaN). Sensors of the same name are
-        summed."""
+        """Failed reads per sensor so far: reads that raised, gave an exception or no number for a channel, or
+        missed their deadline (their channels read NaN).
+
+        Args:
+            sensors: The ring's sensors, in its order.
+
+        Returns:
+            Sensor name -> failed reads (sensors of the same name summed).
+        """
         counts: dict[str, int] = {}
         for i, s in enumerate(sensors):
             counts[s.name] = counts.get(s.name, 0) + self._shared.header[ERRORS + i]

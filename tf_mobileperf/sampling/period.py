@@ -11,8 +11,20 @@ MAX_PERIOD_S = 10.0
 
 
 def check_period(period: float, unit: str = "s") -> float:
-    """Returns ``period`` (in ``unit``: "s", or "ms" as MonitorOptions and the CLI take it) as a float if the
-    sampler can do it, else raises TypeError/ValueError: the one check of a sample period."""
+    """The one check of a sample period.
+
+    Args:
+        period: The period, in ``unit``.
+        unit: "s", or "ms" as ``MonitorOptions`` and the command line take it.
+
+    Returns:
+        ``period`` as a float.
+
+    Raises:
+        TypeError: ``period`` is not a finite number (a bool included).
+        ValueError: it is shorter than the sampler can sustain (``MIN_PERIOD_S``) or longer than
+            ``MAX_PERIOD_S`` (the message says when seconds look like milliseconds).
+    """
     least = MIN_PERIOD_S * {"s": 1.0, "ms": 1e3}[unit]
     if isinstance(period, bool) or not isinstance(period, (int, float)) or not math.isfinite(period):
         raise TypeError(f"sample period must be a finite number of {unit}, got {period!r}")
@@ -27,5 +39,12 @@ def check_period(period: float, unit: str = "s") -> float:
 
 
 def silence_limit_s(period_s: float) -> float:
-    """How long without a new row before ``health()`` calls the sampler stalled."""
+    """How long without a new row before ``health()`` calls the sampler stalled.
+
+    Args:
+        period_s: The sample period.
+
+    Returns:
+        Seconds: 50 periods, at least 1 s.
+    """
     return max(1.0, 50 * period_s)

@@ -28,7 +28,7 @@ from tf_mobileperf.sampling.samples import Samples
 from tf_mobileperf.sampling.stats import SamplingStats
 from tf_mobileperf.session.guard import Guard
 from tf_mobileperf.session.unread import absent_in_source, ending_sources, never_valued, unread_reasons
-from tf_mobileperf.steps.counter import frozen_for_s
+from tf_mobileperf.steps.counter import frozen
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +169,7 @@ class SamplingWatch:
             )
 
     def warn_frozen_counters(self, t: np.ndarray, values: np.ndarray) -> None:
-        """Warns once per energy counter that stopped changing while it was still read (``counter.frozen_for_s``),
+        """Warns once per energy counter that stopped changing while it was still read (``counter.frozen``),
         and keeps when it last changed (``frozen_since_s``: the report's ``sampling.frozen_counters``).
 
         Args:
@@ -179,9 +179,9 @@ class SamplingWatch:
         for i, channel in enumerate(self.channels):
             if channel.kind != "energy" or channel.name in self.frozen_since_s:
                 continue
-            unchanged_s = frozen_for_s(t, values[:, i])
-            if unchanged_s is not None:
-                self.frozen_since_s[channel.name] = float(t[np.isfinite(values[:, i])][-1]) - unchanged_s
+            found = frozen(t, values[:, i])
+            if found is not None:
+                self.frozen_since_s[channel.name], unchanged_s = found
                 log.warning(
                     "mobileperf: the energy counter %s stopped changing %.1f s before its last reading, while it "
                     "was still read: a stuck counter or driver; the steps since have no energy from it (null), "

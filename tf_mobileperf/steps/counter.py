@@ -177,15 +177,20 @@ def _segment(t: np.ndarray, v: np.ndarray, read_s: float | None) -> CounterSerie
 FROZEN_PERIODS = 10
 
 
-def frozen_for_s(t: np.ndarray, v: np.ndarray) -> float | None:
-    """How long a counter (finite readings ``v`` at ``t``) read one value up to its last reading, where that
-    is over ``FROZEN_PERIODS`` of its update periods; None while it changes."""
+def frozen(t: np.ndarray, v: np.ndarray) -> tuple[float, float] | None:
+    """Whether a counter (finite readings ``v`` at ``t``) stopped changing while it was read: it read one
+    value for over ``FROZEN_PERIODS`` of its update periods up to its last reading.
+
+    Returns:
+        (the first reading of that value, seconds from it to the last reading); None while it changes.
+    """
     ok = np.isfinite(v)
     j, _, period = _changes(t[ok], v[ok])
     if period is None or not len(j):
         return None
-    unchanged = float(t[ok][-1] - t[ok][j[-1]])
-    return unchanged if unchanged > FROZEN_PERIODS * period else None
+    since = float(t[ok][j[-1]])
+    unchanged = float(t[ok][-1]) - since
+    return (since, unchanged) if unchanged > FROZEN_PERIODS * period else None
 
 
 def settled_until(t: np.ndarray, values: np.ndarray, channels: list[Channel], stale_s: float) -> float:

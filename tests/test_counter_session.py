@@ -51,8 +51,25 @@ class SyntheticBrokenSensor(Sensor):
         raise RuntimeError("synthetic: the bus did not answer")
 
 
-def measure(logdir: Path, steps: int, step_s: float, warmup: int = 2, on_first_measured=None) -> dict:
-    sensors = [SyntheticStaircaseCounter(), SyntheticBrokenSensor()]
+class SyntheticHangingCounter(SyntheticStaircaseCounter):
+    """Synthetic: the staircase counter, whose 40th read hangs for 60 ms (over the sampler's inline budget of
+    40 ms: it is read in a thread of its own from then on, as a loaded machine moves a counter there)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def read(self) -> Mapping[str, float]:
+        self.reads += 1
+        if self.reads == 40:
+            time.sleep(0.06)
+        return super().read()
+
+
+def measure(
+    logdir: Path, steps: int, step_s: float, warmup: int = 2, on_first_measured=None, counter: Sensor | None = None
+) -> dict:
+    sensors = [counter or SyntheticStaircaseCounter(), SyntheticBrokenSensor()]
     with PerfMonitor(
         logdir, sensors=sensors, warmup_steps=warmup, idle_s=0.3, sample_period_ms=10, batch_size=8
     ) as perf:
@@ -92,6 +109,15 @@ def test_steps_shorter_than_the_counters_update_are_bounded_and_add_up_to_its_en
     methods = {r["energy_method/gpu0_energy"] for r in rows} | {r["energy_method/total"] for r in rows}
     assert methods <= {"measured", "interpolated"}
     assert all(float(r["energy_bound_j/gpu0_energy"]) >= 0 for r in rows)
+
+
+def test_a_counter_taken_over_after_a_hung_read_keeps_every_step_within_its_bound(tmp_path):
+    """Its readings come back at a later wake-up: each is placed at its own read's instant, not that row's."""
+    report = measure(tmp_path / "hung", steps=60, step_s=0.01, counter=SyntheticHangingCounter())
+    assert report["sampling"]["sensor_errors"]["synthetic-staircase"] == 1  # the hung read
+    for step in [s for s in report["steps"] if not s["warmup"]]:
+        error = abs(step["energy_j"]["gpu0_energy"] - WATTS * step["duration_s"])
+        assert error <= step["energy_bound_j"]["gpu0_energy"] + 1e-3 * WATTS * step["duration_s"]
 
 
 def test_a_sensor_that_never_answered_is_named_with_its_failed_reads(short_steps):

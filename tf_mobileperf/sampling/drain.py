@@ -23,13 +23,11 @@ class RingReader:
     Args:
         shared: The ring the sampler process (or thread) writes.
         channels: The channels of its columns, after the time column.
-        side_sensors: Whether a sensor is read in its own thread, into the side ring.
     """
 
-    def __init__(self, shared: SharedRing, channels: list[Channel], side_sensors: bool):
+    def __init__(self, shared: SharedRing, channels: list[Channel]):
         self._shared = shared
         self.channels = channels
-        self._side_sensors = side_sensors
         self._read = 0
         self._side_read = 0
         self.dropped = 0
@@ -40,7 +38,8 @@ class RingReader:
     def drain(self, running: bool) -> Samples:
         """The rows written since the last drain, oldest first.
 
-        Rows of sensors read in their own thread (the side ring) are merged in by their read's instant. A
+        Once a sensor is read in its own thread (``SharedRing.side_open``), its rows (the side ring) are
+        merged in by their read's instant. A
         read is published when it returns, after rows of later instants may already be in the main ring,
         so while the worker runs the rows of the last ``SIDE_HOLD_S`` are held back to the next drain; a
         side row older than what was already returned (a read that took longer) is dropped and counted.
@@ -52,7 +51,9 @@ class RingReader:
             The rows as ``Samples``, those on the loop's grid marked.
         """
         rows = self._take(self._shared.ring, self._shared.count, "_read")
-        if not self._side_sensors:
+        if not self._shared.side_open():  # looked at after the rows: those came before any side reading
+            if len(rows):
+                self._returned_until = float(rows[-1, 0])
             return Samples(rows[:, 0], rows[:, 1:], self.channels)
         side = self._take(self._shared.side, self._shared.side_count, "_side_read")
         late = side[:, 0] < self._returned_until

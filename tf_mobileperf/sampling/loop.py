@@ -172,7 +172,7 @@ class SamplingLoop(HungReadWatchdog):
         thread was replaced meanwhile, and then serves the sensor's reads."""
         offloaded = self.offloaded[i]
         if offloaded is not None:
-            self._poll(i, offloaded, due, now, row)
+            self._poll(i, offloaded, due, now)
         elif due and not self._read_inline(i, generation, row):
             self._serve_after_hang(i)
             return False
@@ -191,13 +191,14 @@ class SamplingLoop(HungReadWatchdog):
         self._store(i, values, row)
         return True
 
-    def _poll(self, i: int, offloaded: OffloadedSensor, due: bool, now: float, row: np.ndarray) -> None:
-        """Takes an offloaded sensor's finished read and asks for the next one when due."""
-        values, failed = offloaded.poll(due, now, self.deadline_s[i], self.budget_s)
+    def _poll(self, i: int, offloaded: OffloadedSensor, due: bool, now: float) -> None:
+        """Takes an offloaded sensor's finished read (a side row at its own instant, not in this later row)
+        and asks for the next one when due."""
+        reading, failed = offloaded.poll(due, now, self.deadline_s[i], self.budget_s)
         if failed:
             self._fail(i, f"read took over its deadline of {self.deadline_s[i] * 1e3:.0f} ms")
-        if values is not None:
-            self._store(i, values, row)
+        if reading is not None:
+            self._publish_side(i, *reading)
         if offloaded.retired:  # read inline again
             self.offloaded[i] = None
             if self.tables is not None:

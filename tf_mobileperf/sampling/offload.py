@@ -5,17 +5,16 @@ It exists so that one slow or hung sensor costs only its own channels: the
 sampling loop (``loop.SamplingLoop``) asks for a read when it is due and takes
 the result when it is there, without waiting for it.
 
-The lag this costs a sensor taken over after a hung read: a read asked for at
-one wake-up lands in the row of the first wake-up after it returned, so its
-values sit in a row up to one row period (plus the read's own time) after
-they were read. A sensor that declares ``own_thread`` has no such lag: its
-thread reads on a grid of its own (``paced_s``, never waking the sampling
-loop) and ``publish``es each reading at the instant of the read (the middle
-of the call) as a row of its own (``ring.SharedRing.side``), which a counter
-needs to place its changes in time; a read that took longer than the
-sensor's ``stamp_within_s`` is dropped, its instant unknown. A read that takes
-longer than its deadline (``deadline_s``: the larger of the inline budget
-and the sensor's own period) is a failed read, its values dropped.
+Every reading of such a thread is a row of its own (``ring.SharedRing.side``)
+at the instant of the read (the middle of the call), which a counter needs to
+place its changes in time; a read that took longer than the sensor's
+``stamp_within_s`` is dropped, its instant unknown. A sensor taken over after
+a hung read is read when the sampling loop asks at a wake-up; its reading is
+handed back at a later one (``poll``) with that instant, not the later row's.
+A sensor that declares ``own_thread`` reads on a grid of its own (``paced_s``,
+never waking the sampling loop) and ``publish``es each reading itself. A read
+that takes longer than its deadline (``deadline_s``: the larger of the inline
+budget and the sensor's own period) is a failed read, its values dropped.
 """
 
 from __future__ import annotations
@@ -61,7 +60,7 @@ class OffloadedSensor:
         self.requested = threading.Event()
         self.since: float | None = since  # start of the read in flight (the hung one at first), None when idle
         self.missed = since is not None  # the read in flight is already counted as failed
-        self.result: tuple[Any, float] | None = None  # (values, seconds it took) until the sampler takes it
+        self.result: tuple[Any, float, float | None] | None = None  # (values, s since asked, instant) until taken
         self.quick = 0  # reads in a row that took under half the inline budget
         self.permanent = since is None  # never read inline again
         self.retired = False  # read inline again: this thread ends
@@ -83,54 +82,66 @@ class OffloadedSensor:
             self.requested.clear()
             start = self.since
             assert start is not None  # poll() sets it before it requests a read
+            began = time.monotonic()
             values = read_sensor(self.sensor)
-            self.result = (values, time.monotonic() - start)
+            done = time.monotonic()
+            self.result = (values, done - start, self._instant(began, done))
             self.since = None  # after result: the sampler sees idle only with the result in place
+
+    def _instant(self, began: float, done: float) -> float | None:
+        """The instant a read from ``began`` to ``done`` is stamped with: its middle, None where it took longer
+        than the sensor's ``stamp_within_s`` (which instant it read is unknown)."""
+        within = self.sensor.stamp_within_s
+        return 0.5 * (began + done) if within is None or done - began <= within else None
 
     def _serve_paced(self, alive: Callable[[], bool], publish: Callable[[float, Any], None], paced_s: float) -> None:
         """Reads every ``paced_s`` on the monotonic grid from the first read and publishes each reading; a
         read that overran skips the grid's ticks already past."""
         origin, tick = time.monotonic(), 0
-        within = self.sensor.stamp_within_s
         while alive():
             began = time.monotonic()
             values = read_sensor(self.sensor)
             done = time.monotonic()
-            if within is None or done - began <= within:  # else its instant is unknown: dropped
-                publish(0.5 * (began + done), values)
+            if (instant := self._instant(began, done)) is not None:  # else its instant is unknown: dropped
+                publish(instant, values)
             tick = max(tick + 1, math.floor((done - origin) / paced_s) + 1)
             while alive() and (wait := origin + tick * paced_s - time.monotonic()) > 0:
                 time.sleep(min(wait, 0.5))
 
-    def poll(self, due: bool, now: float, deadline_s: float, budget_s: float) -> tuple[Any, bool]:
-        """At a wake-up of the sampling loop: (a finished read's values to store, else None; whether a read
-        failed by missing ``deadline_s``), and a request for the next read when ``due``. Sets ``retired``
-        when its last ``INLINE_AGAIN_AFTER`` reads took under half ``budget_s``: it is read inline again."""
+    def poll(self, due: bool, now: float, deadline_s: float, budget_s: float) -> tuple[tuple[float, Any] | None, bool]:
+        """At a wake-up of the sampling loop: a finished read to store and whether a read failed by missing
+        ``deadline_s``; asks for the next read when ``due``. Sets ``retired`` when its last
+        ``INLINE_AGAIN_AFTER`` reads took under half ``budget_s``: it is read inline again.
+
+        Returns:
+            ((the read's instant, its values), or None: no read finished in time, or its instant is
+            unknown; whether a read failed).
+        """
         if self.publish is not None:  # it reads and publishes by itself
             return None, False
         if self.since is not None:  # a read in flight
             missed_now = not self.missed and now - self.since > deadline_s
             self.missed = self.missed or missed_now
             return None, missed_now
-        values, failed = None, False
+        reading, failed = None, False
         if self.result is not None:
-            got, took = self.result
+            got, took, instant = self.result
             self.result = None
-            if took <= deadline_s:
-                values = got
-            else:
+            if took > deadline_s:
                 failed = not self.missed
+            elif instant is not None:
+                reading = (instant, got)
             self.quick = self.quick + 1 if took < budget_s / 2 else 0
             if (
                 self.quick >= INLINE_AGAIN_AFTER and not self.permanent
             ):  # this thread is idle: no read in flight to race with
                 self.retired = True
-                return values, failed
+                return reading, failed
         if due:
             self.missed = False
             self.since = now
             self.requested.set()
-        return values, failed
+        return reading, failed
 
 
 def read_sensor(sensor: Sensor) -> Any:

@@ -61,8 +61,8 @@ class SharedRing:
 
     def __init__(self, capacity: int, width: int, n_sensors: int, fd: int | None = None):
         self.capacity, self.width, self.n_sensors = capacity, width, n_sensors
-        slots = ERRORS + max(1, n_sensors) + 1  # the last: rows written into the side ring
-        self._side_slot = slots - 1
+        slots = ERRORS + max(1, n_sensors) + 2  # the last two: whether side rows may come, rows written there
+        self._side_open_slot, self._side_slot = slots - 2, slots - 1
         ring_bytes = 8 * capacity * width
         text_bytes = TEXT_BYTES * max(1, width - 1)
         size = 8 * slots + ring_bytes + text_bytes + 8 * SIDE_CAPACITY * width
@@ -90,6 +90,15 @@ class SharedRing:
     def side_count(self) -> int:
         """Rows written into the side ring."""
         return self.header[self._side_slot]
+
+    def open_side(self) -> None:
+        """Says that side rows may come from now on: a sensor is read in its own thread (set before its first
+        read is asked for, so that the reader holds back rows its readings may come before)."""
+        self.header[self._side_open_slot] = 1
+
+    def side_open(self) -> bool:
+        """Whether side rows may come (``open_side``)."""
+        return bool(self.header[self._side_open_slot])
 
     def publish_side(self) -> None:
         """Publishes the side ring's row being filled (``side[side_count() % SIDE_CAPACITY]``)."""

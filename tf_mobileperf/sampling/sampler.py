@@ -106,7 +106,7 @@ class Sampler:
         self._started_at = 0.0
         self._rows_at_start = 0
         self._lifecycle = threading.RLock()  # start, stop and restart may come from the monitor's thread too
-        self._reader = RingReader(self._shared, self.channels, any(s.own_thread for s in self.sensors))
+        self._reader = RingReader(self._shared, self.channels)
         self._start_asked = start
         self.start_method: str | None = None  # "spawn" or "fork" (None in thread mode), and why, for the report
         self.start_reason = "thread mode: sampled in a thread of this process"

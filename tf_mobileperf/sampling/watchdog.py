@@ -122,6 +122,7 @@ class HungReadWatchdog(SampleRows):
     def _offload(self, i: int, since: float | None) -> None:
         """Reads sensor i in its own thread from now on: its inline read in flight since ``since`` overran the
         budget (a failed read), or (None) it declares ``own_thread`` and this thread is started for it."""
+        self.shared.open_side()
         publish = functools.partial(self._publish_side, i) if since is None else None
         paced_s = max(self.sensors[i].min_period_s, self.period_s) if since is None else None
         self.offloaded[i] = offloaded = OffloadedSensor(self.sensors[i], since, publish, paced_s)

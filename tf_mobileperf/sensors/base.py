@@ -148,8 +148,8 @@ class Sensor(abc.ABC):
     then reads it without Python on the tick. A sensor whose read is a slow
     device call (NVML's total-energy counter takes about 4 ms) sets
     ``own_thread``: the sampler then reads it in a thread of its own from the
-    start, so it never holds up the other sensors' ticks; its values land in
-    the row of the wake-up after its read returned (up to one row late).
+    start, so it never holds up the other sensors' ticks; each reading is a
+    row of its own at the instant of the read (the middle of the call).
 
     The sampler reads a sensor in another process, started fresh (the
     sensor is pickled there) or forked: a handle to a device (a file

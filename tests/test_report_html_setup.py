@@ -1,4 +1,5 @@
-"""report.html says what the sweep ran and on what: steps, warm-up, input size, memory limit, sensors, machine."""
+"""report.html says what the sweep ran and on what: steps, warm-up, input size, memory limit, sensors, machine;
+and what it could not measure, once per cause."""
 
 from __future__ import annotations
 
@@ -52,3 +53,21 @@ def test_report_html_lists_each_value_where_configurations_differ(tmp_path):
     items = setup_items(page)
     assert items[2] == "memory limit: none / 8GiB"
     assert items[4].count("tx2-") == 2 and "; " in items[4]
+
+
+def test_not_measured_lists_each_cause_once_with_the_quantities_it_leaves_out(tmp_path):
+    """As on an x86 machine: one reason for every power quantity, each written once, not once per quantity."""
+    no_power = "no power sensor: ina3221 (hwmon): no rails; nvml: NVML Shared Library Not Found"
+    unavailable = {
+        "power": no_power,
+        "energy": no_power,
+        "idle_power_w": no_power,
+        "gpu_util": "no GPU utilization sensor: nvml: NVML Shared Library Not Found",
+    }
+    rows = [dict(row(b, None, "x86"), unavailable=unavailable) for b in (1, 2)]
+    page = write_report(tmp_path, rows, []).read_text()
+    block = re.search(r"<ul id=not-measured>(.*?)</ul>", page).group(1)
+    assert re.findall(r"<li>(.*?)</li>", block) == [
+        "<b>energy, idle_power_w, power</b>: " + no_power,
+        "<b>gpu_util</b>: no GPU utilization sensor: nvml: NVML Shared Library Not Found",
+    ]

@@ -133,15 +133,22 @@ def _setup(rows: list[Row]) -> str:
 
 
 def _not_measured(rows: list[Row]) -> str:
-    """Each quantity the rows have no value for, with the whole reason (the sensors tried and why each is
-    absent): a figure's empty panel says only its first clause."""
-    reasons: dict[str, str] = {}
+    """The quantities the rows have no value for, one item per cause: the quantities it leaves out, then
+    the whole reason once (the sensors tried and why each is absent); a figure's empty panel says only its
+    first clause."""
+    by_reason: dict[str, list[str]] = {}
+    seen: set[str] = set()
     for row in rows:
         for key, reason in (row.get("unavailable") or {}).items():
-            reasons.setdefault(key, str(reason))
-    if not reasons:
+            if key not in seen:
+                seen.add(key)
+                by_reason.setdefault(str(reason), []).append(key)
+    if not by_reason:
         return ""
-    items = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in sorted(reasons.items()))
+    items = "".join(
+        f"<li><b>{html.escape(', '.join(sorted(keys)))}</b>: {html.escape(reason)}</li>"
+        for reason, keys in sorted(by_reason.items(), key=lambda item: sorted(item[1]))
+    )
     return f"<h2>Not measured</h2><ul id=not-measured>{items}</ul>"
 
 

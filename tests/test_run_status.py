@@ -132,3 +132,14 @@ def test_a_finished_run_is_not_given_an_end_record(tmp_path):
         logdir, done, {"cause": "killed by SIGKILL (the kernel's OOM killer, most likely)"}, oom=True
     )
     assert json.loads(path.read_text())["error"] == "out of memory (SIGKILL)"
+
+
+def test_a_run_that_ended_before_any_step_says_so_not_trained(tmp_path):
+    """A real monitor opened and closed without a step: its report says "no step ran", and so does its status."""
+    from tf_mobileperf import PerfMonitor
+
+    with PerfMonitor(tmp_path / "empty", sensors="none"):
+        pass
+    summary = listed(tmp_path)["empty/train"]
+    assert summary["success"] is True and summary["steps_measured"] == 0
+    assert (summary["status"], summary["status_text"]) == ("finished", "no step measured: no step ran")

@@ -76,8 +76,12 @@ def unreadable(error: str) -> dict:
 
 
 def finished_text(summary: dict) -> str:
-    """ "trained", or "failed at step N" (a combined run: which hosts are missing)."""
+    """ "trained"; "no step measured: why" (a run that ended before its first measured step); or "failed at
+    step N" (a combined run: which hosts are missing)."""
     if summary.get("success"):
+        if summary.get("steps_measured") == 0:
+            why = (summary.get("unavailable") or {}).get("step_time_s")
+            return f"no step measured: {why}" if why else "no step measured"
         return "trained"
     missing = summary.get("missing_hosts") or []
     if summary.get("combined") and missing:

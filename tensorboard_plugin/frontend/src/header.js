@@ -48,7 +48,7 @@ function explained(s) {
   const measured = (value, key, text) => (value == null ? why(s, key) : text);
   return [
     ["status", statusText(s),
-      s.success ? "every step ran" : s.status === "running" ? "its process is alive and measuring"
+      s.success ? (s.steps_measured === 0 ? "it ended before its first measured step: no value below was measured" : "every step ran") : s.status === "running" ? "its process is alive and measuring"
         : `training stopped at step ${s.failed_step ?? "?"}: ${(s.error || "").split("\n")[0]}`,
       isFailed(s) ? "failed" : ""],
     ["steps measured", `${s.steps_measured ?? "?"} (after ${s.warmup_steps ?? "?"} warm-up)`,

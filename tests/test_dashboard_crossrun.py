@@ -112,6 +112,39 @@ def screenshot(browser, css: str, name: str) -> None:
     browser.find_element("css selector", css).screenshot(str(OUTPUT / name))
 
 
+#: The cross-run chart's left margin, left of its tick marks (uPlot's 10 px): the columns with ink, as runs of
+#: adjacent columns; the rotated y title and the tick labels are two runs where they do not touch.
+Y_MARGIN_INK = """
+const box = document.querySelector('.crossrun');
+const canvas = box.querySelector('canvas'), over = box.querySelector('.u-over');
+const cr = canvas.getBoundingClientRect(), or = over.getBoundingClientRect(), k = canvas.width / cr.width;
+const [left, top, height] = [or.left - cr.left - 10, or.top - cr.top, or.height].map((v) => Math.round(v * k));
+const px = canvas.getContext('2d').getImageData(0, top, left, height).data;
+const runs = [];
+for (let x = 0; x < left; x++) {
+  let ink = false;
+  for (let y = 0; y < height && !ink; y++) ink = px[(y * left + x) * 4 + 3] > 128;
+  if (!ink) continue;
+  if (runs.length && runs[runs.length - 1][1] === x - 1) runs[runs.length - 1][1] = x;
+  else runs.push([x, x]);
+}
+return runs;
+"""
+
+
+def test_the_y_title_never_touches_the_tick_labels_whatever_the_quantity(tensorboard, browser):
+    show(browser, tensorboard, ("mlp-bs1/train",))
+    options = browser.execute_script(
+        "return [...document.querySelectorAll('.crossrun select.quantity option')].map((o) => o.textContent)"
+    )
+    for option in [o for o in options if not o.endswith("not measured")]:
+        pick(browser, ".crossrun select.quantity", option)
+        runs = browser.execute_script(Y_MARGIN_INK)
+        assert len(runs) >= 2, (option, runs)  # the title, then a blank column, then the labels
+    pick(browser, ".crossrun select.quantity", "samples per second")
+    screenshot(browser, ".crossrun", "crossrun-samples-axis.png")
+
+
 @pytest.mark.slow
 def test_crossrun_chart_has_one_series_per_model_on_a_log2_batch_axis_and_marks_the_failure(tensorboard, browser):
     show(browser, tensorboard, ("mlp-bs1/train",))

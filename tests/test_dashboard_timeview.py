@@ -30,6 +30,8 @@ pytestmark = pytest.mark.skipif(
 )
 
 CPU_RUN, POWER_RUNS, CLOCK_RUN = "cpu-only/train", ("power-bs8/train", "power-bs16/train"), "clocks/train"
+#: Steps of about 1-2 ms each (the small model at batch size 1, unpaced): denser than the chart's pixels.
+FAST_RUN = "fast-steps/train"
 #: Three runs on three devices: the zoo's cnn on a replayed TX2 and on a replayed AGX Orin (tegrastats logs), the
 #: small model on this machine's procfs CPU and memory.
 DEVICE_RUNS = ("tx2-replay/train", "orin-replay/train", CPU_RUN)
@@ -96,6 +98,7 @@ def tensorboard(tmp_path_factory):
     for run in POWER_RUNS:
         batch = int(run.split("-bs")[1].split("/")[0])
         train(logdir / run.split("/")[0], [power_sensor()], batch_size=batch)
+    train(logdir / FAST_RUN.split("/")[0], [power_sensor()], batch_size=1, samples=400)
     for board in ("tx2", "orin"):
         log = tmp_path_factory.mktemp(board) / f"{board}_long.log"
         log.write_text((DATA / f"{board}_tegrastats.log").read_text() * 150)
@@ -194,6 +197,70 @@ def test_memory_chart_offers_the_device_ram_limit_hidden_so_the_scale_fits_the_l
     top = next(top for title, _, _, top in browser.execute_script(COVERAGE) if title.startswith("Memory"))
     assert top < 0.5, top  # the lines set the y scale: a 23.5 GiB limit would press them into the bottom tenth
     screenshot(browser, "memory")
+
+
+#: Per line of the memory chart (not its pale bands): its legend label, and the share of the plot area's
+#: columns with a pixel of exactly its legend's colour (a line drawn under a pale band is blended with it).
+EXACT_COLOUR = """
+const chart = document.querySelector("#time-view .time-chart[data-chart='memory']");
+const canvas = chart.querySelector('canvas'), over = chart.querySelector('.u-over');
+const cr = canvas.getBoundingClientRect(), or = over.getBoundingClientRect(), k = canvas.width / cr.width;
+const [x0, y0, w, h] = [or.left - cr.left, or.top - cr.top, or.width, or.height].map((v) => Math.round(v * k));
+const px = canvas.getContext('2d').getImageData(x0, y0, w, h).data;
+return [...chart.querySelectorAll('.u-series:not(.u-off)')].filter((s) => s.querySelector('.u-marker')
+    && !s.textContent.includes('pale band') && !s.textContent.startsWith('time')).map((s) => {
+  const c = getComputedStyle(s.querySelector('.u-marker')).borderLeftColor.match(/\\d+/g).slice(0, 3).map(Number);
+  let columns = 0;
+  for (let x = 0; x < w; x++) {
+    for (let y = 0; y < h; y++) {
+      const i = (y * w + x) * 4;
+      if (px[i + 3] > 250 && Math.abs(px[i] - c[0]) + Math.abs(px[i + 1] - c[1]) + Math.abs(px[i + 2] - c[2]) < 20) {
+        columns++;
+        break;
+      }
+    }
+  }
+  return [s.textContent, columns / w];
+});
+"""
+
+
+def test_the_process_memory_line_is_drawn_over_its_peak_band_in_its_own_colour(tensorboard, browser):
+    show(browser, tensorboard, (CPU_RUN,))
+    lines = dict(browser.execute_script(EXACT_COLOUR))
+    rss = next(share for label, share in lines.items() if "proc_rss" in label)
+    # The process only grew, so its peak band lies along the RSS line: under it, the line keeps its colour.
+    assert rss > 0.5, lines
+    screenshot(browser, "memory-rss-over-peak")
+
+
+#: The columns of the first time chart's plot area where a step-start line (or the warm-up shading) is drawn,
+#: read off a row just under the plot's top, which no line of this run reaches; as runs of adjacent columns.
+STEP_MARKS = """
+const chart = document.querySelector('#time-view .time-chart');
+const canvas = chart.querySelector('canvas'), over = chart.querySelector('.u-over');
+const cr = canvas.getBoundingClientRect(), or = over.getBoundingClientRect(), k = canvas.width / cr.width;
+const [x0, y0, w] = [or.left - cr.left, or.top - cr.top, or.width].map((v) => Math.round(v * k));
+const px = canvas.getContext('2d').getImageData(x0, y0 + 2, w, 1).data;
+const marks = [];
+for (let x = 0; x < w; x++) {
+  if (px[x * 4 + 3] > 50) {  // not the grid's faint lines (alpha 0.07)
+    if (marks.length && marks[marks.length - 1][1] === x - 1) marks[marks.length - 1][1] = x;
+    else marks.push([x, x]);
+  }
+}
+return [marks, w, k];
+"""
+
+
+def test_step_lines_of_steps_denser_than_pixels_are_thinned_out(tensorboard, browser):
+    show(browser, tensorboard, (FAST_RUN,))
+    marks, width, ratio = browser.execute_script(STEP_MARKS)
+    starts = [a for a, _ in marks]
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    # 400 steps across the chart: a line at each would be a few pixels apart, a grey block.
+    assert len(marks) >= 10 and min(gaps) >= 8 * ratio - 1, (len(marks), gaps[:20], width)
+    screenshot(browser, "fast-steps")
 
 
 def test_overlaid_runs_share_one_axis_and_stack_on_request(tensorboard, browser):

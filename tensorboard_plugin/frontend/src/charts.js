@@ -11,23 +11,31 @@ import { lineLabel } from "./chartlist.js";
 import { el, fmt, NOT_MEASURED, shortReason } from "./format.js";
 import { getSeries } from "./api.js";
 import { LIMIT_COLOUR, modelColour, shade } from "./colours.js";
+import { yAxis } from "./axes.js";
 
 // One run's channels, one colour each (colour-blind-safe, no red: red marks failed steps).
 const CHANNEL_COLOURS = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#332288", "#999933", "#AA4499"];
 const DASHES = [[], [8, 4], [2, 3], [12, 3, 2, 3]];
-// A peak channel (VmHWM beside VmRSS) is drawn as a wide pale band under its value: where the two are
-// equal (a process that only grew) both stay visible.
+// A peak channel (VmHWM beside VmRSS) is drawn as a wide pale band under its value, before the lines: where
+// the two are equal (a process that only grew) both stay visible, the line in its own colour.
 const isPeak = (c) => /(^|_)peak$/.test(c.name) || /HWM/.test(c.source || "");
 const MAX_POINTS = 2000;
 
+// Step-start lines closer than this (CSS pixels) are thinned out: drawn only at the first step start this
+// far from the last line drawn, so that fast steps (1.7 ms each) do not merge into a grey block that reads as
+// warm-up shading. Zooming in brings every step's line back.
+const STEP_LINE_SPACING_PX = 8;
+
 // Draws the steps behind a time chart, of every run at its own offset: warm-up
-// grey, the failed (OOM) step red, traced steps blue, a thin line at every step start.
+// grey, the failed (OOM) step red, traced steps blue, a thin line at step starts (thinned out where dense).
 function stepBands(runs) {
   const draw = (u) => {
     const { ctx } = u;
     const { top, height } = u.bbox;
+    const spacing = STEP_LINE_SPACING_PX * uPlot.pxRatio;
     ctx.save();
     for (const r of runs) {
+      let lastLine = -Infinity;
       for (const s of r.steps) {
         const x0 = u.valToPos(s.start_s - r.t0, "x", true);
         const x1 = u.valToPos(s.end_s - r.t0, "x", true);
@@ -37,8 +45,11 @@ function stepBands(runs) {
           ctx.fillStyle = fill;
           ctx.fillRect(x0, top, Math.max(1, x1 - x0), height);
         }
-        ctx.fillStyle = "rgba(128,128,128,0.35)";
-        ctx.fillRect(x0, top, 1, height);
+        if (x0 - lastLine >= spacing) {
+          ctx.fillStyle = "rgba(128,128,128,0.35)";
+          ctx.fillRect(x0, top, 1, height);
+          lastLine = x0;
+        }
       }
     }
     ctx.restore();
@@ -137,8 +148,12 @@ export async function timeChart(view, spec) {
   if (spec.empty !== undefined) return notMeasured(spec.title, spec.empty);
   const lines = await Promise.all(spec.lines.map((line) => lineTable(view, spec, line)));
   if (spec.key === "util/CPU") lines.push(...processCpuTables(view));
-  const data = uPlot.join([extentTable(view), ...lines.map((l) => l.table)]);
-  const series = [{ label: "time (s)" }, ...lineSeries(lines, view.multi)];
+  // Peak bands first, so that every line is drawn over them in its own colour; each keeps the colour of
+  // its place among the channels.
+  const styled = lineSeries(lines, view.multi);
+  const order = lines.map((_, i) => i).sort((a, b) => Number(lines[b].peak) - Number(lines[a].peak));
+  const data = uPlot.join([extentTable(view), ...order.map((i) => lines[i].table)]);
+  const series = [{ label: "time (s)" }, ...order.map((i) => styled[i])];
   const box = el("div", { class: "chart time-chart", "data-chart": spec.key }, el("h4", { text: spec.unit ? `${spec.title} (${spec.unit})` : spec.title }));
   // A device's RAM, one line per device of the runs (hidden until asked for), in the limit colour.
   spec.limits.forEach((limit, i) => {
@@ -149,7 +164,7 @@ export async function timeChart(view, spec) {
   const chart = new uPlot({
     width: view.width, height: 220, series,
     scales: { x: { time: false } },
-    axes: [{ label: "seconds since the first measured step", stroke: "currentColor" }, { label: spec.unit, stroke: "currentColor" }],
+    axes: [{ label: "seconds since the first measured step", stroke: "currentColor" }, yAxis(spec.unit)],
     cursor: { sync: { key: view.syncKey } },
     plugins: [stepBands([...view.runs.values()])],
     hooks: { setScale: [view.zoom.hook] },
@@ -205,7 +220,7 @@ export function energyBars(steps, width, unavailable) {
     width, height: 180, series,
     // Half a step of room on each side, so the first and last steps' bars are drawn whole.
     scales: { x: { time: false, range: (u, lo, hi) => [lo - 0.5, hi + 0.5] }, y: top === null ? {} : { range: () => [0, top] } },
-    axes: [{ label: "step", stroke: "currentColor" }, { label: "J", stroke: "currentColor" }],
+    axes: [{ label: "step", stroke: "currentColor" }, yAxis("J")],
     hooks: { draw: [drawBounds(x, measured, bound, withActive ? -0.2 : 0)] },
   }, withActive ? [x, measured, other, active] : [x, measured, other], box);
   return box;

@@ -17,6 +17,7 @@ import uPlot from "uplot";
 import { getCrossrun } from "./api.js";
 import { el, fmt } from "./format.js";
 import { bestBatchTable } from "./boards.js";
+import { yAxis } from "./axes.js";
 
 // The route's answer as the chart draws it: x = log2(batch size), a series per line (its points' means),
 // the points of several runs, and the failed runs.
@@ -87,7 +88,7 @@ function drawChart(box, answer, width) {
     scales: { x: { time: false, range: () => [lo - 0.5, hi + 0.5] },
       y: { range: () => uPlot.rangeNum(Math.min(0, ...values), Math.max(...values), 0.1, true) } },
     axes: [{ label: "batch size", stroke: "currentColor", splits: () => ticks, values: (u, splits) => splits.map((v) => String(2 ** v)) },
-      { label: q.unit, stroke: "currentColor" }], // the select above names the quantity
+      yAxis(q.unit)], // the select above names the quantity
     hooks: { draw: [drawSpreads(data.shared, q.unit), drawFailures(data.failed)] },
   }, [data.x, ...data.series], box);
   if (data.shared.length) {

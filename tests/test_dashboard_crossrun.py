@@ -143,6 +143,7 @@ def test_the_y_title_never_touches_the_tick_labels_whatever_the_quantity(tensorb
         assert len(runs) >= 2, (option, runs)  # the title, then a blank column, then the labels
     pick(browser, ".crossrun select.quantity", "samples per second")
     screenshot(browser, ".crossrun", "crossrun-samples-axis.png")
+    pick(browser, ".crossrun select.quantity", options[0])  # the tab keeps the choice: back to the default
 
 
 @pytest.mark.slow

@@ -19,7 +19,7 @@ from urllib.parse import quote
 import keras
 import pytest
 
-from tf_mobileperf import MobilePerfCallback
+from tf_mobileperf import MobilePerfCallback, PerfMonitor
 from tf_mobileperf.sensors import CpuSensor, MemorySensor, ReplaySensor, SyntheticSensor
 
 from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT, serving, show
@@ -32,6 +32,8 @@ pytestmark = pytest.mark.skipif(
 CPU_RUN, POWER_RUNS, CLOCK_RUN = "cpu-only/train", ("power-bs8/train", "power-bs16/train"), "clocks/train"
 #: Steps of about 1-2 ms each (the small model at batch size 1, unpaced): denser than the chart's pixels.
 FAST_RUN = "fast-steps/train"
+#: A monitor opened and closed before any step.
+NO_STEP_RUN = "no-steps/train"
 #: Three runs on three devices: the zoo's cnn on a replayed TX2 and on a replayed AGX Orin (tegrastats logs), the
 #: small model on this machine's procfs CPU and memory.
 DEVICE_RUNS = ("tx2-replay/train", "orin-replay/train", CPU_RUN)
@@ -99,6 +101,8 @@ def tensorboard(tmp_path_factory):
         batch = int(run.split("-bs")[1].split("/")[0])
         train(logdir / run.split("/")[0], [power_sensor()], batch_size=batch)
     train(logdir / FAST_RUN.split("/")[0], [power_sensor()], batch_size=1, samples=400)
+    with PerfMonitor(logdir / NO_STEP_RUN.split("/")[0], sensors=[MemorySensor()]):
+        pass
     for board in ("tx2", "orin"):
         log = tmp_path_factory.mktemp(board) / f"{board}_long.log"
         log.write_text((DATA / f"{board}_tegrastats.log").read_text() * 150)
@@ -261,6 +265,21 @@ def test_step_lines_of_steps_denser_than_pixels_are_thinned_out(tensorboard, bro
     # 400 steps across the chart: a line at each would be a few pixels apart, a grey block.
     assert len(marks) >= 10 and min(gaps) >= 8 * ratio - 1, (len(marks), gaps[:20], width)
     screenshot(browser, "fast-steps")
+
+
+def test_a_run_without_a_measured_step_says_so_in_its_header(tensorboard, browser):
+    show(browser, tensorboard, (NO_STEP_RUN,))
+    header = browser.execute_script(
+        "return [...document.querySelectorAll('#run-details .header span')].map((s) => [s.textContent, s.title]);"
+    )
+    status, hover = next((text, title) for text, title in header if text.startswith("status:"))
+    assert status == "status: no step measured: no step ran"
+    assert hover == "it ended before its first measured step: no value below was measured"
+    values = dict(text.split(": ", 1) for text, _ in header)
+    # Its memory sensor was there: its peak says why it is missing; it had no power sensor, and says that.
+    assert values["peak memory (system)"] == "no step measured"
+    assert values["energy total"] == values["GPU util"] == "not measured on this device"
+    screenshot(browser, "no-steps")
 
 
 def test_overlaid_runs_share_one_axis_and_stack_on_request(tensorboard, browser):

@@ -124,11 +124,18 @@ function headerLine(items) {
   return line;
 }
 
+// A run that ended before its first measured step may have had the sensors: a number missing for that reason
+// (its report's "no step ran") says "no step measured", not "not measured on this device".
+function overNoStep(items) {
+  const noStep = (v, title) => v === NOT_MEASURED && String(title).startsWith("not measured: no step ran");
+  return items.map(([k, v, title, ...rest]) => [k, noStep(v, title) ? "no step measured" : v, title, ...rest]);
+}
+
 export function runHeader(run, s, profile) {
   // The model's colour (its lines' when runs are overlaid, as in `mobileperf plot`) beside its name.
   const swatch = s.model ? [el("span", { class: "swatch", title: `${s.model}'s colour`, style: `background:${modelColour(s.model)}` })] : [];
   const box = el("div", {}, el("h3", {}, ...swatch, `${run}${s.model ? " — " + s.model : ""}${s.batch_size ? ", batch " + s.batch_size : ""}`));
-  box.append(headerLine([...explained(s), ...boardItems(s)]));
+  box.append(headerLine([...overNoStep(explained(s)), ...boardItems(s)]));
   if (s.error) box.append(el("div", { class: "failed", text: s.error.split("\n")[0] }));
   for (const p of profile || []) {
     box.append(el("div", {}, "TF profiler trace of the traced steps (blue): ",

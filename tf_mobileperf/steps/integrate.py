@@ -56,19 +56,21 @@ def _interval_max(t: np.ndarray, per_interval: np.ndarray, starts: np.ndarray, e
     return _range_reduce(np.maximum, per_interval, first, np.maximum(last + 1, first + 1))
 
 
-def _coverage(t: np.ndarray, starts: np.ndarray, ends: np.ndarray, max_gap_s: float) -> np.ndarray:
-    """True where samples bracket the window and no interval inside it exceeds max_gap_s."""
+def coverage(t: np.ndarray, starts: np.ndarray, ends: np.ndarray, max_gap_s: float) -> np.ndarray:
+    """Which windows are complete: True where the valid samples at ``t`` bracket the window and no interval
+    inside it exceeds ``max_gap_s``. Channels read together share it (``steps.join`` computes it once)."""
     if len(t) < 2:
         return np.zeros(len(starts), dtype=bool)
     covered = (t[0] <= starts) & (ends <= t[-1])
     return covered & (_interval_max(t, np.diff(t), starts, ends) <= max_gap_s)
 
 
-def _per_window(compute, t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
-    """Runs ``compute(t, v, s, e)`` on the finite samples for the complete windows only."""
+def _per_window(compute, t, values, starts, ends, max_gap_s, complete=None) -> tuple[np.ndarray, np.ndarray]:
+    """Runs ``compute(t, v, s, e)`` on the finite samples for the complete windows only (``complete``: their
+    ``coverage``, where already known)."""
     ok = np.isfinite(values)
     t, values = t[ok], values[ok]
-    complete = _coverage(t, starts, ends, max_gap_s)
+    complete = coverage(t, starts, ends, max_gap_s) if complete is None else complete
     out = np.full(len(starts), np.nan)
     if complete.any():
         out[complete] = compute(t, values, starts[complete], ends[complete])
@@ -85,9 +87,9 @@ def _peak(t, values, s, e):
     return np.fmax(inside, np.maximum(np.interp(s, t, values), np.interp(e, t, values)))
 
 
-def window_energy(t, power, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
+def window_energy(t, power, starts, ends, max_gap_s, complete=None) -> tuple[np.ndarray, np.ndarray]:
     """Energy (J) of each window from power samples (W); NaN where incomplete."""
-    return _per_window(_energy, t, power, starts, ends, max_gap_s)
+    return _per_window(_energy, t, power, starts, ends, max_gap_s, complete)
 
 
 @dataclasses.dataclass
@@ -105,7 +107,7 @@ class CounterWindows:
 
 
 def window_counter_delta(
-    t, counter, starts, ends, max_gap_s, read_s: float | None = None, busy: tuple | None = None
+    t, counter, starts, ends, max_gap_s, read_s: float | None = None, busy: tuple | None = None, complete=None
 ) -> CounterWindows:
     """Increase of a cumulative counter (J) over each window and its bound: each update interval's exact
     energy shared among the busy windows and the time between them by a fitted model
@@ -114,7 +116,7 @@ def window_counter_delta(
     ok = np.isfinite(counter)
     t, counter = t[ok], counter[ok]
     out = np.full(len(starts), np.nan)
-    complete = _coverage(t, starts, ends, max_gap_s)
+    complete = coverage(t, starts, ends, max_gap_s) if complete is None else complete.copy()
     if not complete.any():
         return CounterWindows(out, complete, None, out.copy())
     series = counter_series(t, counter, read_s)
@@ -130,9 +132,9 @@ def window_counter_delta(
     return CounterWindows(out, complete, series.update_period_s, bound, split)
 
 
-def window_peak(t, values, starts, ends, max_gap_s) -> tuple[np.ndarray, np.ndarray]:
+def window_peak(t, values, starts, ends, max_gap_s, complete=None) -> tuple[np.ndarray, np.ndarray]:
     """Largest value in each window: samples inside it and the edge interpolations."""
-    return _per_window(_peak, t, values, starts, ends, max_gap_s)
+    return _per_window(_peak, t, values, starts, ends, max_gap_s, complete)
 
 
 def power_bound(t: np.ndarray, power: np.ndarray, starts: np.ndarray, ends: np.ndarray, held: bool) -> np.ndarray:

@@ -41,7 +41,14 @@ import numpy as np
 from tf_mobileperf.format.gaps import GAP_FACTOR, MIN_GAP_S, allowed_gap_s, own_period_s
 from tf_mobileperf.sensors.base import RAIL_KINDS, Channel
 from tf_mobileperf.steps.counter import update_period_s
-from tf_mobileperf.steps.integrate import CounterWindows, power_bound, window_counter_delta, window_energy, window_peak
+from tf_mobileperf.steps.integrate import (
+    CounterWindows,
+    coverage,
+    power_bound,
+    window_counter_delta,
+    window_energy,
+    window_peak,
+)
 from tf_mobileperf.steps.reductions import BY_KIND
 
 
@@ -106,14 +113,17 @@ class Windows:
     max_gap_s: float
     read_s: float
     busy: tuple[np.ndarray, np.ndarray] | None = None  # every step window around (``window_counter_delta``)
+    complete: np.ndarray | None = None  # the windows the valid samples cover (``integrate.coverage``)
 
     @functools.cached_property
     def _integral(self) -> tuple[np.ndarray, np.ndarray]:
-        return window_energy(self.t, self.column, self.starts, self.ends, self.max_gap_s)
+        return window_energy(self.t, self.column, self.starts, self.ends, self.max_gap_s, self.complete)
 
     @functools.cached_property
     def _counter(self) -> CounterWindows:
-        return window_counter_delta(self.t, self.column, self.starts, self.ends, self.max_gap_s, self.read_s, self.busy)
+        return window_counter_delta(
+            self.t, self.column, self.starts, self.ends, self.max_gap_s, self.read_s, self.busy, self.complete
+        )
 
     @functools.cached_property
     def _update_period_s(self) -> float | None:
@@ -145,10 +155,10 @@ class Windows:
         return np.where(self._integral[1], out, np.nan)
 
     def peak(self) -> np.ndarray:
-        return window_peak(self.t, self.column, self.starts, self.ends, self.max_gap_s)[0]
+        return window_peak(self.t, self.column, self.starts, self.ends, self.max_gap_s, self.complete)[0]
 
     def lowest(self) -> np.ndarray:
-        return -window_peak(self.t, -self.column, self.starts, self.ends, self.max_gap_s)[0]
+        return -window_peak(self.t, -self.column, self.starts, self.ends, self.max_gap_s, self.complete)[0]
 
     def reduce(self, kind: str) -> tuple[dict[str, np.ndarray], np.ndarray, float | None]:
         """Every reduction of ``kind``, which windows are complete, and the update period of the values
@@ -197,11 +207,19 @@ def join(
     if starts.shape != ends.shape or np.any(ends < starts):
         raise ValueError("step windows need start <= end, one start per end")
     out = {}
+    # Channels read together (one sensor's) have valid values in the same rows: their own period, allowed
+    # gap and covered windows are worked out once for them all.
+    shared: dict[bytes, tuple[float, float, np.ndarray]] = {}
     for i, channel in enumerate(channels):
         column = values[:, i]
-        read = max(period_s, period_s if (own := own_period_s(t, column)) is None else own)
-        max_gap = allowed_gap_s(read, gap_factor, min_gap_s)
-        windows = Windows(t, column, starts, ends, max_gap, read, busy)
+        valid = np.isfinite(column)
+        if (key := valid.tobytes()) not in shared:
+            own = own_period_s(t, column)
+            read = max(period_s, period_s if own is None else own)
+            max_gap = allowed_gap_s(read, gap_factor, min_gap_s)
+            shared[key] = (read, max_gap, coverage(t[valid], starts, ends, max_gap))
+        read, max_gap, complete = shared[key]
+        windows = Windows(t, column, starts, ends, max_gap, read, busy, complete.copy())
         reductions, complete, update = windows.reduce(channel.kind)
         method = bound = None
         if channel.kind in RAIL_KINDS:

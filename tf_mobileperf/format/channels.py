@@ -20,9 +20,11 @@ CHANNEL_KEYS = ("name", "kind", "unit")
 
 
 def parse_channels(data: dict, name: str = CHANNELS_FILE) -> dict:
-    """``data`` (a loaded ``channels.json``) checked and in the shape of ``CHANNELS_VERSION``.
+    """``data`` checked and in the shape of ``CHANNELS_VERSION``; the input is not changed.
 
-    ``name`` is what error messages call the file. The input is not changed.
+    Args:
+        data: A loaded ``channels.json``.
+        name: What error messages call the file.
 
     Raises:
         ValueError: the version is missing, not a whole number, or one this

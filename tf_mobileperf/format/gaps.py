@@ -15,14 +15,30 @@ MIN_GAP_S = 0.1
 
 
 def allowed_gap_s(period_s: float, gap_factor: float = GAP_FACTOR, min_gap_s: float = MIN_GAP_S) -> float:
-    """Longest stretch without a valid sample that is still jitter, not a hole."""
+    """The longest stretch without a valid sample that is still jitter, not a hole.
+
+    Args:
+        period_s: The channel's read period (s).
+        gap_factor: How many periods a stretch may last.
+        min_gap_s: The shortest allowed stretch, whatever the period.
+
+    Returns:
+        Seconds: ``gap_factor`` periods, at least ``min_gap_s``.
+    """
     return max(gap_factor * period_s, min_gap_s)
 
 
 def median_spacing(t: np.ndarray, at_most: int = 4096) -> float | None:
-    """The median interval of the increasing ``t`` (None with fewer than two), from at most ``at_most``
-    intervals spread over it: a robust typical spacing, cheap for a million samples (the collector asks for
-    it per channel at every join)."""
+    """The median interval of the increasing ``t``: a robust typical spacing, cheap for a million samples
+    (the join asks for it per sensor at every join).
+
+    Args:
+        t: Increasing times (s).
+        at_most: The most intervals looked at, spread evenly over ``t``.
+
+    Returns:
+        Seconds; None with fewer than two times.
+    """
     spacing = np.diff(t)
     if len(spacing) > at_most:
         spacing = spacing[:: len(spacing) // at_most]
@@ -30,6 +46,14 @@ def median_spacing(t: np.ndarray, at_most: int = 4096) -> float | None:
 
 
 def own_period_s(t: np.ndarray, column: np.ndarray) -> float | None:
-    """A channel's own period: the median interval between its finite readings (None with fewer than 3)."""
+    """A channel's own period: the median interval between its finite readings.
+
+    Args:
+        t: The rows' times (s).
+        column: The channel's values in those rows (NaN: no reading).
+
+    Returns:
+        Seconds; None with fewer than three readings.
+    """
     valid_t = t[np.isfinite(column)]
     return median_spacing(valid_t) if len(valid_t) > 2 else None

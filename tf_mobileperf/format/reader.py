@@ -53,6 +53,14 @@ def open_file(path: Path, limit: int | None, logdir: Path | None = None) -> Bina
     path was resolved, then checked with ``fstat``: a FIFO, a device or a
     folder is refused before anything reads it.
 
+    Args:
+        path: The file.
+        limit: The most bytes it may hold (None: any size).
+        logdir: The folder it must resolve inside, and that messages name it from (None: anywhere).
+
+    Returns:
+        The open binary file (the caller closes it), or None where ``path`` does not exist.
+
     Raises:
         OutsideLogdir: ``logdir`` is given and ``path`` resolves outside it.
         ValueError: a symlink loop, not a regular file, or over ``limit`` bytes.
@@ -81,7 +89,16 @@ def open_file(path: Path, limit: int | None, logdir: Path | None = None) -> Bina
 
 
 def read_bytes(path: Path, limit: int, logdir: Path | None = None) -> bytes | None:
-    """The bytes of ``path`` (at most ``limit``, even if it grows); None if there is none."""
+    """The bytes of ``path``; None if there is none.
+
+    Args:
+        path: The file.
+        limit: The most bytes read, even if the file grows while it is read.
+        logdir: As ``open_file``'s.
+
+    Raises:
+        ValueError: as ``open_file``, or the file grew over ``limit`` (naming it).
+    """
     file = open_file(path, limit, logdir)
     if file is None:
         return None
@@ -93,8 +110,16 @@ def read_bytes(path: Path, limit: int, logdir: Path | None = None) -> bytes | No
 
 
 def read_json(path: Path, limit: int = MAX_JSON_BYTES, logdir: Path | None = None) -> dict | None:
-    """The JSON object in ``path`` (NaN and infinity as None); None if there is none. Anything else is a
-    ValueError naming the file."""
+    """The JSON object in ``path``, NaN and infinity read as None; None if there is none.
+
+    Args:
+        path: The file.
+        limit: The most bytes it may hold.
+        logdir: As ``open_file``'s.
+
+    Raises:
+        ValueError: it is not JSON, nests too deeply, is not an object, or cannot be read (naming the file).
+    """
     body = read_bytes(path, limit, logdir)
     if body is None:
         return None
@@ -111,8 +136,12 @@ def read_json(path: Path, limit: int = MAX_JSON_BYTES, logdir: Path | None = Non
 
 
 def read_report(directory: str | Path, logdir: Path | None = None) -> dict | None:
-    """The ``report.json`` in ``directory`` (a logdir, or a run's ``PLUGIN_DIR``), in the format written now
-    (one without a version is upgraded) and checked against the report's schema; None if there is none.
+    """The ``report.json`` in ``directory``, in the format written now (one without a version is upgraded)
+    and checked against the report's schema; None if there is none.
+
+    Args:
+        directory: A logdir, or a run's ``PLUGIN_DIR``.
+        logdir: As ``open_file``'s.
 
     Raises:
         schema.ReportError: it does not hold what the schema says, or is of a newer version (naming the file
@@ -154,11 +183,18 @@ def read_progress(path: str | Path) -> int | None:
 
 
 def read_series(run_dir: str | Path, logdir: Path | None = None) -> tuple[dict, np.ndarray]:
-    """Reads (header, rows) of a run's series; rows[:, 0] is time.
+    """Reads (header, rows) of a run's series.
 
     The header is ``channels.json`` checked and upgraded by
     ``channels.parse_channels``. The rows are memory-mapped: slicing a
     window reads only that window; a torn last row is left out.
+
+    Args:
+        run_dir: The run's folder (``RunLayout.of_run`` finds its files).
+        logdir: As ``open_file``'s.
+
+    Returns:
+        (the header, the rows as an (n, columns) float64 array whose column 0 is the time in seconds).
 
     Raises:
         FileNotFoundError: the run has no ``channels.json`` or ``samples.bin``.

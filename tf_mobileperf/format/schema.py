@@ -160,15 +160,32 @@ ROW = Shape(
 
 
 def stamped(data: dict, kind: str) -> dict:
-    """``data`` marked as a report of ``kind`` in the format written now (``format_version`` and ``kind`` first)."""
+    """``data`` marked as a report of ``kind`` in the format written now.
+
+    Args:
+        data: The report's fields.
+        kind: One of ``SHAPES`` (REPORT, COMBINED, SWEEP_SUMMARY...).
+
+    Returns:
+        A new dict: ``format_version`` and ``kind`` first, then ``data``'s other fields.
+
+    Raises:
+        ValueError: ``kind`` is not a kind of report.
+    """
     if kind not in SHAPES:
         raise ValueError(f"unknown kind of report {kind!r}")
     return {"format_version": REPORT_VERSION, "kind": kind} | {k: v for k, v in data.items() if k not in ENVELOPE}
 
 
 def upgraded(data: Any, name: str, kinds: tuple[str, ...] = (REPORT,), what: str = "a report") -> dict:
-    """``data`` (a loaded report of one of ``kinds``) in the format written now: a report without a version
-    (version 1) gets its version and kind, as its readers took it (a combined report said ``"combined": true``).
+    """``data`` in the format written now: a report without a version (version 1) gets its version and kind,
+    as its readers took it (a combined report said ``"combined": true``).
+
+    Args:
+        data: A loaded report of one of ``kinds``.
+        name: What errors call it (a file name).
+        kinds: The kinds of report it may be; a version-1 report is the first (or COMBINED, where it says so).
+        what: What errors say it is ("a report", "a run summary").
 
     Raises:
         ReportError: not an object; a version this package does not read (a newer one asks to upgrade
@@ -195,16 +212,32 @@ def _version_problem(version: object) -> str:
 
 
 def check_report(data: Any, name: str, kinds: tuple[str, ...] = (REPORT,)) -> dict:
-    """``data`` (a loaded report of one of ``kinds``; ``name`` is what errors call it) upgraded to the format
-    written now and checked against its kind's shape, with NaN and infinity as null. Raises ReportError naming
-    the first field that is not what the schema says."""
+    """``data`` upgraded to the format written now and checked against its kind's shape, NaN and infinity
+    as null.
+
+    Args:
+        data: A loaded report of one of ``kinds``.
+        name: What errors call it (a file name).
+        kinds: The kinds of report it may be.
+
+    Raises:
+        ReportError: naming the first field that is not what the schema says (``upgraded``'s errors too).
+    """
     data = upgraded(data, name, kinds)
     return checked(data, SHAPES[data["kind"]], name, "a report")
 
 
 def check_summary(data: Any, name: str) -> dict:
-    """A run summary (a report or combined report without its steps, and a ``status``) upgraded and checked; a
-    finished run's must say whether it succeeded. Raises ReportError."""
+    """A run summary upgraded and checked: a report or combined report without its steps, with a ``status``;
+    a finished run's must say whether it succeeded.
+
+    Args:
+        data: The loaded summary.
+        name: What errors call it.
+
+    Raises:
+        ReportError: naming the first field that is not what the schema says.
+    """
     data = checked(upgraded(data, name, (REPORT, COMBINED), "a run summary"), SUMMARY, name, "a run summary")
     if data.get("status", FINISHED) == FINISHED and "success" not in data:
         raise ReportError(name, "success", "is missing")
@@ -212,5 +245,13 @@ def check_summary(data: Any, name: str) -> dict:
 
 
 def check_row(data: Any, name: str) -> dict:
-    """A sweep's result row checked (``name``: "results.json row 3"). Raises ReportError."""
+    """A sweep's result row checked.
+
+    Args:
+        data: The loaded row.
+        name: What errors call it ("results.json row 3").
+
+    Raises:
+        ReportError: naming the first field that is not what the schema says.
+    """
     return checked(data, ROW, name, "a result row")

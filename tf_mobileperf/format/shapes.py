@@ -142,6 +142,17 @@ def _check_fields(data: dict, shape: Shape, name: str, prefix: str = "") -> None
 
 
 def checked(data: Any, shape: Shape, name: str, what: str) -> dict:
+    """``data`` with NaN and infinity as null, checked field by field against ``shape``.
+
+    Args:
+        data: The loaded object.
+        shape: What its fields must be.
+        name: What errors call it (a file name).
+        what: What errors say it is ("a report").
+
+    Raises:
+        ReportError: ``data`` is not an object, or names the first field that is not what ``shape`` says.
+    """
     if not isinstance(data, dict):
         raise ReportError(name, "", f"is a JSON {json_type(data)}, not an object ({what})")
     data = finite(data)

@@ -21,6 +21,14 @@ def write_json(path: Path, data: dict | list) -> None:
     The temporary file has a name of its own in the same folder, so writers
     to one path never collide (the last rename wins), and it is removed if
     anything fails.
+
+    Args:
+        path: Where the file goes (its folder must exist).
+        data: What to write; NaN and infinity are refused (``write_report`` makes them null).
+
+    Raises:
+        ValueError: ``data`` holds NaN or infinity.
+        OSError: the folder cannot be written (disk full, read-only, gone).
     """
     text = json.dumps(data, indent=2, allow_nan=False)
     path = Path(path)
@@ -39,8 +47,20 @@ def write_json(path: Path, data: dict | list) -> None:
 
 
 def write_report(path: Path, report: dict, kind: str) -> dict:
-    """Writes ``report`` as a report of ``kind`` (``schema``: report, combined, sweep_summary) in the format
-    written now, NaN and infinity as null, atomically; returns what it wrote."""
+    """Writes ``report`` in the format written now, NaN and infinity as null, atomically (``write_json``).
+
+    Args:
+        path: The report's file.
+        report: Its fields.
+        kind: The kind of report (``schema``: report, combined, sweep_summary).
+
+    Returns:
+        What it wrote: ``report`` stamped with its version and kind.
+
+    Raises:
+        ValueError: ``kind`` is not a kind of report.
+        OSError: as ``write_json``.
+    """
     report = schema.stamped(finite(report), kind)
     write_json(path, report)
     return report

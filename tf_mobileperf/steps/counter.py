@@ -64,7 +64,15 @@ def _narrow(before: np.ndarray, after: np.ndarray) -> np.ndarray:
 
 
 def update_period_s(t: np.ndarray, v: np.ndarray) -> float | None:
-    """The median time between changes of the finite readings ``v`` (None with fewer than two changes)."""
+    """The period at which the readings change (``_changes``: spacings rounded to whole periods).
+
+    Args:
+        t: The rows' times (s), increasing.
+        v: A channel's readings in those rows (NaN: no reading).
+
+    Returns:
+        Seconds; None with fewer than two changes.
+    """
     ok = np.isfinite(v)
     return _changes(t[ok], v[ok])[2]
 
@@ -134,7 +142,16 @@ def counter_series(t: np.ndarray, v: np.ndarray, read_s: float | None = None) ->
     Where the counter steps back (a driver reload: it starts again near 0, on an update clock of its own),
     the readings after it are a new series with its own grid, known from its first change on (when the
     reload came is unknown), and the interval between the two is ``broken``: no grid is fitted across the
-    fault."""
+    fault.
+
+    Args:
+        t: The readings' times (s), increasing.
+        v: The counter's finite readings (J), at least one.
+        read_s: The read interval (s); by default the median one.
+
+    Returns:
+        ``CounterSeries``.
+    """
     read_s = median_spacing(t) if read_s is None else read_s
     cuts = np.flatnonzero(v[1:] < v[:-1]) + 1
     if not len(cuts):
@@ -194,9 +211,18 @@ def frozen(t: np.ndarray, v: np.ndarray) -> tuple[float, float] | None:
 
 
 def settled_until(t: np.ndarray, values: np.ndarray, channels: list[Channel], stale_s: float) -> float:
-    """The time up to which every energy counter's series is final: the earliest last point of the
-    counters (inf without one). A counter without a valid reading in the last ``stale_s`` is left out:
-    its windows will be incomplete whatever comes."""
+    """The time up to which every energy counter's series is final: the earliest last point of the counters.
+
+    Args:
+        t: The rows' times (s), increasing.
+        values: The rows' values, one column per channel.
+        channels: The columns' channels; those of kind "energy" are the counters.
+        stale_s: A counter without a valid reading in the last ``stale_s`` is left out: its windows will be
+            incomplete whatever comes.
+
+    Returns:
+        Seconds; inf without a counter.
+    """
     ends = []
     for i, channel in enumerate(channels):
         if channel.kind != "energy":

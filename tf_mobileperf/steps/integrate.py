@@ -33,7 +33,16 @@ def _integral_to(t: np.ndarray, v: np.ndarray, cum: np.ndarray, x: np.ndarray) -
 
 
 def integral_at(t: np.ndarray, v: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Integral of the piecewise-linear v from t[0] to each x (clipped to [t[0], t[-1]])."""
+    """The integral of the piecewise-linear ``v`` from ``t[0]`` to each ``x``.
+
+    Args:
+        t: Increasing times (s), at least two.
+        v: The values at ``t``.
+        x: Where each integral ends; clipped to [t[0], t[-1]].
+
+    Returns:
+        One integral per ``x`` (power in W gives J).
+    """
     return _integral_to(t, v, _cumulative(t, v), np.clip(x, t[0], t[-1]))
 
 
@@ -57,8 +66,17 @@ def _interval_max(t: np.ndarray, per_interval: np.ndarray, starts: np.ndarray, e
 
 
 def coverage(t: np.ndarray, starts: np.ndarray, ends: np.ndarray, max_gap_s: float) -> np.ndarray:
-    """Which windows are complete: True where the valid samples at ``t`` bracket the window and no interval
-    inside it exceeds ``max_gap_s``. Channels read together share it (``steps.join`` computes it once)."""
+    """Which windows are complete: the valid samples bracket the window and no interval inside it exceeds
+    ``max_gap_s``. Channels read together share it (``steps.join`` works it out once for them).
+
+    Args:
+        t: The times of a channel's valid samples (s), increasing.
+        starts, ends: Each window's start and end (s).
+        max_gap_s: The longest interval a complete window may overlap.
+
+    Returns:
+        A bool per window.
+    """
     if len(t) < 2:
         return np.zeros(len(starts), dtype=bool)
     covered = (t[0] <= starts) & (ends <= t[-1])
@@ -88,7 +106,18 @@ def _peak(t, values, s, e):
 
 
 def window_energy(t, power, starts, ends, max_gap_s, complete=None) -> tuple[np.ndarray, np.ndarray]:
-    """Energy (J) of each window from power samples (W); NaN where incomplete."""
+    """The energy of each window from power samples: the trapezoid integral between its edges.
+
+    Args:
+        t: The rows' times (s), increasing.
+        power: The channel's values in those rows (NaN: no reading).
+        starts, ends: Each window's start and end (s).
+        max_gap_s: The longest stretch without a valid value a complete window may overlap.
+        complete: The windows' ``coverage``, where the caller knows it already (channels read together).
+
+    Returns:
+        (energy in J per window, NaN where incomplete; which windows are complete).
+    """
     return _per_window(_energy, t, power, starts, ends, max_gap_s, complete)
 
 
@@ -109,10 +138,21 @@ class CounterWindows:
 def window_counter_delta(
     t, counter, starts, ends, max_gap_s, read_s: float | None = None, busy: tuple | None = None, complete=None
 ) -> CounterWindows:
-    """Increase of a cumulative counter (J) over each window and its bound: each update interval's exact
-    energy shared among the busy windows and the time between them by a fitted model
-    (``steps.attribution``; ``busy``: (starts, ends) of every step around, by default the windows
-    themselves); see ``CounterWindows``."""
+    """The increase of a cumulative counter over each window and its bound: each update interval's exact
+    energy shared among the busy windows and the time between them by a fitted model (``steps.attribution``).
+
+    Args:
+        t: The rows' times (s), increasing.
+        counter: The counter's readings in those rows (J; NaN: no reading).
+        starts, ends: Each window's start and end (s).
+        max_gap_s: The longest stretch without a valid reading a complete window may overlap.
+        read_s: The counter's read interval (s; by default the median one).
+        busy: (starts, ends) of every step around the windows, joined now or not (by default the windows).
+        complete: The windows' ``coverage``, where the caller knows it already.
+
+    Returns:
+        ``CounterWindows``.
+    """
     ok = np.isfinite(counter)
     t, counter = t[ok], counter[ok]
     out = np.full(len(starts), np.nan)
@@ -133,16 +173,38 @@ def window_counter_delta(
 
 
 def window_peak(t, values, starts, ends, max_gap_s, complete=None) -> tuple[np.ndarray, np.ndarray]:
-    """Largest value in each window: samples inside it and the edge interpolations."""
+    """The largest value in each window: of the samples inside it and the values interpolated at its edges.
+
+    Args:
+        t: The rows' times (s), increasing.
+        values: The channel's values in those rows (NaN: no reading).
+        starts, ends: Each window's start and end (s).
+        max_gap_s: The longest stretch without a valid value a complete window may overlap.
+        complete: The windows' ``coverage``, where the caller knows it already (channels read together).
+
+    Returns:
+        (the largest value per window, NaN where incomplete; which windows are complete).
+    """
     return _per_window(_peak, t, values, starts, ends, max_gap_s, complete)
 
 
 def power_bound(t: np.ndarray, power: np.ndarray, starts: np.ndarray, ends: np.ndarray, held: bool) -> np.ndarray:
-    """Each window's bound (J) on its energy from power samples, from its two edges: between the points
-    around an edge where the value changed, the power may have moved anywhere between their two values.
+    """Each window's bound on its energy from power samples, from its two edges: between the points around
+    an edge where the value changed, the power may have moved anywhere between their two values.
+
     A value read as it changes (a 5 ms rail) is off by at most that change times the shorter side of the
     edge; a ``held`` one (updated slower than it is read, as NVML's power fields: each value the power of
-    one instant or a part of the update interval) by the change times the whole interval."""
+    one instant or a part of the update interval) by the change times the whole interval.
+
+    Args:
+        t: The rows' times (s), increasing.
+        power: The rail's power in those rows (W; NaN: no reading).
+        starts, ends: Each window's start and end (s).
+        held: Whether the values are held between updates slower than the reads.
+
+    Returns:
+        The bound in J per window (NaN with fewer than two readings).
+    """
     ok = np.isfinite(power)
     t, power = t[ok], power[ok]
     if len(t) < 2:

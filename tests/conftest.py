@@ -9,6 +9,7 @@ cores in /proc/cpuinfo (online ones only) and their device-tree nodes.
 
 from __future__ import annotations
 
+import signal
 from collections import Counter
 from pathlib import Path
 
@@ -16,6 +17,12 @@ import pytest
 
 #: The fixtures tests of several modules share.
 pytest_plugins = ["helpers.fixtures"]
+
+# A suite started in the background by a shell without job control (`make test &` in a script) inherits
+# SIGINT ignored, and so would every process it starts: the Ctrl-C tests need Python's own handler, which
+# a started process then gets back (exec resets a handled signal to its default, not an ignored one).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 DATA = Path(__file__).parent / "data"
 

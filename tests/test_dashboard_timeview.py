@@ -279,6 +279,12 @@ def test_a_run_without_a_measured_step_says_so_in_its_header(tensorboard, browse
     # Its memory sensor was there: its peak says why it is missing; it had no power sensor, and says that.
     assert values["peak memory (system)"] == "no step measured"
     assert values["energy total"] == values["GPU util"] == "not measured on this device"
+    row = browser.execute_script(
+        "return [...document.querySelectorAll('#runs-table tr')].map((r) => [...r.cells].map((c) => c.textContent))"
+        ".find((cells) => cells[0] === arguments[0]);",
+        NO_STEP_RUN,
+    )
+    assert row[2:4] == ["not given", "no step measured: no step ran"]  # batch size was not passed: no measurement
     screenshot(browser, "no-steps")
 
 

@@ -65,7 +65,7 @@ export function energyPerStep(summary) {
 const COLUMNS = [
   ["run", (r) => r.run],
   ["model", (r) => r.summary.model ?? ""],
-  ["batch size", (r) => r.summary.batch_size ?? null],
+  ["batch size", (r) => r.summary.batch_size ?? null, (v) => (v == null ? "not given" : String(v))], // an input, not a measurement
   ["status", (r) => statusText(r.summary)],
   ["energy/step (J)", (r) => energyPerStep(r.summary)],
   ["J/sample", (r) => r.summary.energy_per_sample_j ?? null],
@@ -73,7 +73,7 @@ const COLUMNS = [
   ["mean power (W)", (r) => r.summary.power_avg ?? null],
   ["peak memory (GiB)", (r) => r.summary.mem_peak_gb ?? null],
   ["GPU util (%)", (r) => r.summary.gpu_util_avg ?? null],
-].map(([title, get]) => ({ title, get }));
+].map(([title, get, text]) => ({ title, get, text }));
 
 export function runTable(runs) {
   return sortableTable(COLUMNS, runs, { attrs: { id: "runs-table" }, sortKey: 0,

@@ -176,11 +176,7 @@ def window_peak(t, values, starts, ends, max_gap_s, complete=None) -> tuple[np.n
     """The largest value in each window: of the samples inside it and the values interpolated at its edges.
 
     Args:
-        t: The rows' times (s), increasing.
-        values: The channel's values in those rows (NaN: no reading).
-        starts, ends: Each window's start and end (s).
-        max_gap_s: The longest stretch without a valid value a complete window may overlap.
-        complete: The windows' ``coverage``, where the caller knows it already (channels read together).
+        t, values, starts, ends, max_gap_s, complete: As ``window_energy``'s (``values`` for ``power``).
 
     Returns:
         (the largest value per window, NaN where incomplete; which windows are complete).

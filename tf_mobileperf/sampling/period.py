@@ -25,12 +25,14 @@ def check_period(period: float, unit: str = "s") -> float:
         ValueError: it is shorter than the sampler can sustain (``MIN_PERIOD_S``) or longer than
             ``MAX_PERIOD_S`` (the message says when seconds look like milliseconds).
     """
-    least = MIN_PERIOD_S * {"s": 1.0, "ms": 1e3}[unit]
+    scale = {"s": 1.0, "ms": 1e3}[unit]
     if isinstance(period, bool) or not isinstance(period, (int, float)) or not math.isfinite(period):
         raise TypeError(f"sample period must be a finite number of {unit}, got {period!r}")
-    if period < least:
-        raise ValueError(f"sample period must be >= {least:g} {unit} (what the sampler can sustain), got {period}")
-    if period > MAX_PERIOD_S * {"s": 1.0, "ms": 1e3}[unit]:
+    if period < MIN_PERIOD_S * scale:
+        raise ValueError(
+            f"sample period must be >= {MIN_PERIOD_S * scale:g} {unit} (what the sampler can sustain), got {period}"
+        )
+    if period > MAX_PERIOD_S * scale:
         raise ValueError(
             f"sample period must be at most {MAX_PERIOD_S:g} s, got {period} {unit}"
             + (" (the period is in seconds: 5 ms is 0.005)" if unit == "s" else "")

@@ -226,10 +226,10 @@ class RunCpu:
         """``report`` with its ``contention`` block, or the reasons it and ``process_cpu_util_avg`` are null."""
         block, reason = self.contention(report.totals.others)
         report.contention = block.to_dict() if block else None
+        no_step = report.unavailable.get("step_time_s")  # why the run measured no step, if it did not
         if reason:
-            report.unavailable["contention"] = reason
+            report.unavailable["contention"] = (no_step if self._begin is None else None) or reason
         if report.totals.mean("process_cpu_util") is None:
-            no_step = report.unavailable.get("step_time_s")
             report.unavailable["process_cpu_util_avg"] = (
                 self.unavailable or no_step or "no measured step has the process's CPU time"
             )

@@ -44,7 +44,16 @@ def active() -> str:
 
 
 def is_oom(exc: BaseException) -> bool:
-    """True if ``exc`` is an out-of-memory error of Python or of any Keras backend."""
+    """Whether ``exc`` is an out-of-memory error of Python or of any Keras backend.
+
+    Args:
+        exc: The error raised.
+
+    Returns:
+        True for a ``MemoryError``, TensorFlow's ``ResourceExhaustedError``, torch's ``OutOfMemoryError``, and a
+        ``RuntimeError`` or JAX runtime error whose message says so (``RESOURCE_EXHAUSTED``, ``CUDA out of memory``,
+        torch's CPU allocator's "can't allocate memory").
+    """
     if isinstance(exc, MemoryError):
         return True
     tf = sys.modules.get("tensorflow")

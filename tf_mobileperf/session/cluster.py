@@ -68,6 +68,13 @@ class Worker:
 def from_tf_config(text: str | None = None) -> Worker | None:
     """The worker described by ``TF_CONFIG``; None for a single-host run.
 
+    Args:
+        text: ``TF_CONFIG``'s JSON; None reads the environment variable.
+
+    Returns:
+        This task, where the cluster has more than one chief or worker task and it is one of them; else None
+        (no or an empty ``TF_CONFIG``, one task, or a task of another type).
+
     Raises:
         ValueError: TF_CONFIG is set but is not a cluster spec with a task.
     """
@@ -87,9 +94,17 @@ def from_tf_config(text: str | None = None) -> Worker | None:
 def combine(logdir: str | Path, tasks: tuple[str, ...], wait_s: float = 0.0) -> dict:
     """Combines the runs of ``tasks`` under ``logdir``; writes and returns the report.
 
-    Waits up to ``wait_s`` for workers whose report is not there yet. Each
-    worker's report is checked against the report's schema (``schema``);
-    none is written if one does not hold what it says.
+    Each worker's report is checked against the report's schema (``schema``); none is written if one does not
+    hold what it says.
+
+    Args:
+        logdir: The shared logdir, holding a run ``<task type>-<index>`` per task.
+        tasks: Every task of the cluster, as "<type>-<index>".
+        wait_s: Seconds to wait for workers whose report is not there yet; a worker still without one is
+            missing.
+
+    Returns:
+        The combined report as written to ``<logdir>/combined.json`` (also written as the run ``combined``).
 
     Raises:
         ReportError: a worker's report is malformed, naming the file and the field.

@@ -1,31 +1,19 @@
 """The collector: from raw samples to joined, written steps, in bounded memory.
 
-A background thread drains the sampler every ``flush_s`` seconds, counts the
-sampling quality, appends the rows to the series on disk, joins the steps
-whose windows are covered, adds them to the totals, writes them to
-``steps.csv`` and TensorBoard, and forgets the samples and steps nobody needs
-any more. It also watches the sampler: one that died or stopped writing is
-recorded as an outage, warned about once and restarted once.
+A background thread drains the sampler every ``flush_s`` seconds, counts the sampling quality, appends the rows to the
+series on disk, joins the steps whose windows are covered, adds them to the totals, writes them to ``steps.csv`` and
+TensorBoard, and forgets the samples and steps nobody needs any more. ``SamplingWatch`` says, once each, what it sees
+of the sampler and channels: an outage (restarted once), gaps, channels never read, frozen counters.
 
-An energy counter's value at a step's end is known only once the counter has
-updated after it (``steps.join``: NVML's counter updates every ~100 ms), so
-a step is joined when every counter has changed since its end (or
-``SETTLE_MAX_S`` later), and the idle window and the run's last step wait for
-that update (again at most ``SETTLE_MAX_S``). The samples it holds meanwhile
-are ``HeldSamples``.
+An energy counter's value at a step's end is known once it has updated after it (``steps.join``: NVML's updates every
+~100 ms): a step is joined when every counter has changed since its end (at most ``SETTLE_MAX_S`` later), and the idle
+window and the run's last step wait for that update too. Meanwhile its samples are ``HeldSamples``.
 
-What it says about its sampler and channels (an outage, gaps, channels never read, frozen counters) is
-``SamplingWatch``'s.
+Before the first step it samples ``idle_s`` seconds with nothing training: each rail's idle power (``idle_power_w``),
+subtracted from each step's energy as its ``energy_active_j``; without a power sensor it does not wait.
 
-Before the first step it samples ``idle_s`` seconds with nothing training:
-the idle power of each rail (``idle_power_w``), subtracted from each step's
-energy as its ``energy_active_j``. Only rails have a baseline, so a run
-without a power sensor does not wait.
-
-The monitor hands steps over as their windows open and close
-(``begin_step``, ``close_step``); everything the collector keeps is read by
-the report at the end. Monitoring never breaks training: every write goes
-through a ``Guard``, which logs a failure and goes on.
+The monitor hands steps over as their windows open and close (``begin_step``, ``close_step``); the report reads what
+the collector keeps. Monitoring never breaks training: a ``Guard`` logs each failed write and goes on.
 """
 
 from __future__ import annotations
@@ -60,8 +48,7 @@ SETTLE_MAX_S = 1.0
 class Collector:
     """The steps from their window to their report, and the thread that joins them to the samples.
 
-    ``lock`` guards the open, pending and kept steps (an RLock: a signal
-    handler in the main thread may re-enter it)."""
+    ``lock`` guards the open, pending and kept steps (an RLock: a signal handler in the main thread may re-enter it)."""
 
     def __init__(self, sampler: Sampler | None, options: MonitorOptions, slowest_s: float, guard: Guard):
         self.channels = sampler.channels if sampler else []
@@ -99,7 +86,16 @@ class Collector:
 
     # -- steps ---------------------------------------------------------------
     def next_step(self, start_s: float, traced: bool = False, after_gap: bool = True) -> StepRecord:
-        """The record of the next step, from ``start_s``; ``after_gap``: with the time since the last one."""
+        """The record of the next step (index ``count``), not yet begun or counted.
+
+        Args:
+            start_s: When it begins, seconds on the steps' clock.
+            traced: The profiler traces it.
+            after_gap: With the time since the last step's end (``gap_before_s``); False or no step yet: None.
+
+        Returns:
+            A new record, its end NaN and ``warmup`` set by its index.
+        """
         index, last_end = self.count, self.last_end
         gap = start_s - last_end if after_gap and last_end is not None else None
         return StepRecord(
@@ -116,7 +112,14 @@ class Collector:
             self.open = step
 
     def close_step(self, step: StepRecord) -> int:
-        """Moves ``step`` (open or not) to the pending ones, in one move under the lock; returns the count."""
+        """Closes ``step`` (open or not): counts it, moves it to the pending and kept steps, in one move under the lock.
+
+        Args:
+            step: The step whose window has closed, its ``end_s`` set.
+
+        Returns:
+            The count of steps closed so far, this one included.
+        """
         with self.lock:
             self.open = None
             self.count += 1
@@ -126,17 +129,22 @@ class Collector:
             return self.count
 
     def discard_open(self) -> None:
+        """Forgets the open step, under the lock."""
         with self.lock:
             self.open = None
 
     # -- thread --------------------------------------------------------------
     def start(self, sampler: Sampler | None, writers: RunWriters) -> None:
-        """Starts ``sampler``, waits for its first sample, then starts the thread."""
+        """Starts ``sampler``, waits for its first sample, measures the idle baseline, then starts the thread.
+
+        Args:
+            sampler: The run's sampler; None for a run without sensors (only the thread starts).
+            writers: The run's open writers, for the series, ``steps.csv`` and the scalars.
+        """
         self.sampler, self._writers = sampler, writers
         if self.sampler:
             self.sampler.start()
-            # A first sample before the first step starts, so its left edge is covered.
-            if not self.sampler.wait_for_first_row():
+            if not self.sampler.wait_for_first_row():  # a sample before the first step covers its left edge
                 log.warning("mobileperf: the sampler wrote no sample within %g s of starting", FIRST_ROW_TIMEOUT_S)
             if self._options.idle_s > 0 and Roles.of(self.channels).rails:
                 try:
@@ -148,10 +156,9 @@ class Collector:
         self._thread.start()
 
     def _measure_idle(self) -> None:
-        """Samples ``idle_s`` seconds with nothing training; each rail's mean power over them is its idle power.
-
-        The window opens once every rail has a reading (at most ``SETTLE_MAX_S`` after the first row): a
-        sensor read in its own thread, or a slower one, gives its first later than the sampler's first row."""
+        """Samples ``idle_s`` seconds with nothing training; each rail's mean power over them is its idle power. The
+        window opens once every rail has a reading (at most ``SETTLE_MAX_S`` after the first row): a sensor read in
+        its own thread, or a slower one, gives its first later than the sampler's first row."""
         rails = [i for i, c in enumerate(self.channels) if c.kind in RAIL_KINDS]
         deadline = time.monotonic() + SETTLE_MAX_S
         while time.monotonic() < deadline and not all(self.stats.valid[i] for i in rails):
@@ -189,10 +196,8 @@ class Collector:
             self._take(self._running.drain(), final)
 
     def stop(self) -> None:
-        """Stops the thread, then the sampler after a sample past the last step's end (and an update of every
-        energy counter after it, ``_settle``).
-
-        Not from the thread itself: a monitor garbage collected in it ends from there."""
+        """Stops the thread, then the sampler after a sample past the last step's end and an update of every energy
+        counter after it (``_settle``); not from the thread itself: a monitor garbage collected in it ends there."""
         self._stop.set()
         if self._thread and self._thread is not threading.current_thread():
             self._thread.join()
@@ -208,14 +213,17 @@ class Collector:
 
     # -- collection ----------------------------------------------------------
     def collect(self, final: bool = False) -> None:
-        """Drains the sampler, joins the steps its samples cover, writes them and forgets what is done."""
+        """Drains the sampler, joins the steps its samples cover, writes them and forgets what is done.
+
+        Args:
+            final: At the run's end, the sampler stopped: every pending step is joined now.
+        """
         if self.sampler:
             self._take(self.sampler.drain(), final)
         with self.lock:
             last_t = self.held.last_t
             margin = 0.0 if final else 2 * self._slowest_s
-            # Steps close in time order, so the steps ready to join are a prefix of the pending ones;
-            # without channels, every closed step is ready.
+            # Steps close in time order: those ready to join are a prefix of the pending ones (all, without channels).
             n = (
                 len(self._pending)
                 if final or not self.channels

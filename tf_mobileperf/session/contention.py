@@ -115,6 +115,7 @@ class Contention:
         return said
 
     def to_dict(self) -> dict[str, Any]:
+        """The report's ``contention`` block: the fields, ``busy``, ``verdict``, ``said`` and the thresholds."""
         return dataclasses.asdict(self) | {
             "busy": self.busy,
             "verdict": self.verdict,
@@ -133,6 +134,10 @@ def contention(
         end: Taken at the run's end, before the sampler stops.
         step_others: Per measured step, ``cpu_util - process_cpu_util`` (%).
         gpus: The other processes on the GPUs, and why not (``read_gpu_processes``).
+
+    Returns:
+        The window's contention, each share in % of all cores' time over the window (``/proc/stat``'s; the wall
+        time times the cores where under one clock tick passed).
     """
     total = end.system.total_s - begin.system.total_s
     if total <= 0:  # under one jiffy: nothing to divide by
@@ -188,7 +193,12 @@ class RunCpu:
         self._end: Snapshot | None = None
 
     def step_begins(self, measured: bool, sampler_pid: int | None) -> None:
-        """Marks a step's begin; the first measured one begins the contention window."""
+        """Marks a step's begin; the first measured one begins the contention window.
+
+        Args:
+            measured: The step is measured (not warm-up).
+            sampler_pid: The sampler's process; None when it is a thread of this process.
+        """
         if self.unavailable:
             return
         if measured and self._begin is None:
@@ -203,7 +213,12 @@ class RunCpu:
         return None if self.unavailable else self._step.share()
 
     def run_ends(self, sampler_pid: int | None) -> None:
-        """Ends the contention window: call before the sampler stops (its CPU is read while it lives)."""
+        """Ends the contention window and reads the other processes on the GPUs since it began; call before
+        the sampler stops (its CPU is read while it lives). Nothing without a window begun, or once ended.
+
+        Args:
+            sampler_pid: The sampler's process; None when it is a thread of this process.
+        """
         if self._begin is not None and self._end is None and not self.unavailable:
             try:
                 self._end = Snapshot.take(sampler_pid)
@@ -213,7 +228,15 @@ class RunCpu:
             self._gpus = read_gpu_processes(self._gpu_sessions, int(self._begin.epoch_s * 1e6))
 
     def contention(self, step_others: np.ndarray) -> tuple[Contention | None, str | None]:
-        """The run's contention, or None and why."""
+        """The run's contention, or None and why.
+
+        Args:
+            step_others: Per measured step, ``cpu_util - process_cpu_util`` (%).
+
+        Returns:
+            (the ``Contention``, None), or (None, why there is none: unmeasured, no measured step began, or the
+            run has not ended).
+        """
         if self.unavailable:
             return None, self.unavailable
         if self._begin is None:
@@ -223,7 +246,14 @@ class RunCpu:
         return contention(self._begin, self._end, step_others, self._gpus), None
 
     def attach(self, report: Report) -> Report:
-        """``report`` with its ``contention`` block, or the reasons it and ``process_cpu_util_avg`` are null."""
+        """``report`` with its ``contention`` block, or the reasons it and ``process_cpu_util_avg`` are null.
+
+        Args:
+            report: The run's report; its ``contention`` and ``unavailable`` are set in place.
+
+        Returns:
+            ``report`` itself.
+        """
         block, reason = self.contention(report.totals.others)
         report.contention = block.to_dict() if block else None
         no_step = report.unavailable.get("step_time_s")  # why the run measured no step, if it did not
@@ -236,7 +266,11 @@ class RunCpu:
         return report
 
     def say_if_busy(self, report: Report) -> None:
-        """Logs one warning when other work took the machine's CPUs during the measured steps."""
+        """Logs one warning when other work took the machine's CPUs or GPUs during the measured steps.
+
+        Args:
+            report: The run's report, its ``contention`` block set (``attach``); without one nothing is said.
+        """
         block = report.contention
         if block and block["busy"]:
             log.warning(

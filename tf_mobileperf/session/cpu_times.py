@@ -31,6 +31,12 @@ class SystemTimes:
 def read_system(path: str | os.PathLike = "/proc/stat") -> SystemTimes:
     """All cores' busy, steal and total time since boot.
 
+    Args:
+        path: The file to read, in ``/proc/stat``'s format.
+
+    Returns:
+        The times, in seconds (the file's clock ticks over ``SC_CLK_TCK``).
+
     Raises:
         OSError: ``path`` cannot be read.
         ValueError: it has no "cpu" line of at least 8 numbers.
@@ -53,7 +59,14 @@ def read_system(path: str | os.PathLike = "/proc/stat") -> SystemTimes:
 
 def children_cpu_s(exclude: int | None = None) -> float:
     """CPU seconds of this process's children: the live ones and their descendants (psutil), and those
-    reaped (``RUSAGE_CHILDREN``); ``exclude``, a live child (the sampler), is left out with its descendants."""
+    reaped (``RUSAGE_CHILDREN``).
+
+    Args:
+        exclude: The pid of a live child (the sampler) left out with its descendants; None leaves none out.
+
+    Returns:
+        User plus system seconds since each began; a child that exits while it is read is left out.
+    """
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = usage.ru_utime + usage.ru_stime
     skip = set()
@@ -76,7 +89,14 @@ def children_cpu_s(exclude: int | None = None) -> float:
 
 
 def process_cpu_s(pid: int | None) -> float:
-    """CPU seconds of process ``pid`` (0.0 for None or a process that is gone)."""
+    """CPU seconds of process ``pid``.
+
+    Args:
+        pid: The process; None gives 0.0.
+
+    Returns:
+        Its user plus system seconds; 0.0 for a process that is gone or cannot be read.
+    """
     if pid is None:
         return 0.0
     try:
@@ -99,8 +119,15 @@ class Snapshot:
 
     @classmethod
     def take(cls, sampler_pid: int | None, stat: str | os.PathLike = "/proc/stat") -> Snapshot:
-        """Reads them all now. ``sampler_pid``: the monitor's sampler process (None when it is a thread
-        of this process, whose CPU is then the process's).
+        """Reads them all now.
+
+        Args:
+            sampler_pid: The monitor's sampler process; None when it is a thread of this process, whose CPU is
+                then the process's.
+            stat: The file read for the machine's times, in ``/proc/stat``'s format.
+
+        Returns:
+            A snapshot of every time, in seconds.
 
         Raises:
             OSError, ValueError: ``/proc/stat`` cannot be read (see ``read_system``).
@@ -128,6 +155,7 @@ class StepCpu:
         self._begin: tuple[float, float] | None = None
 
     def begin(self) -> None:
+        """Marks a step's begin: reads the wall clock and the process's CPU time."""
         self._begin = (time.monotonic(), time.process_time())
 
     def share(self) -> float | None:

@@ -116,7 +116,18 @@ ALLOCATORS: dict[str, Callable[[], Allocator]] = {"torch": _torch, "tensorflow":
 
 
 def find_allocator(backend_name: str) -> Allocator:
-    """The allocator of ``backend_name``; NoGpu saying why there is none."""
+    """The allocator of ``backend_name``.
+
+    Args:
+        backend_name: "tensorflow", "jax" or "torch"; any other has no allocator.
+
+    Returns:
+        The allocator of the backend's GPU (torch's current device, TF's ``GPU:0``, JAX's first GPU).
+
+    Raises:
+        NoGpu: saying why there is none: a backend without allocator statistics, no GPU visible to it, or its
+            allocator cannot be read (the error of a broken GPU runtime or an old backend, in its message).
+    """
     find = ALLOCATORS.get(backend_name)
     if find is None:
         raise NoGpu(f"the {backend_name} backend has no GPU allocator statistics")
@@ -198,12 +209,17 @@ class GpuMemory:
     def report_fields(self, report: Report, probe: Probe | None = None) -> tuple[dict, dict[str, str]]:
         """The report's run-level GPU memory fields, and the reasons of those that are null.
 
-        ``gpu_mem_peak_gb``: the allocator's highest peak over the measured
-        steps (``gpu_mem_source`` says whose, ``gpu_mem_peak_cumulative``
-        whether its steps' values are running peaks); ``gpu_device_mem_peak_gb``:
-        the highest device memory in use by NVML's channels (kind "memory",
-        device "gpu") over the measured steps, every process's memory and the
-        allocator's cache included."""
+        Args:
+            report: The run's report, its totals, channels and ``unavailable`` read.
+            probe: Says why no GPU memory sensor was found; None leaves that out of the reason.
+
+        Returns:
+            (fields, reasons). Fields: ``gpu_mem_peak_gb``, the allocator's highest peak over the measured steps
+            (GiB; ``gpu_mem_source`` says whose, ``gpu_mem_peak_cumulative`` whether its steps' values are running
+            peaks); ``gpu_device_mem_peak_gb``, the highest device memory in use by NVML's channels (kind
+            "memory", device "gpu") over the measured steps, every process's memory and the allocator's cache
+            included (GiB; ``gpu_device_mem_source`` names them). Reasons: each null field -> why.
+        """
         totals = report.totals
         device = [c for c in report.channels if c.kind == "memory" and c.device == "gpu"]
         peaks = [peak for v in totals.channel_summary(device).values() if (peak := v.get("peak")) is not None]
@@ -229,7 +245,15 @@ class GpuMemory:
         return fields, reasons
 
     def attach(self, report: Report, probe: Probe | None = None) -> Report:
-        """``report`` with the GPU memory fields in its summary and their reasons in its ``unavailable``."""
+        """``report`` with the GPU memory fields in its summary and their reasons in its ``unavailable``.
+
+        Args:
+            report: The run's report, changed in place (``report_fields``).
+            probe: Says why no GPU memory sensor was found; None leaves that out of the reason.
+
+        Returns:
+            ``report`` itself.
+        """
         report.gpu_memory, reasons = self.report_fields(report, probe)
         report.unavailable.update(reasons)
         return report

@@ -47,6 +47,11 @@ class HeldSamples:
         return float(self._held[-1].t[-1]) if self._held and len(self._held[-1]) else -np.inf
 
     def append(self, rows: Samples) -> None:
+        """Holds ``rows``.
+
+        Args:
+            rows: Samples drained from the sampler, later than those held.
+        """
         self._held.append(rows)
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray]:
@@ -57,19 +62,36 @@ class HeldSamples:
         )
 
     def settled_until(self, settle_max_s: float) -> float:
-        """Up to when every energy counter's interpolation is final in the samples held (inf without one;
-        ``counter.settled_until``)."""
+        """Up to when every energy counter's interpolation is final in the samples held (``counter.settled_until``).
+
+        Args:
+            settle_max_s: A counter with no valid reading within this many seconds of the latest sample is left out.
+
+        Returns:
+            The time, in seconds of the sampler's clock; inf without a counter, -inf with no sample held.
+        """
         t, values = self.arrays()
         return settled_until(t, values, self.channels, settle_max_s) if len(t) else -np.inf
 
     def note_update_periods(self, joined: dict[str, StepValues]) -> None:
-        """Keeps ``COUNTER_HISTORY`` update periods of the slowest counter the join found."""
+        """Keeps ``COUNTER_HISTORY`` update periods (at most ``COUNTER_HISTORY_MAX_S``) of the slowest counter
+        the join found.
+
+        Args:
+            joined: The join's values by channel; energy channels without an update period are skipped.
+        """
         periods = [v.update_period_s for v in joined.values() if v.channel.kind == "energy" and v.update_period_s]
         if periods:
             self._counter_margin_s = min(COUNTER_HISTORY_MAX_S, COUNTER_HISTORY * max(periods))
 
     def trim(self, oldest_needed: float | None) -> None:
-        """Forgets samples older than a step starting at ``oldest_needed`` needs (None: no step is pending)."""
+        """Forgets the samples older than a step starting at ``oldest_needed`` needs: whole drained batches that
+        end before the larger of 4 periods of the slowest sensor and the counters' history ahead of it.
+
+        Args:
+            oldest_needed: The start of the oldest step not yet joined, in seconds; None when no step is
+                pending (the margin is then kept before the latest sample).
+        """
         if not self._held:
             return
         margin = max(4 * self._slowest_s, self._counter_margin_s)

@@ -21,7 +21,14 @@ class IdleBaseline:
 
     @classmethod
     def not_measured(cls, options: MonitorOptions) -> IdleBaseline:
-        """The outcome before (or without) a measurement: skipped by ``idle_s=0``, else failed until it succeeds."""
+        """The outcome before (or without) a measurement: skipped by ``idle_s=0``, else failed until it succeeds.
+
+        Args:
+            options: The measurement's options; only ``idle_s`` is read.
+
+        Returns:
+            An outcome with no power and the ``reason``.
+        """
         if options.idle_s == 0:
             return cls(reason="idle_s=0: no idle baseline was measured")
         return cls(reason="the idle baseline failed (see the log)")

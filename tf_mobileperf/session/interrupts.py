@@ -29,6 +29,7 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def in_main_thread() -> bool:
+    """True in the main thread, the only one Python runs signal handlers in."""
     return threading.current_thread() is threading.main_thread()
 
 
@@ -46,11 +47,23 @@ class ChainedHandler:
 
     @classmethod
     def install(cls, signum: int, on_signal: Callable[[int], None]) -> ChainedHandler:
+        """Installs a handler for ``signum`` in front of the current one; call it in the main thread.
+
+        Args:
+            signum: The signal (``signal.SIGINT``, ``SIGTERM``).
+            on_signal: Called with ``signum`` where the signal ends what runs (the earlier handler raises, or the
+                default action ends the process); only in this process.
+
+        Returns:
+            The handler installed, for ``uninstall()``.
+        """
         handler = cls(signum, on_signal, signal.getsignal(signum))
         signal.signal(signum, handler)
         return handler
 
     def uninstall(self) -> None:
+        """Stops acting; where it is still the signal's handler (in this process's main thread), puts back the
+        first earlier handler still active."""
         self.active = False
         if os.getpid() == self.pid and in_main_thread() and self._installed():
             previous = self.previous
@@ -84,7 +97,11 @@ class ChainedHandler:
 
 @contextlib.contextmanager
 def deferred(signums: tuple[int, ...] = STOP_SIGNALS) -> Iterator[None]:
-    """Holds ``signums`` until the block ends, then delivers them to the handlers before it."""
+    """Holds ``signums`` until the block ends, then delivers them to the handlers before it.
+
+    Args:
+        signums: The signals held; each that arrived is delivered once. Outside the main thread none is held.
+    """
     if not in_main_thread():
         yield
         return

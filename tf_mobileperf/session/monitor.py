@@ -1,13 +1,11 @@
-"""A measurement session: the public API and lifecycle of ``PerfMonitor``, which the Keras callback and custom
-training loops both drive.
+"""A measurement session: the API and lifecycle of ``PerfMonitor``, which the Keras callback and custom loops drive.
 
-It marks step windows on ``time.monotonic()``, the sampler's clock (with a GPU, a step's end waits for the
-Keras backend's device: ``session.backend.device_sync``), and owns the session's life: ``begin`` claims the
-logdir, opens the writers and starts the collector (``session.collector``); ``end`` joins what is left and
-writes the report (``session.reporting``). Options: ``session.options``; TF profiler: ``session.profiling``.
-Monitoring never breaks training. A measurement belongs to the process that began it and always ends with a
-report: by ``end()``, or when the monitor is garbage collected or Python exits; a forked child never ends its
-parent's measurement.
+It marks step windows on ``time.monotonic()``, the sampler's clock (with a GPU, a step's end waits for the device:
+``session.backend.device_sync``), and owns the session's life: ``begin`` claims the logdir, opens the writers and
+starts the collector (``session.collector``); ``end`` joins what is left and writes the report
+(``session.reporting``). Options: ``session.options``; TF profiler: ``session.profiling``. Monitoring never breaks
+training. A measurement belongs to the process that began it and always ends with a report: by ``end()``, or when the
+monitor is garbage collected or Python exits; a forked child never ends it.
 """
 
 from __future__ import annotations
@@ -58,15 +56,13 @@ class PerfMonitor:
 
     Args:
         logdir: Where ``report.json``, ``steps.csv`` and the run's series go.
-        options: A ``MonitorOptions``, or instead its fields as keywords (``warmup_steps=3``, ``batch_size=32``,
-            ...); ``.options`` holds it.
+        options: A ``MonitorOptions``, or its fields as keywords (``warmup_steps=3``, ...); ``.options`` holds it.
 
     In a multi-worker ``tf.distribute`` run (``TF_CONFIG`` names several tasks), each worker writes
     ``<logdir>/<task type>-<index>`` and the chief combines them at its end (``tf_mobileperf.session.cluster``).
 
-    A logdir holds one measurement. Starting another in a logdir that already holds one (``fit`` called again, a
-    second callback, a second process) writes it to the first free ``<logdir>/run-2``, ``run-3``, ... (``logdir``
-    tells where), so two measurements never mix.
+    A logdir holds one measurement, so two never mix: another started in it (``fit`` called again, a second callback,
+    a second process) writes to the first free ``<logdir>/run-2``, ``run-3``, ... (``logdir`` tells where).
 
     Example:
         >>> with PerfMonitor("runs/dqn") as perf:               # doctest: +SKIP
@@ -114,8 +110,7 @@ class PerfMonitor:
 
     @property
     def logdir(self) -> Path:
-        """Where this measurement writes: the logdir asked for, or, from ``begin()`` on, the one it
-        claimed (``<logdir>/run-N`` when that one already held a measurement)."""
+        """Where it writes: the logdir asked for, or from ``begin()`` on the one claimed (``<logdir>/run-N``)."""
         return self.layout.logdir
 
     # -- session -----------------------------------------------------------
@@ -132,7 +127,6 @@ class PerfMonitor:
         self.gpu_memory.start()
         if self.profiler.unavailable:
             log.warning("mobileperf: %s; no trace", self.profiler.unavailable)
-        # the logdir asked for, or the first free <logdir>/run-N, with a warning
         self.layout = RunLayout(claim_logdir(self.layout.logdir), self.options.run)
         self.device["started_wall_s"] = time.time()  # for reference; steps use the monotonic clock
         self._writers = RunWriters.open(self.layout, self.channels, self.device, csv_fields(self.channels))
@@ -211,6 +205,7 @@ class PerfMonitor:
         return self.collector.count + (self.collector.open is not None)
 
     def step_begin(self) -> None:
+        """Opens the next step's window now (its CPU time, allocator peak and trace marker begin with it)."""
         self.profiler.step_begins(self.collector.count, self.layout)
         self.gpu_memory.begin_step()
         step = self.collector.next_step(self.options.clock(), traced=self.profiler.tracing)
@@ -219,6 +214,11 @@ class PerfMonitor:
         self._writers.progress.set(step.step)
 
     def step_end(self, batches: int = 1) -> None:
+        """Closes the open step's window now, after waiting for the GPU's queued work; nothing without an open step.
+
+        Args:
+            batches: Batches the step ran (more than 1 with ``steps_per_execution``); below 1 counts as 1.
+        """
         step = self.collector.open
         if step is None:  # the step already failed, or begin was never called
             return
@@ -231,7 +231,11 @@ class PerfMonitor:
 
     @contextlib.contextmanager
     def step(self, batches: int = 1) -> Iterator[None]:
-        """Measures the block as one step; an OOM inside it is recorded and re-raised."""
+        """Measures the block as one step; an error raised in it (an OOM, Ctrl-C) is recorded (``fail``) and re-raised.
+
+        Args:
+            batches: Batches the block runs, as ``step_end``'s.
+        """
         self.step_begin()
         try:
             yield
@@ -241,9 +245,11 @@ class PerfMonitor:
         self.step_end(batches)
 
     def fail(self, exc: BaseException) -> None:
-        """Records that the open step (or the next one) failed with ``exc``.
+        """Closes the open (or next) step as failed by ``exc``; the run's ``error`` is its first failure.
 
-        The run's ``error`` is its first failure; a later one only closes its step."""
+        Args:
+            exc: The error; "<type>: <message>", its message cut to 2000 characters, is the failure's reason.
+        """
         step = self.collector.open
         if step is None:
             step = self.collector.next_step(self.options.clock(), after_gap=False)

@@ -27,7 +27,20 @@ SensorSpec = str | Sequence[Sensor]
 
 
 def check_int(name: str, value, minimum: int = 0) -> int:
-    """``value`` as an int if it is one and >= ``minimum``; else TypeError or ValueError naming ``name``."""
+    """``value`` as an int, checked.
+
+    Args:
+        name: The option's name, for the error.
+        value: The value given; an int or a numpy integer, not a bool.
+        minimum: The smallest value allowed.
+
+    Returns:
+        ``value`` as a Python int.
+
+    Raises:
+        TypeError: ``value`` is not an int (a bool is not), naming ``name``.
+        ValueError: ``value`` is below ``minimum``, naming ``name``.
+    """
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < minimum:
@@ -46,8 +59,16 @@ def _check_seconds(name: str, value, positive: bool) -> float:
 def check_logdir(logdir: str | os.PathLike) -> Path:
     """``logdir`` as a local ``Path``: the one conversion, where the callback or monitor is given it.
 
-    A ``Path`` passes through as it is, so a value checked here once is never converted again.
-    Raises ValueError if it names a remote file system (``output.files.local_dir``)."""
+    Args:
+        logdir: The logdir given; a ``Path`` passes through as it is, so a value checked here once is never
+            converted again.
+
+    Returns:
+        The local ``Path``.
+
+    Raises:
+        ValueError: it names a remote file system (from ``output.files.local_dir``).
+    """
     return logdir if isinstance(logdir, Path) else local_dir(logdir)
 
 
@@ -61,7 +82,18 @@ def _replay_spec(spec: str) -> tuple[str, float]:
 
 
 def check_sensors(sensors: SensorSpec) -> str | tuple[Sensor, ...]:
-    """The ``sensors`` option if it is well formed; else ValueError or TypeError saying why."""
+    """The ``sensors`` option, checked.
+
+    Args:
+        sensors: "auto", "none", "replay:PATH[@SPEED]" or an iterable of ``Sensor`` objects.
+
+    Returns:
+        The string as given, or the sensors as a tuple.
+
+    Raises:
+        ValueError: an unknown string, or a replay SPEED that is not a number.
+        TypeError: an item that is not a ``Sensor``.
+    """
     if isinstance(sensors, str):
         if sensors in ("auto", "none"):
             return sensors
@@ -79,7 +111,18 @@ def check_sensors(sensors: SensorSpec) -> str | tuple[Sensor, ...]:
 
 
 def resolve_sensors(sensors: SensorSpec) -> Probe:
-    """ "auto", "none", "replay:PATH[@SPEED]" or a list of sensor objects."""
+    """The sensors the ``sensors`` option names, as a ``Probe``.
+
+    Args:
+        sensors: "auto" (probe this machine for this process), "none", "replay:PATH[@SPEED]" (a recorded
+            log replayed at SPEED times its pace) or a list of ``Sensor`` objects.
+
+    Returns:
+        The probe: the sensors to read, and why the others are absent ("none": all of them, by request).
+
+    Raises:
+        ValueError, TypeError: ``sensors`` is not well formed (``check_sensors``).
+    """
     sensors = check_sensors(sensors)
     if sensors == "auto":
         return probe(pid=os.getpid())

@@ -46,8 +46,13 @@ class Profiler:
         self._marker = None  # the open step marker of the traced step running now
 
     def step_begins(self, index: int, layout: RunLayout) -> None:
-        """Starts the trace (into ``layout``'s run) at the first traced step, and opens each traced step's
-        marker."""
+        """Starts the trace at the first traced step, and opens each traced step's marker (closing one a
+        failed or discarded step left open).
+
+        Args:
+            index: The step beginning, a global step index.
+            layout: The run's files; the trace goes into its run folder.
+        """
         if self.steps and index == self.steps[0]:
             self._start(layout.run_dir)
         self._close_marker()  # a step that failed or was discarded left its marker open
@@ -67,12 +72,20 @@ class Profiler:
             self._guard("close the profiler's step marker", marker.__exit__, None, None, None)
 
     def keep(self, step: StepRecord) -> None:
-        """Keeps a closed step for op energy if it was traced and ran."""
+        """Keeps a closed step for op energy if it was traced and did not fail.
+
+        Args:
+            step: The step just closed.
+        """
         if step.traced and not step.failed:
             self._traced.append(step)
 
     def step_ended(self, index: int) -> None:
-        """Closes the step's marker; the trace stops after the last traced step."""
+        """Closes the step's marker; the trace stops after the last traced step.
+
+        Args:
+            index: The step that ended, a global step index.
+        """
         self._close_marker()
         if self.steps and index == self.steps[1]:
             self.stop()
@@ -90,6 +103,7 @@ class Profiler:
             log.warning("could not start the TF profiler for steps %s: %s", self.steps, exc)
 
     def stop(self) -> None:
+        """Closes the open step marker and stops the trace, if one runs."""
         self._close_marker()
         if self.tracing:
             self.tracing = False
@@ -98,7 +112,15 @@ class Profiler:
             self._guard("stop the TF profiler", tf.profiler.experimental.stop)
 
     def write_op_energy(self, layout: RunLayout, channels: list, margin_s: float) -> None:
-        """Energy per op of the traced steps: op_energy.json and a Chrome trace with the power rails."""
+        """Writes the energy per op of the traced steps: op_energy.json and a Chrome trace with the power rails.
+
+        Nothing is written without a kept traced step, a channel or a trace; the latest trace session is read.
+
+        Args:
+            layout: The run's files: its trace and series are read, its op energy and Chrome trace written.
+            channels: The series' channels.
+            margin_s: Seconds of samples read before the first and after the last traced step, for their edges.
+        """
         traced = [(s.step, s.start_s, s.end_s) for s in self._traced]
         sessions = sorted(layout.profile_dir.glob("*/*.xplane.pb")) if traced and channels else []
         clocks = self._clocks  # read when the trace started

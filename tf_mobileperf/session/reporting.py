@@ -38,7 +38,15 @@ _MEASURED = ("energy", "power", "cpu_util", "gpu_util", "mem_peak_gb", "step_tim
 
 
 def device_metadata(sensors: list[Sensor], guard: Guard) -> dict:
-    """Static facts of the machine (its board, L4T and JetPack) and its sensors, and its power mode."""
+    """Static facts of the machine (its board, L4T and JetPack) and its sensors, and its power mode.
+
+    Args:
+        sensors: The sensors in use; each adds its ``metadata()``.
+        guard: Runs each read; one that fails is logged and left out.
+
+    Returns:
+        ``hostname``, ``cpu_count``, the board's identity, each sensor's metadata and the power mode.
+    """
     device = {"hostname": os.uname().nodename, "cpu_count": os.cpu_count()}
     guard("board identity", lambda: device.update(identify().to_dict()))
     for sensor in sensors:
@@ -49,9 +57,13 @@ def device_metadata(sensors: list[Sensor], guard: Guard) -> dict:
 
 
 def log_absent_power(probe: Probe) -> None:
-    """Says once, at the start, in one info line, that power and energy will be null (a machine without a
-    power sensor is not a fault: the report's ``unavailable`` says why too); the reason of each absent power
-    sensor is a debug message (``mobileperf sensors`` lists them all)."""
+    """Logs one info line, at the start, that power and energy will be null where no power sensor is found
+    (not a fault: the report's ``unavailable`` says why too); each absent power sensor's reason is a debug
+    message (``mobileperf sensors`` lists them all).
+
+    Args:
+        probe: The sensors found and why the others are absent.
+    """
     if not probe.has_kind("power") and not probe.has_kind("energy"):
         looked_for = ", ".join(probe.absent_for("power")) or "none was given"
         log.info(
@@ -63,8 +75,12 @@ def log_absent_power(probe: Probe) -> None:
 
 
 def say_if_unsteady(durations: np.ndarray) -> None:
-    """Says once whether the step time was not steady: a warning where the run was disturbed
-    (``precision.WARN_WIDE``, ``WARN_DRIFT``), at info level where it was only uneven."""
+    """Logs once whether the step time was not steady: a warning where the run was disturbed
+    (``precision.WARN_WIDE``, ``WARN_DRIFT``), at info level where it was only uneven; nothing where steady.
+
+    Args:
+        durations: The measured steps' durations, in seconds.
+    """
     disturbed = precision.unsteady(durations, precision.WARN_WIDE, precision.WARN_DRIFT)
     why = disturbed or precision.unsteady(durations)
     if why:
@@ -78,9 +94,16 @@ def say_if_unsteady(durations: np.ndarray) -> None:
 
 
 def by_cause(missing: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
-    """Quantities without a value grouped by the first words of their reason ("no power sensor: ina3221x ...:
-    ..." -> "no power sensor"), in order, each once: for a console that says each cause once (the full reasons
-    are the report's ``unavailable``)."""
+    """Quantities without a value grouped by the first words of their reason, for a console that says each
+    cause once (the full reasons are the report's ``unavailable``).
+
+    Args:
+        missing: (quantity, reason) pairs, as the items of ``unavailable``.
+
+    Returns:
+        Cause (the reason up to its first ": ", "no power sensor: ina3221x ..." -> "no power sensor") -> its
+        quantities, each once, causes and quantities in the order first seen.
+    """
     grouped: dict[str, list[str]] = {}
     for what, why in missing:
         names = grouped.setdefault(why.split(": ", 1)[0], [])
@@ -90,7 +113,15 @@ def by_cause(missing: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
 
 
 def missing_sensors(channels: list[Channel], probe: Probe) -> dict[str, str]:
-    """The paper's quantities no channel measures, by role, each with the reasons the probe gave."""
+    """The paper's quantities no channel measures, by role, each with the reasons the probe gave.
+
+    Args:
+        channels: The channels sampled.
+        probe: Says why each kind of sensor is absent.
+
+    Returns:
+        Quantity (``power``, ``energy``, ``gpu_util``, ``cpu_util``, ``mem_peak_gb``) -> why no channel has it.
+    """
     roles = Roles.of(channels)
     out = {}
     if not roles.rails:
@@ -105,7 +136,17 @@ def missing_sensors(channels: list[Channel], probe: Probe) -> dict[str, str]:
 
 
 def board_reasons(channels: list[Channel], probe: Probe, idle: IdleBaseline) -> dict[str, str]:
-    """Why the idle baseline, the throttled steps and the input rail have no value."""
+    """Why the idle baseline, the throttled steps and the input rail have no value.
+
+    Args:
+        channels: The channels sampled.
+        probe: Says why each kind of sensor is absent.
+        idle: The idle baseline's outcome; its ``reason`` is used where there are rails.
+
+    Returns:
+        Quantity (``idle_power_w``, ``energy_active``, ``input_rail``, ``throttled_steps``) -> why it has none;
+        only those without a value.
+    """
     roles = Roles.of(channels)
     out = {}
     if not roles.rails:
@@ -123,7 +164,17 @@ def board_reasons(channels: list[Channel], probe: Probe, idle: IdleBaseline) -> 
 
 
 def no_measured_steps(count: int, failure: tuple[int, str] | None, warmup_steps: int) -> str:
-    """Why the run has no measured step."""
+    """Why the run has no measured step.
+
+    Args:
+        count: Steps that ran, warm-up included.
+        failure: (step, error) of the run's first failure; None when it did not fail.
+        warmup_steps: Steps not measured at the start.
+
+    Returns:
+        The reason: no step ran (with the error's first line where training failed before it), training
+        failed within the warm-up, or every step was a warm-up step.
+    """
     if count == 0:
         return "no step ran" + (f": training failed before it ({failure[1].splitlines()[0]})" if failure else "")
     if failure is not None and failure[0] < warmup_steps:
@@ -139,7 +190,19 @@ def unavailable(
     no_profiler: str | None,
     sampler: Sampler | None = None,
 ) -> dict[str, str]:
-    """Quantity -> why the report has no value for it; a channel that never gave a valid value -> why."""
+    """Quantity -> why the report has no value for it; a channel that never gave a valid value -> why.
+
+    Args:
+        options: The measurement's options (its ``batch_size`` and ``warmup_steps``).
+        probe: Says why each kind of sensor is absent.
+        collector: What was kept: its channels, sampling stats, idle baseline, steps and totals.
+        failure: (step, error) of the run's first failure; None when it did not fail.
+        no_profiler: Why there is no energy per op; None when the profiler ran.
+        sampler: Its sensors' failed reads explain the channels without a value; None without a sampler.
+
+    Returns:
+        The report's ``unavailable``: each quantity or channel without a value -> why.
+    """
     out = missing_sensors(collector.channels, probe)
     if collector.stats.rows:
         out |= unread_reasons(never_valued(collector.stats), sampler, "no valid reading in the run")
@@ -170,7 +233,21 @@ def build_report(
     model: str | None,
     no_profiler: str | None,
 ) -> Report:
-    """The report of what ``collector`` has kept and totalled so far."""
+    """The report of what ``collector`` has kept and totalled so far.
+
+    Args:
+        options: The measurement's options.
+        probe: The sensors found and why the others are absent.
+        collector: The steps, totals, channels and sampling stats kept so far.
+        sampler: The sampler, for its failed reads and outages; None without a sensor.
+        failure: (step, error) of the run's first failure; None when it did not fail (``success: true``).
+        device: Static facts of the machine (``device_metadata``).
+        model: The model's name; None when unknown.
+        no_profiler: Why there is no energy per op; None when the profiler ran.
+
+    Returns:
+        A new ``Report``, ``success`` false where there is a ``failure``.
+    """
     failed_step, error = failure if failure else (None, None)
     return Report(
         success=failure is None,

@@ -63,8 +63,13 @@ class SamplingWatch:
         self._ran_out_said = False
 
     def check_sampler(self, sampler: Sampler, rows: Samples) -> None:
-        """A sampler that died or stopped writing (``rows`` the last drained): warn once, record the outage in
-        the statistics, restart it once."""
+        """Records a sampler that died or stopped writing as an outage in the statistics, with one warning per
+        outage, and restarts it (once per run); an open outage is closed when rows come again.
+
+        Args:
+            sampler: The run's sampler, asked for its ``health()``.
+            rows: The rows drained last; the outage starts at their last sample (else at the last one seen).
+        """
         outage = self.stats.open_outage
         if outage is not None and len(rows) and rows.t[-1] > outage.start_s:  # rows again: it ended
             self.stats.add_outage(outage.start_s, float(rows.t[0]), outage.reason)
@@ -87,8 +92,13 @@ class SamplingWatch:
             self._guard("restart the sampler", sampler.restart)
 
     def rows_added(self, rows: Samples, gapped: list[str]) -> None:
-        """Says what the rows just added to the statistics showed: ``gapped`` (``SamplingStats.add``) are the
-        channels whose gap grew past the allowed one."""
+        """Says what the rows just added to the statistics showed: channels that stopped answering, and,
+        after the first measured step, channels never read.
+
+        Args:
+            rows: The rows just added; not empty.
+            gapped: The channels whose gap grew past the allowed one (``SamplingStats.add``'s result).
+        """
         self._note_absent([name for name in gapped if name in self._absent])
         gapped = [name for name in gapped if name not in self._absent and name not in self._ended(rows.t[-1])]
         unread = set(never_valued(self.stats))
@@ -126,8 +136,12 @@ class SamplingWatch:
             )
 
     def warn_ran_out(self, last_end: float | None) -> None:
-        """Once, at the end: each source (a replayed log) that ended before the run (its last step ending at
-        ``last_end``) did, and from when on the samples are missing."""
+        """Warns once, at the end, of each source (a replayed log) that ended before the run did, and from when
+        on the samples are missing.
+
+        Args:
+            last_end: When the run's last step ended, seconds on the sampler's clock; None: the last sample.
+        """
         first, last = self.stats.first, self.stats.last
         if first is None or last is None or self._ran_out_said:
             return

@@ -130,7 +130,14 @@ class Channel:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Channel:
-        """The channel ``data`` describes; keys that are not fields (``unit``, newer ones) are ignored."""
+        """The channel ``data`` describes (the inverse of ``to_dict``).
+
+        Args:
+            data: A channel's fields by name; keys that are not fields (``unit``, newer ones) are ignored.
+
+        Returns:
+            The channel.
+        """
         fields = {f.name for f in dataclasses.fields(cls)}
         return cls(**{key: value for key, value in data.items() if key in fields})
 
@@ -197,7 +204,14 @@ class Sensor(abc.ABC):
         """
 
     def ran_out(self, run_s: float) -> str:
-        """What is said once when a run of ``run_s`` seconds outlasted the source (``covers_s``)."""
+        """What is said once when a run outlasted the source (``covers_s``).
+
+        Args:
+            run_s: How long the run lasted, s.
+
+        Returns:
+            The message: how long the source covers and that later samples are missing.
+        """
         return f"{self.name} covers {self.covers_s:.3g} s; the run lasted {run_s:.3g} s: samples after that are missing"
 
     def metadata(self) -> dict:
@@ -208,6 +222,7 @@ class Sensor(abc.ABC):
         """Releases handles; the default holds none."""
 
     def describe(self) -> dict:
+        """The sensor's name, ``min_period_s`` and every channel's ``to_dict()``, for the report."""
         return {
             "name": self.name,
             "min_period_s": self.min_period_s,
@@ -216,12 +231,19 @@ class Sensor(abc.ABC):
 
 
 def reading_range(sensor: Sensor, channel: Channel) -> tuple[float, float, str]:
-    """(lowest, highest, text) of ``channel``'s readings (``RANGES``): a value outside is a failed read worded
-    ``text % value``, a printf format that ``_tick.c`` formats the same way: a GPU load of -5 per mille reads
-    "reading -0.5 % outside [0, 100] %, the util range of jetson gpu (sysfs)".
+    """The range of ``channel``'s readings (``RANGES``); a value outside it is a failed read.
 
     It is checked where each loop stores a reading: ``rows.SampleRows._store`` for sensors read in Python,
     ``_tick.c`` for those it reads (``native.NativeTables`` copies the ranges).
+
+    Args:
+        sensor: The sensor of the channel; its ``name`` is in the text, its ``max_power_w`` is power's highest.
+        channel: The channel; a kind not in ``RANGES`` has the range (-inf, inf).
+
+    Returns:
+        (lowest, highest, text): ``text % value`` words a value outside, a printf format that ``_tick.c``
+        formats the same way: a GPU load of -5 per mille reads
+        "reading -0.5 % outside [0, 100] %, the util range of jetson gpu (sysfs)".
     """
     low, high = RANGES.get(channel.kind, (-math.inf, math.inf))
     if channel.kind == "power":
@@ -231,5 +253,13 @@ def reading_range(sensor: Sensor, channel: Channel) -> tuple[float, float, str]:
 
 
 def under_root(root: str | Path, path: str) -> Path:
-    """``path`` (absolute, e.g. "/sys/...") inside the tree at ``root``."""
+    """``path`` inside the tree at ``root``.
+
+    Args:
+        root: Root of the file system tree ("/" for this machine, a fake tree in tests).
+        path: An absolute path, e.g. "/sys/...".
+
+    Returns:
+        ``root`` joined with ``path`` without its leading "/".
+    """
     return Path(root) / path.lstrip("/")

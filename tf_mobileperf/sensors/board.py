@@ -108,14 +108,28 @@ def _text(path: Path) -> str | None:
 
 
 def module_of(compatible: str) -> str | None:
-    """The module's part number from a device-tree ``compatible`` (carrier+module first), if it names one."""
+    """The module's part number from a device-tree ``compatible`` (carrier+module first), if it names one.
+
+    Args:
+        compatible: The device tree's ``compatible`` text, e.g. "nvidia,p3737-0000+p3701-0005 nvidia,tegra234".
+
+    Returns:
+        The part number after the "+" of its first entry ("p3701-0005"); None where there is none.
+    """
     first = (compatible.split() or [""])[0]
     found = _MODULE.match(first.partition("+")[2])
     return found[0] if found else None
 
 
 def board_name(root: str | Path = "/") -> tuple[str | None, str]:
-    """(name, reason): the device tree's model (and module), else the DMI product name; reason "" when found."""
+    """The board's name: the device tree's model (and module), else the DMI product name.
+
+    Args:
+        root: Root of the file system tree ("/" for this machine, a fake tree in tests).
+
+    Returns:
+        (name, reason): the name and ""; or None and why neither source names the board.
+    """
     for tree in DEVICE_TREES:
         model = _text(under_root(root, tree) / "model")
         if model:
@@ -128,7 +142,14 @@ def board_name(root: str | Path = "/") -> tuple[str | None, str]:
 
 
 def tegra_soc(root: str | Path = "/") -> str | None:
-    """The Tegra SoC ("tegra234") the device tree's ``compatible`` names; None where none does (not a Jetson)."""
+    """The Tegra SoC the device tree's ``compatible`` names.
+
+    Args:
+        root: Root of the file system tree ("/" for this machine, a fake tree in tests).
+
+    Returns:
+        The SoC ("tegra234", "thor"); None where no device tree names one (not a Jetson).
+    """
     for tree in DEVICE_TREES:
         found = _TEGRA.search(_text(under_root(root, tree) / "compatible") or "")
         if found:
@@ -137,13 +158,28 @@ def tegra_soc(root: str | Path = "/") -> str | None:
 
 
 def l4t_release(text: str) -> str | None:
-    """ "35.4.1" from nv_tegra_release's first line ("# R35 (release), REVISION: 4.1, GCID: ..."); None if not one."""
+    """The L4T release that ``/etc/nv_tegra_release`` names.
+
+    Args:
+        text: The file's text; its first line is e.g. "# R35 (release), REVISION: 4.1, GCID: ...".
+
+    Returns:
+        The release, e.g. "35.4.1" (a revision without a second number ends in ".0"); None if it names none.
+    """
     found = _RELEASE.search(text)
     return f"{found[1]}.{found[2]}.{found[3] or 0}" if found else None
 
 
 def identify(root: str | Path = "/") -> BoardIdentity:
-    """What is known of the board under ``root``."""
+    """What is known of the board under ``root``.
+
+    Args:
+        root: Root of the file system tree ("/" for this machine, a fake tree in tests).
+
+    Returns:
+        Its name, L4T and JetPack releases (each None where unknown, with the reason in ``reasons``) and its
+        ``board_type`` from the environment variable ``MOBILEPERF_BOARD_TYPE`` (None where unset).
+    """
     identity = BoardIdentity(board_type=os.environ.get(BOARD_TYPE_ENV) or None)
     identity.board, why = board_name(root)
     if why:

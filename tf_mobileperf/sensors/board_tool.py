@@ -15,6 +15,13 @@ import subprocess
 def run_tool(args: list[str], timeout_s: float) -> subprocess.CompletedProcess:
     """Runs ``args`` with an empty stdin (a question it asks is answered no) and its output captured as text.
 
+    Args:
+        args: The command and its arguments.
+        timeout_s: The longest it may run, s.
+
+    Returns:
+        Its exit status, stdout and stderr (undecodable bytes replaced).
+
     Raises:
         OSError: it could not be started.
         subprocess.TimeoutExpired: it ran past ``timeout_s``; it and every process it started are killed.

@@ -73,13 +73,16 @@ class EmcSensor(Sensor):
             reads.channel("emc_util", reads.number(self._activity, 1e5), clock, "/")
 
     def read(self) -> Mapping[str, float | Exception]:
+        """The EMC clock (Hz) and, where readable, utilization (%) now."""
         return self.file_reads.read()
 
     def metadata(self) -> dict:
+        """``{"emc": ...}``: the clock's and activity monitor's files, and why utilization is missing if it is."""
         emc = {"clock_source": str(self._clock), "activity_source": str(self._activity) if self._activity else None}
         if self.util_unavailable:
             emc["util_unavailable"] = self.util_unavailable
         return {"emc": emc}
 
     def close(self) -> None:
+        """Closes the files it reads."""
         self.file_reads.close()

@@ -51,7 +51,7 @@ class FileNumber:
 
 @dataclasses.dataclass(frozen=True)
 class FileChannel:
-    """A channel's value: number ``a``, or ``a`` and ``b`` combined by ``op`` ("*" or "-")."""
+    """A channel's value: number ``a``, or ``a`` and ``b`` combined by ``op`` (one of ``OPS``)."""
 
     name: str
     a: int
@@ -65,9 +65,18 @@ NUMBER = re.compile(rb"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def parse_number(text: bytes, key: bytes, fields: int = 0) -> float:
-    """The first number of ``text``, or the number after ``key`` at the start of a line ("MemAvailable:   123 kB"
-    -> 123.0); with ``fields``, the sum of the numbers of the line after ``key`` whose bits are set; NaN if one
-    is missing or not a ``NUMBER``. Words are split at ASCII whitespace."""
+    """The first number of ``text``, or the number after ``key`` at the start of a line, or a sum of numbers.
+
+    Words are split at ASCII whitespace.
+
+    Args:
+        text: A kernel file's bytes.
+        key: The word at the start of the line the number follows (b"MemAvailable:"); b"": the start of ``text``.
+        fields: A bit mask: the sum of the numbers after ``key`` whose bits are set (bit 0: the first); 0: the first.
+
+    Returns:
+        The number ("MemAvailable:   123 kB" -> 123.0) or the sum; NaN if one is missing or not a ``NUMBER``.
+    """
     wanted = [k for k in range(fields.bit_length()) if fields >> k & 1] if fields else [0]
     if key:
         at = 0 if text.startswith(key) else text.find(b"\n" + key) + 1  # the first line that starts with key
@@ -125,7 +134,19 @@ class FileReads:
         fields: int = 0,
         floor: float = -math.inf,
     ) -> int:
-        """Declares a number of the file at ``path``; returns its index for ``channel``."""
+        """Declares a number of the file at ``path``.
+
+        Args:
+            path: The file; it is opened once however many numbers are taken from it.
+            scale: What the number is multiplied by (1e-3: mV to V).
+            key: The word at the start of the line the number follows (b"MemAvailable:"); b"": the file's first.
+            size: The file's first read length, bytes (the largest declared is kept); a fuller file is read again.
+            fields: A bit mask of the numbers after ``key`` to add up (``parse_number``); 0: the first alone.
+            floor: A value at or below it reads NaN (a powered-off thermal zone's -256 C); default: none.
+
+        Returns:
+            The number's index, for ``channel``.
+        """
         path = Path(path)
         index = next((i for i, f in enumerate(self.files) if f.path == path), None)
         if index is None:
@@ -140,7 +161,17 @@ class FileReads:
         return len(self.numbers) - 1
 
     def channel(self, name: str, a: int, b: int = -1, op: str = "") -> None:
-        """Declares channel ``name`` as number ``a``, or ``a op b``."""
+        """Declares channel ``name`` as number ``a``, or ``a op b``.
+
+        Args:
+            name: The channel's name, its key in ``read()``.
+            a: The first number's index (from ``number``).
+            b: The second number's index; -1: none (``op`` "").
+            op: How ``a`` and ``b`` combine, one of ``OPS``; "": ``a`` alone.
+
+        Raises:
+            ValueError: ``op`` is not one of ``OPS``, or it is "" with a second number or not "" without one.
+        """
         if op not in OPS or (op == "") != (b < 0):
             raise ValueError(f"channel {name!r}: op must be one of {OPS[1:]} with a second number, or '' without")
         self.channels.append(FileChannel(name, a, b, op))
@@ -188,6 +219,7 @@ class FileReads:
         return out
 
     def close(self) -> None:
+        """Closes every file; a later read opens them again."""
         for file in self.files:
             file.close()
 
@@ -200,6 +232,7 @@ class SysfsValue(KernelFile):
         self.scale = scale
 
     def read(self) -> float:
+        """The file's number times ``scale``; NaN when the file cannot be read or holds no number."""
         try:
             return parse_number(self.read_bytes(), b"") * self.scale
         except OSError:

@@ -28,7 +28,14 @@ def _text(path: Path) -> str:
 
 
 def rail_label(hwmon: Path) -> str:
-    """The rail's name: hwmon ``label``, else the device-tree node's ``label``, else the node's name."""
+    """The rail's name: hwmon ``label``, else the device-tree node's ``label``, else the node's name.
+
+    Args:
+        hwmon: The INA238's hwmon directory (``.../ina238/<device>/hwmon/hwmonN``).
+
+    Returns:
+        The name; "ina238 <device>" (the I2C device's directory name) where none of those is there.
+    """
     device = hwmon.parent.parent
     node = device / "of_node"
     return (
@@ -40,7 +47,15 @@ def rail_label(hwmon: Path) -> str:
 
 
 def rail_values(hwmon: Path) -> list[SysfsValue] | None:
-    """The values whose product is the rail's power in W: ``power1_input`` (uW), else mV * mA; None if neither."""
+    """The values whose product is the rail's power in W.
+
+    Args:
+        hwmon: The INA238's hwmon directory.
+
+    Returns:
+        ``power1_input`` (uW, scaled to W) alone, else ``in1_input`` and ``curr1_input`` (mV and mA, scaled to
+        V and A); None if neither is there.
+    """
     if (hwmon / "power1_input").exists():
         return [SysfsValue(hwmon / "power1_input", 1e-6)]
     volt, curr = hwmon / "in1_input", hwmon / "curr1_input"
@@ -50,7 +65,14 @@ def rail_values(hwmon: Path) -> list[SysfsValue] | None:
 
 
 def ina238_rails(root: str | Path) -> list[tuple[str, list[SysfsValue]]]:
-    """(name, values) of every INA238 rail under ``root``: none on boards before Thor."""
+    """Every INA238 rail under ``root``: none on boards before Thor.
+
+    Args:
+        root: Root of the file system tree ("/" for this machine, a fake tree in tests).
+
+    Returns:
+        (name, values) of each rail with readable files: its ``rail_label`` and ``rail_values``.
+    """
     rails = []
     for hwmon in sorted(Path(root).glob(HWMON_GLOB)):
         values = rail_values(hwmon)

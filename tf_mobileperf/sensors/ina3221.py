@@ -46,8 +46,15 @@ _GROUP_PATTERNS = [
 def rail_group(rail: str) -> str:
     """The paper's group of a rail name: "cpu", "gpu", "mem", "total", ...
 
-    >>> rail_group("VDD_SYS_DDR"), rail_group("VDD_IN"), rail_group("VDD_CPU_GPU_CV"), rail_group("SYS5V")
-    ('mem', 'total', 'cpu+gpu+cv', 'sys')
+    Args:
+        rail: The rail's name (its label), in any case.
+
+    Returns:
+        "total" for the board's input; else every group it names, joined by "+"; "" where it names none.
+
+    Example:
+        >>> rail_group("VDD_SYS_DDR"), rail_group("VDD_IN"), rail_group("VDD_CPU_GPU_CV"), rail_group("SYS5V")
+        ('mem', 'total', 'cpu+gpu+cv', 'sys')
     """
     name = rail.upper()
     found = [group for group, pattern in _GROUP_PATTERNS if pattern.search(name)]
@@ -59,11 +66,16 @@ def rail_group(rail: str) -> str:
 def rail_device(group: str) -> str:
     """The device a rail of ``group`` belongs to: "gpu", "cpu", or "board".
 
-    A rail that feeds several blocks ("cpu+gpu+cv", "gpu+soc") or the whole
-    board ("total") belongs to the board.
+    Args:
+        group: The rail's group (``rail_group``).
 
-    >>> rail_device("gpu"), rail_device("cpu+gpu+cv"), rail_device("total")
-    ('gpu', 'board', 'board')
+    Returns:
+        "cpu" or "gpu" for a rail of that block alone; "board" for any other, a rail that feeds several blocks
+        ("cpu+gpu+cv", "gpu+soc") or the whole board ("total").
+
+    Example:
+        >>> rail_device("gpu"), rail_device("cpu+gpu+cv"), rail_device("total")
+        ('gpu', 'board', 'board')
     """
     return group if group in ("cpu", "gpu") else "board"
 
@@ -73,7 +85,16 @@ RAIL_PROVIDES = frozenset(("power", device) for device in ("cpu", "gpu", "board"
 
 
 def rail_channel(name: str, source: str, label: str | None = None) -> Channel:
-    """The power channel of the rail ``label`` (default ``name``), with its group, device and rail."""
+    """The power channel of a rail, with its group, device and rail.
+
+    Args:
+        name: The channel's name, also its rail.
+        source: Where the value is read from (its files).
+        label: The rail's label, which gives its group; None: ``name``.
+
+    Returns:
+        The channel, of kind "power".
+    """
     group = rail_group(label or name)
     return Channel(name, "power", source, group=group, device=rail_device(group), rail=name)
 
@@ -81,9 +102,13 @@ def rail_channel(name: str, source: str, label: str | None = None) -> Channel:
 def rail_budget(channels: list[Channel]) -> dict:
     """Which rail is the board's input, and which rails a total sums (as the report adds them).
 
-    The input is the rail of group "total" (VDD_IN, POM_5V_IN, Thor's VIN);
-    without one (AGX Orin, AGX Xavier) the total is the sum of every rail but
-    sub-zones, and ``input_rail_reason`` says what that sum leaves out.
+    Args:
+        channels: The sensor's channels; only those of kind "power" count.
+
+    Returns:
+        ``input_rail``: the first rail of group "total" (VDD_IN, POM_5V_IN, Thor's VIN), and ``total_sums``:
+        the rails of that group. Without one (AGX Orin, AGX Xavier): ``input_rail`` None, ``total_sums`` every
+        rail but sub-zones, and ``input_rail_reason`` saying what that sum leaves out.
     """
     rails = [c.name for c in channels if c.kind == "power"]
     inputs = [c.name for c in channels if c.kind == "power" and c.group == "total"]
@@ -130,12 +155,15 @@ class _RailSensor(Sensor):
             self.file_reads.channel(name, numbers[0], numbers[1], "*")
 
     def metadata(self) -> dict:
+        """The board's input rail and the rails a total sums (``rail_budget``)."""
         return rail_budget(self.channels)
 
     def read(self) -> Mapping[str, float | Exception]:
+        """Every rail's power now, W."""
         return self.file_reads.read()
 
     def close(self) -> None:
+        """Closes the files it reads."""
         self.file_reads.close()
 
 

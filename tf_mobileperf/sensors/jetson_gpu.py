@@ -91,7 +91,9 @@ class JetsonGpuSensor(Sensor):
                 break
 
     def read(self) -> Mapping[str, float | Exception]:
+        """GPU utilization (%) and, where a GPU devfreq is found, its clock (Hz) now."""
         return self.file_reads.read()
 
     def close(self) -> None:
+        """Closes the files it reads."""
         self.file_reads.close()

@@ -69,6 +69,11 @@ class JtopSensor(Sensor):
         return (self._connection().power or {}).get("rail", {})
 
     def read(self) -> Mapping[str, float]:
+        """Every rail's power as jtop last reported it, W; NaN for a rail it no longer reports.
+
+        Raises:
+            SensorReadError: jtop could not be started in this process.
+        """
         rails = self._rails()
         out = {}
         for channel in self.channels:
@@ -77,9 +82,11 @@ class JtopSensor(Sensor):
         return out
 
     def metadata(self) -> dict:
+        """Board, JetPack/L4T and power mode as jtop reports them (``jetson_metadata``)."""
         return jetson_metadata(self._connection())
 
     def close(self) -> None:
+        """Stops the jtop this process started, if any; a copy from another process is dropped unclosed."""
         if self._pid == os.getpid():
             self._jetson.close()
         self._jetson, self._pid = None, None
@@ -89,7 +96,15 @@ class JtopSensor(Sensor):
 
 
 def jetson_metadata(jetson) -> dict:
-    """Board, JetPack/L4T and power mode from a started ``jtop`` object."""
+    """Board, JetPack/L4T and power mode from a started ``jtop`` object.
+
+    Args:
+        jetson: A started ``jtop.jtop``.
+
+    Returns:
+        ``board`` (its model, else its module), ``jetpack``, ``l4t`` and ``platform`` as jtop names them (None
+        where it does not), and ``nvpmodel``: the power mode's name, None where jtop cannot say.
+    """
     board = getattr(jetson, "board", {}) or {}
     hardware = board.get("hardware", {})
     libraries = board.get("platform", {})

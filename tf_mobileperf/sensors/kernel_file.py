@@ -36,6 +36,12 @@ class KernelFile:
         self._fd: int | None = None
 
     def read_bytes(self) -> bytes:
+        """The file's whole content now, opening the file first if it is not open.
+
+        Raises:
+            OSError: it could not be opened or read, is not a regular file or is larger than ``MAX_FILE_BYTES``;
+                it is then closed, and reopened on the next read.
+        """
         try:
             if self._fd is None:
                 fd = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -55,10 +61,18 @@ class KernelFile:
             raise
 
     def failure(self, exc: OSError) -> SensorReadError:
-        """Why this file could not be read, as both sampling loops word it (``file_error``)."""
+        """Why this file could not be read, as both sampling loops word it (``file_error``).
+
+        Args:
+            exc: The error its read raised; its ``strerror`` (else its text) is the reason.
+
+        Returns:
+            The error to give as the value of the channels that use the file.
+        """
         return file_error(self.path, exc.strerror or str(exc))
 
     def close(self) -> None:
+        """Closes the file if it is open; the next read opens it again."""
         if self._fd is not None:
             try:
                 os.close(self._fd)
@@ -72,14 +86,33 @@ class KernelFile:
 
 
 def file_error(path: str | Path, reason: str) -> SensorReadError:
-    """A kernel file's failed read: ``"not a regular file: /sys/.../in1_input"`` (the reason first: texts are cut
-    to 120 bytes)."""
+    """A kernel file's failed read, worded as ``_tick.c`` words it.
+
+    Args:
+        path: The file.
+        reason: Why it could not be read (``NOT_REGULAR``, an errno's text).
+
+    Returns:
+        The error ``"<reason>: <path>"``, e.g. ``"not a regular file: /sys/.../in1_input"`` (the reason first:
+        texts are cut to 120 bytes).
+    """
     return SensorReadError(f"{reason}: {path}")
 
 
 def read_text(path: str | Path) -> str:
-    """The whole text of a kernel file read once, as ``KernelFile`` reads it (never blocking: a FIFO in its place
-    raises OSError). For what a sensor reads when it is made: labels, types, trip points."""
+    """The whole text of a kernel file read once, as ``KernelFile`` reads it (never blocking).
+
+    For what a sensor reads when it is made: labels, types, trip points.
+
+    Args:
+        path: The file.
+
+    Returns:
+        Its text, decoded as UTF-8 with undecodable bytes replaced.
+
+    Raises:
+        OSError: it could not be read, or it is not a regular file (a FIFO in its place).
+    """
     file = KernelFile(Path(path), 4096)
     try:
         return file.read_bytes().decode(errors="replace")

@@ -58,7 +58,15 @@ class PowerMode:
 
 
 def parse_query(text: str) -> tuple[int, str | None] | None:
-    """(id, name) from ``nvpmodel -q``'s output ("NV Power Mode: MAXN", then the id on a line of its own)."""
+    """The mode ``nvpmodel -q`` printed.
+
+    Args:
+        text: Its output: "NV Power Mode: MAXN", then the id on a line of its own.
+
+    Returns:
+        (id, name): the number on the last line that holds only a number, and the name (None where it
+        printed none); None where no line holds an id.
+    """
     name, ids = _QUERY_NAME.search(text), _QUERY_ID.findall(text)
     return (int(ids[-1]), name.group(1) if name else None) if ids else None
 
@@ -104,7 +112,14 @@ def _min_equals_max(directory: Path, low: str, high: str) -> bool | None:
 
 
 def jetson_clocks_state(root: str | Path = "/") -> tuple[bool | None, str]:
-    """(on, how it was decided); on is None when no cpufreq floor and ceiling are readable."""
+    """Whether jetson_clocks is on: every CPU's cpufreq floor, and a GPU devfreq's, equal to its ceiling.
+
+    Args:
+        root: Root of the file system tree ("/" for this machine, a fake tree in tests).
+
+    Returns:
+        (on, how it was decided); on is None, and how says why, when no cpufreq floor and ceiling are readable.
+    """
     root = Path(root)
     cpus = {d.resolve(): d for d in sorted(root.glob("sys/devices/system/cpu/cpu[0-9]*/cpufreq"))}
     answers = [_min_equals_max(d, "scaling_min_freq", "scaling_max_freq") for d in cpus.values()]
@@ -123,7 +138,16 @@ def jetson_clocks_state(root: str | Path = "/") -> tuple[bool | None, str]:
 
 
 def power_mode(root: str | Path = "/", timeout_s: float = 5.0) -> PowerMode:
-    """The power mode and jetson_clocks state of the board (see the module docstring)."""
+    """The power mode and jetson_clocks state of the board (see the module docstring).
+
+    Args:
+        root: Root of the file system tree ("/" for this machine, a fake tree in tests).
+        timeout_s: The longest ``nvpmodel -q`` may run, s; then the status file is read instead.
+
+    Returns:
+        The mode's id and name and where they came from, and the jetson_clocks state and how it was decided;
+        each None where unknown, with the reason in ``unavailable``.
+    """
     root = Path(root)
     mode = PowerMode()
     mode.mode_id, mode.mode_name, query_reason = _query(timeout_s)

@@ -53,7 +53,14 @@ DT_CORES = {
 
 
 def dt_core_type(compatible: str) -> str | None:
-    """Core type from a device-tree ``compatible`` ("arm,cortex-a57\\0arm,armv8" -> "Cortex-A57"); None if unknown."""
+    """The core type a device-tree ``compatible`` names.
+
+    Args:
+        compatible: The core node's ``compatible``, NUL-separated entries ("arm,cortex-a57\\0arm,armv8").
+
+    Returns:
+        The type as /proc/cpuinfo's part number names it ("Cortex-A57", "Denver2"); None if no entry is known.
+    """
     for entry in compatible.split("\0"):
         vendor, _, model = entry.strip().partition(",")
         if entry in DT_CORES:
@@ -65,7 +72,15 @@ def dt_core_type(compatible: str) -> str | None:
 
 
 def dt_core_types(cpu_dir: Path, cores: list[int]) -> dict[int, str]:
-    """Core index -> type, from each core's device-tree node (present even while the core is offline)."""
+    """Core index -> type, from each core's device-tree node (present even while the core is offline).
+
+    Args:
+        cpu_dir: The cores' sysfs directory (``/sys/devices/system/cpu`` under the tree's root).
+        cores: The core indices to look up.
+
+    Returns:
+        Index -> type of each core whose node is readable and names a known type.
+    """
     types = {}
     for core in cores:
         try:
@@ -78,7 +93,14 @@ def dt_core_types(cpu_dir: Path, cores: list[int]) -> dict[int, str]:
 
 
 def parse_cpu_list(text: str) -> list[int]:
-    """Parses a kernel CPU list such as "0-3,5" into [0, 1, 2, 3, 5]."""
+    """Parses a kernel CPU list such as "0-3,5" into [0, 1, 2, 3, 5].
+
+    Args:
+        text: The list, comma-separated indices and ranges (``/sys/devices/system/cpu/present``).
+
+    Returns:
+        The core indices, in the list's order.
+    """
     cores: list[int] = []
     for part in text.strip().split(","):
         if not part:
@@ -89,7 +111,14 @@ def parse_cpu_list(text: str) -> list[int]:
 
 
 def core_types(cpuinfo: str) -> dict[int, str]:
-    """Core index -> core type name, from the text of /proc/cpuinfo."""
+    """Core index -> core type name, from the text of /proc/cpuinfo.
+
+    Args:
+        cpuinfo: The text of /proc/cpuinfo; offline cores are absent from it.
+
+    Returns:
+        Index -> the ARM core's name (``ARM_CORES``), else the "model name", else its implementer and part.
+    """
     types: dict[int, str] = {}
     for block in cpuinfo.split("\n\n"):
         fields = dict(
@@ -175,12 +204,15 @@ class CpuSensor(Sensor):
         return Channel(name, kind, source, group="cpu", cluster=self.clusters[core], device="cpu", core=core)
 
     def read(self) -> Mapping[str, float | Exception]:
+        """Utilization (%) of the CPU and each core since the last read, and each core's clock (Hz)."""
         return self.file_reads.read()
 
     def close(self) -> None:
+        """Closes the files it reads."""
         self.file_reads.close()
 
     def metadata(self) -> dict:
+        """``cores`` present, ``clusters`` (core type -> its cores) and the ``offline`` cores."""
         clusters: dict[str, list[int]] = {}
         for core, kind in self.clusters.items():
             clusters.setdefault(kind, []).append(core)
@@ -231,10 +263,13 @@ class MemorySensor(Sensor):
         ]
 
     def read(self) -> Mapping[str, float | Exception]:
+        """System RAM in use and the process's RSS and peak RSS now, bytes."""
         return self.file_reads.read()
 
     def close(self) -> None:
+        """Closes the files it reads."""
         self.file_reads.close()
 
     def metadata(self) -> dict:
+        """``ram_total_bytes``: the system's RAM (MemTotal)."""
         return {"ram_total_bytes": self.total_bytes}

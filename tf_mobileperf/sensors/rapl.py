@@ -65,6 +65,7 @@ class RaplSensor(Sensor):
         self._offset = {name: 0.0 for name, _, _ in self._zones}
 
     def read(self) -> Mapping[str, float]:
+        """Every zone's energy counter now, J, unwrapped (a wrap seen since the first read adds its range)."""
         out = {}
         for name, counter, wrap in self._zones:
             raw = counter.read()
@@ -76,5 +77,6 @@ class RaplSensor(Sensor):
         return out
 
     def close(self) -> None:
+        """Closes the counters' files."""
         for _, counter, _ in self._zones:
             counter.close()

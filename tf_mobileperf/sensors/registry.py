@@ -103,7 +103,15 @@ def _jtop(root: Path) -> JtopSensor:
 
 
 def check_role(kind: str, device: str | None = None) -> None:
-    """ValueError naming ``kind`` or ``device`` unless both are known (``device`` None: any)."""
+    """Checks that a channel kind and device are known.
+
+    Args:
+        kind: A channel kind, one of ``UNITS``.
+        device: One of ``DEVICES``; None: any device.
+
+    Raises:
+        ValueError: naming ``kind`` or ``device``, whichever is not known.
+    """
     if kind not in UNITS:
         raise ValueError(f"unknown channel kind {kind!r}; expected one of {sorted(UNITS)}")
     if device is not None and device not in DEVICES:
@@ -122,12 +130,32 @@ class Probe:
     absent: dict[str, str]
 
     def has_kind(self, kind: str, device: str | None = None) -> bool:
-        """Whether a present sensor has a channel of ``kind`` (of ``device``, when given)."""
+        """Whether a present sensor has a channel of ``kind`` (of ``device``, when given).
+
+        Args:
+            kind: A channel kind, one of ``UNITS``.
+            device: One of ``DEVICES``; None: any device.
+
+        Returns:
+            True if any present sensor has such a channel.
+
+        Raises:
+            ValueError: an unknown kind or device.
+        """
         check_role(kind, device)
         return any(c.kind == kind and device in (None, c.device) for s in self.sensors for c in s.channels)
 
     def absent_for(self, kind: str, device: str | None = None) -> dict[str, str]:
-        """Label -> reason of the absent sensors that would give ``kind`` of ``device``.
+        """The absent sensors that would give ``kind`` of ``device``.
+
+        Power and energy count as one quantity (the report derives each from the other).
+
+        Args:
+            kind: A channel kind, one of ``UNITS``.
+            device: One of ``DEVICES``; None: any device.
+
+        Returns:
+            Label -> reason of each such sensor, and of every label not in ``REGISTRY``.
 
         Raises:
             ValueError: an unknown kind or device.
@@ -141,7 +169,19 @@ class Probe:
         }
 
     def why_absent(self, kind: str, device: str | None = None) -> str:
-        """The reasons ("label: reason; ...") of the absent sensors that would give ``kind`` of ``device``."""
+        """Why no present sensor gives ``kind`` of ``device``.
+
+        Args:
+            kind: A channel kind, one of ``UNITS``.
+            device: One of ``DEVICES``; None: any device.
+
+        Returns:
+            The reasons ("label: reason; ...") of the absent sensors that would give it (``absent_for``), or
+            "no such sensor among those given" where there are none.
+
+        Raises:
+            ValueError: an unknown kind or device.
+        """
         reasons = [f"{label}: {reason}" for label, reason in self.absent_for(kind, device).items()]
         return "; ".join(reasons) or "no such sensor among those given"
 
@@ -160,6 +200,9 @@ def probe(
             sensors read through a library (NVML, jtop) are tried too; by
             default only at ``root="/"``. On AGX Thor, where the GPU has no
             nvgpu load file, NVML is then what gives GPU utilization.
+
+    Returns:
+        The sensors present and, by label, why each of the others is absent.
     """
     if real_machine is None:
         real_machine = str(root) == "/"
@@ -184,5 +227,13 @@ def probe(
 
 
 def detect(root: str | Path = "/", pid: int | None = None) -> list[Sensor]:
-    """The sensors present on this machine (or in the tree at ``root``)."""
+    """The sensors present on this machine (or in the tree at ``root``).
+
+    Args:
+        root: Root of the file system tree ("/" for this machine, a fake tree in tests).
+        pid: The training process, for its memory; None: this process.
+
+    Returns:
+        The sensors that ``probe`` found present.
+    """
     return probe(root, pid=pid).sensors

@@ -97,6 +97,7 @@ class ReplaySensor(Sensor):
         return 1000.0
 
     def read(self) -> Mapping[str, float]:
+        """The values of the log's line in force now (the first read starts the clock); NaN after the last."""
         now = time.monotonic()
         if self._t0 is None:
             self._t0 = now
@@ -107,6 +108,14 @@ class ReplaySensor(Sensor):
         return self._nan | self._rows[index]
 
     def ran_out(self, run_s: float) -> str:
+        """What is said once when a run outlasted the log.
+
+        Args:
+            run_s: How long the run lasted, s.
+
+        Returns:
+            The message: how long the log covers at its speed, and how many lines a log of the run would need.
+        """
         return (
             f"the log {self.path} covers {self.covers_s:.3g} s at speed {self.speed:g}; the run lasted "
             f"{run_s:.3g} s: samples after that are missing (a run needs a log of at least run time x speed "
@@ -114,6 +123,7 @@ class ReplaySensor(Sensor):
         )
 
     def metadata(self) -> dict:
+        """The rails' budget (``rail_budget``), the log, its records, interval and speed, and its RAM total."""
         first = self.records[0]
         meta = rail_budget(self.channels) | {
             "replay_of": str(self.path),

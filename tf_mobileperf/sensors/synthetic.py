@@ -76,6 +76,7 @@ class SyntheticSensor(Sensor):
         self.min_period_s = min_period_s
 
     def read(self) -> Mapping[str, float]:
+        """Every signal at ``time.monotonic()`` now; NaN where a signal raised."""
         t = time.monotonic()
         out = {}
         for name, fn in self._signals.items():

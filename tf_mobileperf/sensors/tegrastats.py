@@ -65,13 +65,21 @@ class TegrastatsRecord:
 def parse_line(line: str) -> TegrastatsRecord:
     """Parses one tegrastats line.
 
+    Args:
+        line: The line, of any L4T release's format, with or without its leading timestamp.
+
+    Returns:
+        What the line says, in W, MB, %, MHz; a field the line lacks is None (or empty).
+
     Raises:
+        TypeError: ``line`` is not a str.
         ValueError: if the line has none of tegrastats' fields (RAM, CPU,
             GR3D(_FREQ), EMC(_FREQ) or a power rail).
 
-    >>> r = parse_line("RAM 2410/7854MB CPU [2%@345,off] GR3D_FREQ 0%@114 VDD_IN 2356/2356")
-    >>> r.power_w, r.cpu_util, r.gpu_util
-    ({'VDD_IN': 2.356}, [2.0, None], 0.0)
+    Example:
+        >>> r = parse_line("RAM 2410/7854MB CPU [2%@345,off] GR3D_FREQ 0%@114 VDD_IN 2356/2356")
+        >>> r.power_w, r.cpu_util, r.gpu_util
+        ({'VDD_IN': 2.356}, [2.0, None], 0.0)
     """
     if not isinstance(line, str):
         raise TypeError(f"parse_line expects str, got {type(line).__name__}")
@@ -136,10 +144,14 @@ def _cores(entries: str, shared_mhz: str | None) -> tuple[list[float | None], li
 
 
 def read_log(path: str | Path) -> tuple[list[TegrastatsRecord], int]:
-    """Parses a tegrastats log; returns (records, number of lines skipped).
+    """Parses a tegrastats log.
 
-    Skipped: lines that are not tegrastats, and a last line without its
-    newline (tegrastats was cut off mid-line: its last number may be cut too).
+    Args:
+        path: The log file; bytes that are not text are replaced, blank lines ignored.
+
+    Returns:
+        (records, number of lines skipped). Skipped: lines that are not tegrastats, and a last line without its
+        newline (tegrastats was cut off mid-line: its last number may be cut too).
     """
     path = Path(path)
     records, skipped = [], 0

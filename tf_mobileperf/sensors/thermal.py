@@ -61,7 +61,15 @@ class ThermalZone:
 
 
 def zone_device(zone_type: str) -> str:
-    """The device a zone's type names: "cpu" (BCPU-therm, CPU-therm, cpu-thermal), "gpu", else "board"."""
+    """The device a zone's type names.
+
+    Args:
+        zone_type: The zone's ``type`` ("GPU-therm", "BCPU-therm", "x86_pkg_temp", ...).
+
+    Returns:
+        "gpu" where it names the GPU; "cpu" where it names a CPU (BCPU-therm, CPU-therm, cpu-thermal) or an x86
+        package; else "board".
+    """
     lowered = zone_type.lower()
     if "gpu" in lowered:
         return "gpu"
@@ -85,6 +93,9 @@ def _trips(zone: Path) -> tuple[Trip, ...]:
 
 def thermal_zones(root: str | Path = "/") -> tuple[list[ThermalZone], dict[str, str]]:
     """The zones under ``root`` that give a temperature, and why each of the others does not.
+
+    Args:
+        root: Root of the file system tree ("/" for this machine, a fake tree in tests).
 
     Returns:
         (zones, skipped): zones in kernel order with unique channel names
@@ -153,9 +164,11 @@ class ThermalSensor(Sensor):
         ]
 
     def read(self) -> Mapping[str, float | Exception]:
+        """Every zone's temperature now, degrees C; NaN for a powered-off unit's -256 C."""
         return self.file_reads.read()
 
     def metadata(self) -> dict:
+        """Per channel, its zone, type, trip points and throttle temperature; and the zones left out, with why."""
         zones = {
             zone.name: {
                 "zone": zone.path.name,
@@ -168,4 +181,5 @@ class ThermalSensor(Sensor):
         return {"thermal_zones": zones, "thermal_zones_skipped": self.skipped}
 
     def close(self) -> None:
+        """Closes the files it reads."""
         self.file_reads.close()

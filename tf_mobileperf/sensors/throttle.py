@@ -81,10 +81,12 @@ class TripCheck(Check):
     limit_c: float
 
     def read(self) -> float:
+        """1.0 at or above the trip, 0.0 below it, NaN when the temperature cannot be read."""
         value = self.temp.read()
         return float(value >= self.limit_c) if value == value else NAN
 
     def close(self) -> None:
+        """Closes the zone's temperature file."""
         self.temp.close()
 
 
@@ -95,10 +97,12 @@ class AlarmCheck(Check):
     flag: SysfsValue
 
     def read(self) -> float:
+        """1.0 while the flag is set, 0.0 while it is not, NaN when it cannot be read."""
         value = self.flag.read()
         return float(value != 0) if value == value else NAN
 
     def close(self) -> None:
+        """Closes the flag's file."""
         self.flag.close()
 
 
@@ -110,6 +114,8 @@ class ClockCheck(Check):
     asked: list[SysfsValue]
 
     def read(self) -> float:
+        """1.0 when the clock is below the highest readable asked one by over the tolerance, else 0.0; NaN
+        when the clock or every asked one cannot be read."""
         asked = np.array([a.read() for a in self.asked])
         current = self.current.read()
         if current != current or np.isnan(asked).all():
@@ -117,6 +123,7 @@ class ClockCheck(Check):
         return float(current < np.nanmax(asked) * (1.0 - CLOCK_TOLERANCE))
 
     def close(self) -> None:
+        """Closes the clock's files."""
         for value in [self.current, *self.asked]:
             value.close()
 
@@ -191,7 +198,14 @@ def _clock_checks(root: Path) -> list[Check]:
 
 
 def verdict(values: np.ndarray) -> float:
-    """1.0 when any value is 1, NaN when none is and one is unknown, else 0.0."""
+    """One verdict from several: throttled if any says so.
+
+    Args:
+        values: Verdicts, each 1.0 (throttled), 0.0 (not) or NaN (unknown).
+
+    Returns:
+        1.0 when any value is 1, NaN when none is and one is unknown, else 0.0.
+    """
     if np.any(values == 1.0):
         return 1.0
     return NAN if np.isnan(values).any() else 0.0
@@ -229,14 +243,17 @@ class ThrottleSensor(Sensor):
         ]
 
     def read(self) -> Mapping[str, float]:
+        """``throttled`` and each cause now: 1.0 (throttled), 0.0 (not) or NaN (unknown)."""
         values = np.array([check.read() for check in self._checks])
         out = {cause: verdict(values[rows]) for cause, rows in self._index.items()}
         return {"throttled": verdict(np.array(list(out.values())))} | out
 
     def metadata(self) -> dict:
+        """``throttle``: each cause's sources, and the clock tolerance."""
         causes = {cause: [self._checks[i].source for i in rows] for cause, rows in self._index.items()}
         return {"throttle": {"causes": causes, "clock_tolerance": CLOCK_TOLERANCE}}
 
     def close(self) -> None:
+        """Closes every check's files."""
         for check in self._checks:
             check.close()

@@ -12,9 +12,9 @@ this design follows:
   sampler, calls ``nvmlInit`` and gets its handles again by index, checking
   each GPU's UUID against the one probed.
 - A failed call is a failed read in NVML's words (``SensorReadError``, "NVML:
-  ...", as one channel's value), never a quiet NaN: swallowing that
-  "Uninitialized" once left every NVML channel of a run empty with 0 sensor
-  errors counted.
+  ...", as one channel's value), never a quiet NaN: a swallowed
+  "Uninitialized" would leave every NVML channel of a run empty with no
+  sensor error counted.
 - One call costs: ``nvmlDeviceGetTotalEnergyConsumption`` 3.9-4.8 ms (a
   driver round trip), ``nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)``
   3.5 us, ``nvmlDeviceGetPowerUsage`` 1.1 us, ``nvmlDeviceGetUtilizationRates``

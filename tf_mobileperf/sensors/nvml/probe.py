@@ -63,10 +63,19 @@ class NvmlProbe:
     gpus: list[GpuProbe]
 
     def session(self, indices: list[int]) -> NvmlSession:
+        """An NVML session for some of the probed GPUs, checked against their probed UUIDs.
+
+        Args:
+            indices: NVML indices of the GPUs.
+
+        Returns:
+            The session; it opens NVML in the process that first uses it.
+        """
         uuids = {g.index: g.uuid for g in self.gpus if g.index in indices}
         return NvmlSession(self.library, indices, uuids)
 
     def reads_metadata(self) -> dict:
+        """GPU index -> its ``GpuProbe.reads()``: for ``metadata()["nvml_reads"]``."""
         return {g.index: g.reads() for g in self.gpus}
 
 
@@ -106,8 +115,15 @@ def _probe_gpu(nvml, index: int, handle, window_s: float) -> GpuProbe:
 
 
 def probe_nvml(indices: list[int] | None = None, library: str = LIBRARY, window_s: float | None = None) -> NvmlProbe:
-    """Opens NVML, finds each GPU's values and measures them (all GPUs at once, for up to ``window_s``,
-    by default ``PROBE_WINDOW_S``), closes it.
+    """Opens NVML, finds each GPU's values and measures them (all GPUs at once), closes it.
+
+    Args:
+        indices: NVML indices of the GPUs to probe; None: every visible GPU.
+        library: The import name of nvidia-ml-py's module (a fake's in tests).
+        window_s: The longest each GPU's values are polled, s; None: ``PROBE_WINDOW_S``.
+
+    Returns:
+        The library's name and, per GPU, the values it gives, what each costs and how often it changes.
 
     Raises:
         SensorUnavailable: no such library, NVML failed ("NVML: ..."), or no GPU.

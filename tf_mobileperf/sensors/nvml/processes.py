@@ -104,8 +104,15 @@ def gpu_processes(session: NvmlSession, since_us: int, own: Iterable[int] | None
 
 
 def busy_gpus(gpus: dict[str, dict[str, Any]]) -> list[str]:
-    """The GPUs with another process on them that used them (SM utilization at ``GPU_BUSY_SM_PCT`` or more,
-    or not known)."""
+    """The GPUs with another process on them that used them.
+
+    Args:
+        gpus: Per GPU index, its processes as ``gpu_processes`` gives them.
+
+    Returns:
+        The indices of the GPUs with another process at ``GPU_BUSY_SM_PCT`` SM utilization or more, or of
+        unknown utilization.
+    """
     return [
         index
         for index, gpu in gpus.items()
@@ -114,7 +121,16 @@ def busy_gpus(gpus: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def read_gpu_processes(sessions: list[NvmlSession], since_us: int) -> tuple[dict[str, dict[str, Any]], str | None]:
-    """``gpu_processes`` of every session (each GPU once), or {} and why not."""
+    """``gpu_processes`` of every session (each GPU once), or {} and why not.
+
+    Args:
+        sessions: The NVML sessions of the sensors that measured the GPUs.
+        since_us: Utilization samples from this wall-clock instant on (microseconds since the epoch).
+
+    Returns:
+        (per GPU index, its other processes; None), or ({}, why not): no session, NVML could not be opened,
+        or the library lacks these calls.
+    """
     if not sessions:
         return {}, "no NVML GPU is measured"
     out: dict[str, dict[str, Any]] = {}

@@ -68,11 +68,27 @@ class Query:
     default_change_s: float = 0.0
 
     def channel(self, gpu: int) -> Channel:
+        """The channel this value fills for one GPU.
+
+        Args:
+            gpu: The GPU's NVML index.
+
+        Returns:
+            Channel ``gpu<index>_<suffix>``; a power or energy channel has rail ``gpu<index>``.
+        """
         rail = f"gpu{gpu}" if self.kind in RAIL_KINDS else ""
         return Channel(f"gpu{gpu}_{self.suffix}", self.kind, self.api, group=self.group, device="gpu", rail=rail)
 
     def period(self, rate: QueryRate | None) -> ReadPeriod:
-        """How often to read it, from what polling it measured."""
+        """How often to read it, from what polling it measured.
+
+        Args:
+            rate: What polling it measured (``rates.watch``); None: it was not polled.
+
+        Returns:
+            ``fraction`` of its change period (``paced_period``), or for a value that changes on events
+            ``EVENT_PERIOD_S``, within ``choose_period``'s limits, and why.
+        """
         if self.fraction is not None:
             return paced_period(rate, self.fraction, self.default_change_s, self.key)
         cpu = rate.cpu_s if rate is not None and rate.calls else 0.0

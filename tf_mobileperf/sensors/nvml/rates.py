@@ -53,6 +53,7 @@ class QueryRate:
     error: str | None = None
 
     def to_dict(self) -> dict:
+        """Every field, for the report's ``nvml_reads``."""
         return dataclasses.asdict(self)
 
 
@@ -119,7 +120,19 @@ def watch(
 
     Stops after ``window_s``, or sooner once every query of ``until_changes``
     has changed ``changes`` times and every query was called ``min_calls``
-    times. A query that raises is not called again (its ``error`` says why)."""
+    times. A query that raises is not called again (its ``error`` says why).
+
+    Args:
+        queries: Name -> a call that returns the value.
+        until_changes: Names of the queries whose changes polling waits for.
+        window_s: The longest it polls, s.
+        changes: How many changes of each of ``until_changes`` let it stop early.
+        min_calls: How many calls of every query it makes before it stops early.
+        pace_s: The shortest time from the start of one round to the next, s.
+
+    Returns:
+        Name -> what polling that query found, over the time it polled.
+    """
     tracks = {name: _Track() for name in queries}
     start = time.monotonic()
     while True:
@@ -140,8 +153,16 @@ def watch(
 
 
 def choose_period(basis_s: float, basis_why: str, cpu_s: float) -> ReadPeriod:
-    """The read period: ``basis_s`` (what the value's pace asks for), but never under ``MIN_PERIOD_S`` nor so
-    often that its calls cost more than ``CPU_SHARE`` of a core; ``why`` names the limit that set it."""
+    """The read period: ``basis_s``, but never under ``MIN_PERIOD_S`` nor so often that calls cost over ``CPU_SHARE``.
+
+    Args:
+        basis_s: The period the value's pace asks for, s.
+        basis_why: Why it asks for that: the ``why`` where it sets the period.
+        cpu_s: The CPU time of one call, s.
+
+    Returns:
+        The longest of ``basis_s``, ``MIN_PERIOD_S`` and ``cpu_s / CPU_SHARE``; ``why`` names the one that set it.
+    """
     terms = {
         basis_why: basis_s,
         f"the floor of {MIN_PERIOD_S:g} s": MIN_PERIOD_S,
@@ -152,8 +173,17 @@ def choose_period(basis_s: float, basis_why: str, cpu_s: float) -> ReadPeriod:
 
 
 def paced_period(rate: QueryRate | None, fraction: float, default_change_s: float, what: str) -> ReadPeriod:
-    """Reads a value ``fraction`` of its measured change period apart (``default_change_s`` where it was not
-    seen to change), within ``choose_period``'s limits."""
+    """Reads a value ``fraction`` of its measured change period apart, within ``choose_period``'s limits.
+
+    Args:
+        rate: What polling the value measured; None: it was not polled.
+        fraction: The share of its change period between two reads.
+        default_change_s: Its change period where it was not seen to change (as on an H200), s.
+        what: The value's name, for ``why``.
+
+    Returns:
+        The read period and why.
+    """
     if rate is not None and rate.change_period_s:
         change, how = rate.change_period_s, "measured"
     else:

@@ -71,9 +71,11 @@ class NvmlSensorBase(Sensor):
             return SensorReadError(f"NVML: {query.api}: {exc}")
 
     def metadata(self) -> dict:
+        """``nvml_reads``: per GPU, each value's measured cost and change period, and its read period and why."""
         return {"nvml_reads": self.probed.reads_metadata()}
 
     def close(self) -> None:
+        """Shuts NVML down if this process opened it."""
         self._session.close()
 
 
@@ -113,6 +115,7 @@ class NvmlSensor(NvmlSensorBase):
         return out
 
     def metadata(self) -> dict:
+        """``nvml_reads`` and, per GPU, its name, UUID, memory, power source and the values it does not give."""
         gpus = {}
         for g in self.probed.gpus:
             power = next((BY_KEY[key].api for key in g.queries if BY_KEY[key].kind == "power"), None)
@@ -177,6 +180,11 @@ class NvmlEnergySensor(NvmlSensorBase):
         self.stamp_within_s = max(2 * wall, wall + STAMP_SLACK_S)
 
     def read(self) -> dict[str, float | SensorReadError]:
+        """Every GPU's total-energy counter now, J.
+
+        Raises:
+            SensorReadError: NVML cannot be opened in this process.
+        """
         handles = self._session.handles()
         return {
             channel.name: self._value(query, handles[gpu])
@@ -184,11 +192,19 @@ class NvmlEnergySensor(NvmlSensorBase):
         }
 
     def metadata(self) -> dict:
+        """``nvml_reads`` and ``nvml_energy_read``: the read period chosen and why."""
         return super().metadata() | {"nvml_energy_read": dataclasses.asdict(self.read_period)}
 
 
 def nvml_sensors(indices: list[int] | None = None, library: str = LIBRARY) -> list[Sensor]:
     """``NvmlSensor`` and, where a GPU has the counter, ``NvmlEnergySensor``, from one probe.
+
+    Args:
+        indices: NVML indices of the GPUs to read; None: every visible GPU.
+        library: The import name of nvidia-ml-py's module (a fake's in tests).
+
+    Returns:
+        The sensors present, one or both.
 
     Raises:
         SensorUnavailable: NVML, or every value of it, is not there ("NVML: ..." where NVML said why).

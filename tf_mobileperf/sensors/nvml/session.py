@@ -18,6 +18,14 @@ LIBRARY = "pynvml"
 
 
 def as_text(value) -> str | None:
+    """A text NVML gave, as a str.
+
+    Args:
+        value: A str, bytes (decoded as UTF-8, undecodable bytes replaced) or None.
+
+    Returns:
+        ``value`` decoded if it is bytes, else ``value`` as it is.
+    """
     return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
@@ -104,7 +112,15 @@ class NvmlSession:
 
 
 def gpu_uuid(nvml, handle) -> str | None:
-    """The GPU's UUID; None where this library or driver does not give one."""
+    """The GPU's UUID.
+
+    Args:
+        nvml: The NVML library's module.
+        handle: The GPU's NVML handle.
+
+    Returns:
+        Its UUID; None where this library or driver does not give one.
+    """
     try:
         return as_text(nvml.nvmlDeviceGetUUID(handle))
     except (AttributeError, nvml.NVMLError):

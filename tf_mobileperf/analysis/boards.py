@@ -43,7 +43,18 @@ class BestRow:
 
 def best(rows: list[Row], get: Getter, unit: str, highest: bool, *reason_keys: str) -> Best:
     """The batch size whose successful rows' mean of ``get`` is highest (or lowest); a tie goes to the smaller
-    batch size."""
+    batch size.
+
+    Args:
+        rows: The rows of one line on one board.
+        get: The value of a row (None: not measured).
+        unit: The value's unit, as the cell shows it ("samples/s").
+        highest: True for the highest mean, False for the lowest.
+        *reason_keys: Keys of the rows' ``unavailable`` that say why the value is missing.
+
+    Returns:
+        The cell; without a batch size where no row succeeded (``NO_SUCCESS``) or none measured the value.
+    """
     ok = [r for r in rows if r.get("success")]
     if not ok:
         return Best(None, None, unit, NO_SUCCESS)
@@ -62,7 +73,14 @@ BEST_COLUMNS = ["board", "model", "most samples/s", "fewest J/sample"]
 
 
 def best_batch(rows: list[Row]) -> list[BestRow]:
-    """Per board and line: the batch size with the most samples/s and the one with the least J/sample."""
+    """Per board and line: the batch size with the most samples/s and the one with the least J/sample.
+
+    Args:
+        rows: Sweep rows (or report summaries made rows), of one board or several.
+
+    Returns:
+        A row per (board, line) of ``rows.line_groups``; its board is "" where the rows are of one board.
+    """
     return [
         BestRow(
             board or "",

@@ -22,7 +22,14 @@ def table() -> dict:
 
 
 def name_hash(name: str) -> int:
-    """h = h * 31 + code point, mod 2**32, over the name's characters (``colours.js`` has the same)."""
+    """h = h * 31 + code point, mod 2**32, over the name's characters (``colours.js`` has the same).
+
+    Args:
+        name: The text to hash (a model's or a line's name).
+
+    Returns:
+        The hash, 0 <= h < 2**32.
+    """
     h = 0
     for ch in name:
         h = (h * 31 + ord(ch)) & 0xFFFFFFFF
@@ -30,7 +37,14 @@ def name_hash(name: str) -> int:
 
 
 def model_colour(name: str) -> str:
-    """The colour of model ``name`` ("#0072B2" for "cnn"): its own, else a fallback chosen by its name's hash."""
+    """The colour of model ``name`` ("#0072B2" for "cnn"): its own, else a fallback chosen by its name's hash.
+
+    Args:
+        name: The model's name (or any line's, such as a run folder's).
+
+    Returns:
+        The colour as "#rrggbb".
+    """
     own = table()["models"].get(name)
     if own:
         return own
@@ -44,8 +58,17 @@ def limit_colour() -> str:
 
 
 def shade(colour: str, k: int) -> str:
-    """The k-th shade of ``colour`` (0: itself; then darker, lighter, ...), as ``colours.js`` makes it: lines
-    of one model that differ in a setting or a board keep the model's hue and are told apart."""
+    """The k-th shade of ``colour``, as ``colours.js`` makes it: lines of one model that differ in a setting or a
+    board keep the model's hue and are told apart.
+
+    Args:
+        colour: The base colour, "#rrggbb".
+        k: Which shade: 0 the colour itself; odd k darker, even k lighter, 35% of the way to black or white for
+            k = 1, 2 and 60% from k = 3 on.
+
+    Returns:
+        The shade as "#rrggbb" (lower-case hex where it differs from ``colour``).
+    """
     if not k:
         return colour
     rgb = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
@@ -56,7 +79,15 @@ def shade(colour: str, k: int) -> str:
 
 def short_reason(reason: str | None, limit: int = 60) -> str:
     """A reason a quantity was not measured, cut to its first clause for a panel ("no power sensor on this
-    device"); the full reason (the sensors tried and why each is absent) stays in the report."""
+    device"); the full reason (the sensors tried and why each is absent) stays in the report.
+
+    Args:
+        reason: The full reason; None: "not in this sweep's results".
+        limit: The most characters returned; a longer clause is cut at a word and ends in "…".
+
+    Returns:
+        The short reason.
+    """
     text = (reason or "not in this sweep's results").strip()
     text = text.split(": ", 1)[0].split(" (", 1)[0].strip().rstrip(".;,")
     if text.startswith("no ") and text.endswith("sensor"):

@@ -40,7 +40,14 @@ class UnknownKey(ValueError):
 
 def quantities(rows: list[Row]) -> list[Quantity]:
     """Every quantity of the rows: energy, throughput, step time, power per rail group, utilization (per CPU
-    cluster too), peak memories."""
+    cluster too), peak memories.
+
+    Args:
+        rows: The rows; their rail groups and CPU clusters add quantities.
+
+    Returns:
+        The quantities in the order they are offered, measured by the rows or not.
+    """
     clusters = sorted({c for r in rows for c in (r.get("cpu_util_per_cluster") or {})}, key=natural_key)
     return [
         Quantity("energy_per_step", "energy per step", "J", field("energy_per_step_j"), ("energy",)),
@@ -71,8 +78,15 @@ def quantities(rows: list[Row]) -> list[Quantity]:
 
 # -- groupings -------------------------------------------------------------------------------------------------
 def groupings(rows: list[Row]) -> list[tuple[str, str, Callable[[Row], str]]]:
-    """(key, label, group of a row): a line per board and model first where the rows come from several boards,
-    then per model, then (for runs) per run folder."""
+    """The ways to group the rows into lines: per board and model first where the rows come from several boards,
+    then per model, then (for runs) per run folder.
+
+    Args:
+        rows: The rows; per run folder only where every row has a ``folder``.
+
+    Returns:
+        (key, label, the line label of a row) of each grouping.
+    """
     out: list[tuple[str, str, Callable[[Row], str]]] = []
     if len(boards(rows)) > 1:
         label = {id(r): name for name, group in lines(rows).items() for r in group}
@@ -85,7 +99,14 @@ def groupings(rows: list[Row]) -> list[tuple[str, str, Callable[[Row], str]]]:
 
 def line_colours(groups: dict[str, list[Row]]) -> dict[str, str]:
     """Each line's colour: its model's (plot and tab alike), a shade of it for the model's further lines
-    (another board or setting); a line of several models (a run folder) takes the colour its name picks."""
+    (another board or setting); a line of several models (a run folder) takes the colour its name picks.
+
+    Args:
+        groups: Line label -> its rows, in the order the lines are drawn (it picks which line gets which shade).
+
+    Returns:
+        Line label -> colour ("#rrggbb").
+    """
     used: dict[str, int] = {}
     out = {}
     for label, rows in groups.items():
@@ -97,7 +118,14 @@ def line_colours(groups: dict[str, list[Row]]) -> dict[str, str]:
 
 
 def failure_text(row: Row) -> str:
-    """ "<run>: batch size 16 failed at step 3: MemoryError: ..." (its cause's first line)."""
+    """ "<run>: batch size 16 failed at step 3: MemoryError: ..." (its cause's first line).
+
+    Args:
+        row: A failed row (named by its ``run``, else its ``logdir``, else its model; "?" for an unknown step).
+
+    Returns:
+        The text.
+    """
     cause = (row.get("error") or row.get("cause") or "no error recorded").split("\n")[0]
     name = row.get("run") or row.get("logdir") or row["model"]
     step = "?" if row.get("failed_step") is None else row["failed_step"]
@@ -109,10 +137,19 @@ NO_BATCH_SIZE = "no run reports its batch size (pass batch_size= to the callback
 
 
 def chart(rows: list[Row], quantity: str | None = None, grouping: str | None = None) -> dict:
-    """The cross-run chart of ``rows`` (those with a batch size) as JSON: the quantities and groupings to choose
-    from, the chosen ones (the first measured quantity and the first grouping by default), x (batch sizes),
-    a line per group (label, colour, a point per batch size or None), the failed rows, the best batch size
-    per board (where several boards ran), and why the chart is empty. UnknownKey for a key the rows lack."""
+    """The cross-run chart of ``rows`` as JSON.
+
+    Args:
+        rows: Sweep rows or summaries made rows; those without a positive batch size, and combined ones, are left out.
+        quantity, grouping: The keys chosen (None: the first quantity the rows measured; the first grouping).
+
+    Returns:
+        ``quantities`` and ``groupings`` to choose from, the chosen ``quantity`` and ``grouping``, ``x`` (batch sizes),
+        ``lines`` (label, colour, a point per x or None), ``failed``, ``best`` (several boards only), ``empty_reason``.
+
+    Raises:
+        UnknownKey: ``quantity`` or ``grouping`` is not one the rows have.
+    """
     rows = [r for r in rows if isinstance(r.get("batch_size"), int) and r["batch_size"] > 0 and not r.get("combined")]
     qs = quantities(rows)
     measured = [any(q.value(r) is not None for r in rows) for q in qs]

@@ -33,7 +33,17 @@ class Saturating:
 
     @classmethod
     def fit(cls, b: ArrayLike, y: ArrayLike) -> tuple[Saturating, float | None]:
-        """The least-squares fit and the relative residual SD (None with fewer than 3 sizes)."""
+        """The least-squares fit and the relative residual SD; a rise is kept only where it fits clearly better
+        than flat (20% less squared error), its ``bp`` one of the measured sizes but the smallest.
+
+        Args:
+            b: The measured batch sizes.
+            y: The mean power at each (W).
+
+        Returns:
+            (the fit, the residuals' SD as a share of the mean of ``y``); the SD is None where there are no more
+            points than the fit has parameters (1 flat, 3 rising).
+        """
         bx, yx = np.asarray(b, float), np.asarray(y, float)
         best, best_sse = cls(float(yx.mean()), 0.0, None), float(((yx - yx.mean()) ** 2).sum())
         for bp in sorted(set(bx.tolist()))[1:]:
@@ -50,8 +60,22 @@ class Saturating:
 def predict_energy(
     time: Estimate, power_points: Sequence[tuple[int, float]], batch_size: int, no_power_reason: str | None = None
 ) -> tuple[Estimate, Estimate, dict | None]:
-    """Energy per step and per sample at ``batch_size`` from the predicted ``time`` and the measured mean power of
-    each measured size (``power_points``: (B, watts)); with no power measured, both None with the reason."""
+    """Energy per step and per sample at ``batch_size``: the predicted step time times the fitted mean power.
+
+    Args:
+        time: The predicted step time at ``batch_size`` (s) with its 95% interval; a value of None gives no energy.
+        power_points: (B, mean power in W) of each measured size; empty where no power was measured.
+        batch_size: The batch size B.
+        no_power_reason: The reason given where there is no energy (None: that no power sensor measured any).
+
+    Returns:
+        (energy per step in J, energy per sample in J, the power law's parameters for prediction.json); the
+        intervals combine the relative uncertainties of time and power. Without power or time: both Estimates
+        None with the reason, and no parameters (None).
+
+    Raises:
+        ValueError: ``time`` has a value other than 0 but no interval.
+    """
     if len(power_points) < 1 or time.value is None:
         reason = no_power_reason or "no energy measured at the measured sizes (no power sensor)"
         return Estimate(None, reason=reason), Estimate(None, reason=reason), None

@@ -1,44 +1,32 @@
 """Predict before you run: memory, step time and energy at larger batch sizes.
 
-Training workloads are regular (the paper's finding; Prashanthi et al.,
-POMACS 2022): from runs at a few batch sizes, each quantity is fitted as a
-function of the batch size B:
+Training workloads are regular (the paper's finding; Prashanthi et al., POMACS 2022): from runs at a few batch
+sizes, each quantity is fitted as a function of the batch size B:
 
-* peak memory of the training process, a straight line in B (its peak RSS;
-  the model, optimizer state and runtime are the intercept, activations
-  grow with B);
-* step time, the saturating law of ``step_model``: a fixed cost per step,
-  a cost per sample, and a larger cost per sample past the batch size where
-  the device saturates (t(B) = a + b1*B + (b2-b1)*max(0, B-Bs)), or a step
-  up of the time at a batch size where another kernel takes over, with a 95%
-  interval (bootstrap and the saturation or step points the measurements
-  cannot rule out, widened by the run-to-run noise);
-* energy per step, the predicted step time times the mean power at B, which
-  is fitted as rising then flat (power saturates too); None, with the reason,
-  where no energy was measured (no power sensor);
+* peak memory of the training process, a straight line in B (its peak RSS; the model, optimizer state and runtime
+  are the intercept, activations grow with B);
+* step time, the saturating law of ``step_model``: a fixed cost per step, a cost per sample, and a larger cost per
+  sample past the batch size where the device saturates (t(B) = a + b1*B + (b2-b1)*max(0, B-Bs)), or a step up of
+  the time at a batch size where another kernel takes over, with a 95% interval (bootstrap and the saturation or
+  step points the measurements cannot rule out, widened by the run-to-run noise);
+* energy per step, the predicted step time times the mean power at B, which is fitted as rising then flat (power
+  saturates too); None, with the reason, where no energy was measured (no power sensor);
 * J/sample is energy per step / B.
 
-Past the largest measured size the step time's interval is widened by
-``EXTRAPOLATION_PER_DOUBLING`` per doubling, and past ``MAX_EXTRAPOLATION``
-times it step time and energy are not predicted (``Prediction.extrapolated``
-says which). Where the step times were measured in turns in one process
-(``sweep.interleaved``), the drift of the machine's speed it saw widens the
-intervals of time and energy each way (``drift``).
+Past the largest measured size the step time's interval is widened by ``EXTRAPOLATION_PER_DOUBLING`` per doubling,
+and past ``MAX_EXTRAPOLATION`` times it step time and energy are not predicted (``Prediction.extrapolated`` says
+which). Where the step times were measured in turns in one process (``sweep.interleaved``), the drift of the
+machine's speed it saw widens the intervals of time and energy each way (``drift``).
 
-None of these shrinks as B grows. Measured sizes are best chosen by
-``step_model.choose_sizes`` (1, 4, 16, then doubling until the device
-saturates, then the gaps where the fit is least certain) and each measured
-until its mean step time is known to a few percent (a sweep's
-``precision``): benchmarks/predict.py.
+None of these shrinks as B grows. Measured sizes are best chosen by ``size_choice.choose_sizes`` (1, 4, 16, then
+doubling until the device saturates, then the gaps where the fit is least certain) and each measured until its mean
+step time is known to a few percent (a sweep's ``precision``): benchmarks/predict.py.
 
-Peak memory's uncertainty is two standard errors of prediction
-of the line at that B (from the residuals; with only two measured sizes the
-line is exact and the uncertainty unknown, None). A target is predicted to
-run out of memory (``oom``) when its predicted memory above the process's
-start exceeds the memory limit, and ``oom_possible`` when it does within the
-uncertainty. (The limit is emulated on address space, the prediction is of
-resident memory: close, not the same; the tests and benchmarks/predict.py
-check the verdicts on real runs.)
+Peak memory's uncertainty is two standard errors of prediction of the line at that B (from the residuals; with only
+two measured sizes the line is exact and the uncertainty unknown, None). A target is predicted to run out of memory
+(``oom``) when its predicted memory above the process's start exceeds the memory limit, and ``oom_possible`` when it
+does within the uncertainty. (The limit is emulated on address space, the prediction is of resident memory: close,
+not the same; the tests and benchmarks/predict.py check the verdicts on real runs.)
 """
 
 from __future__ import annotations
@@ -131,8 +119,14 @@ class Prediction:
 
 
 def fit(rows: Sequence[dict]) -> dict:
-    """The fits through the successful rows: ``proc_peak_gb`` (a ``Line``), ``step_time_s_mean`` (a
-    ``StepTimeModel``) and ``power_w`` (the measured (B, mean power) points); None where the rows lack them."""
+    """The fits through the successful rows; the line and the model None where fewer than two sizes measured them.
+
+    Args:
+        rows: The sweep's rows of one model.
+
+    Returns:
+        {``proc_peak_gb``: a ``Line`` (GiB), ``step_time_s_mean``: a ``StepTimeModel``, ``power_w``: [(B, mean W)]}.
+    """
     good = [r for r in rows if r.get("success")]
     memory = [(r["batch_size"], r["proc_peak_gb"]) for r in good if (r.get("proc_peak_gb") or 0) > 0]
     times = [
@@ -174,8 +168,10 @@ def predict(
         rows: The sweep's rows at the measured sizes.
         targets: The batch sizes to predict.
         memory_limit_bytes: The limit the out-of-memory verdicts are against (None: no verdict).
-        drift: How far the machine's speed moved while the step times were measured (relative, e.g. 0.05;
-            ``sweep.interleaved``): the step time's and energy's intervals are widened by it each way.
+        drift: Relative speed drift while the times were measured (0.05; None: 0), widening time's and energy's CIs.
+
+    Returns:
+        A ``Prediction`` per target, in order.
 
     Raises:
         ValueError: fewer than two batch sizes trained successfully.
@@ -224,7 +220,14 @@ def predict(
 
 
 def describe(rows: Sequence[dict]) -> dict:
-    """The fitted laws, for prediction.json: step time's parameters and noise, power's, memory's line."""
+    """The fitted laws, for prediction.json: step time's parameters and noise, power's, memory's line.
+
+    Args:
+        rows: The sweep's rows of one model.
+
+    Returns:
+        {``step_time``, ``power``, ``proc_peak_gb``}; None where not fitted, ``power`` {``unavailable``: why}.
+    """
     fitted = fit(rows)
     line, times, power = fitted["proc_peak_gb"], fitted["step_time_s_mean"], fitted["power_w"]
     energy = predict_energy(times.predict(1), power, 1)[2] if times and power else None
@@ -280,7 +283,15 @@ def _ci(estimate: Estimate) -> tuple[float, float] | None:
 
 
 def largest_fitting_batch(rows: Sequence[dict], memory_limit_bytes: int, ceiling: int = 4096) -> int | None:
-    """The largest batch size predicted not to run out of memory (None if even 1 is predicted to)."""
+    """The largest batch size predicted not to run out of memory.
+
+    Args:
+        rows, memory_limit_bytes: As ``predict``'s.
+        ceiling: The largest batch size tried.
+
+    Returns:
+        The batch size; None where even 1 is predicted to run out (or memory cannot be predicted).
+    """
     fitting = [
         b
         for b, p in zip(range(1, ceiling + 1), predict(rows, range(1, ceiling + 1), memory_limit_bytes))

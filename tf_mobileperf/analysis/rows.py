@@ -35,14 +35,28 @@ GIB = 2**30
 
 
 def natural_key(text: object) -> tuple:
-    """Sorts "bs2" before "bs16", case aside (as the tab's Intl.Collator with numeric on)."""
+    """Sort key that puts "bs2" before "bs16", case aside (as the tab's Intl.Collator with numeric on).
+
+    Args:
+        text: What is sorted; taken as ``str(text)``.
+
+    Returns:
+        The key: the text's runs of digits compared as numbers, the rest case-folded.
+    """
     parts = re.split(r"(\d+)", str(text))
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p.casefold()) for p in parts if p)
 
 
 def run_folder(run: str) -> str:
     """The run's folder, without the train (or validation) folder the callback writes: a sweep's configuration
-    is in the sweep's folder ("tx2/cnn-bs4/train" -> "tx2"), a run directly in the logdir in its own."""
+    is in the sweep's folder ("tx2/cnn-bs4/train" -> "tx2"), a run directly in the logdir in its own.
+
+    Args:
+        run: The run's path relative to the logdir, "/"-separated.
+
+    Returns:
+        The folder, "/"-separated.
+    """
     parts = run.split("/")
     if len(parts) > 1 and parts[-1] in ("train", "validation"):
         parts.pop()
@@ -62,7 +76,14 @@ def _device_board(device: dict) -> str | None:
 
 
 def process_peak_gb(summary: dict) -> float | None:
-    """The process's own peak memory: the highest peak of its memory channels (VmHWM, VmRSS)."""
+    """The process's own peak memory: the highest peak of its memory channels (VmHWM, VmRSS).
+
+    Args:
+        summary: A run's report summary (its ``sensors`` and ``channels``).
+
+    Returns:
+        The peak in GiB; None where no process memory channel has a numeric peak.
+    """
     names = [
         c["name"]
         for sensor in summary.get("sensors") or []
@@ -84,8 +105,16 @@ def _number(value) -> float | None:
 
 
 def row_of_summary(run: str, summary: dict) -> Row:
-    """A run's report summary as a sweep's row: its model, batch size, success, board and quantities; ``run``
-    and ``folder`` name it."""
+    """A run's report summary as a sweep's row: its model, batch size, success, board and quantities.
+
+    Args:
+        run: The run's path relative to the logdir; the row's ``run``, and its ``folder`` by ``run_folder``.
+        summary: The run's report summary (not changed).
+
+    Returns:
+        A new row: the summary's fields, with those a sweep's row has (``model``, ``success``, ``board_type``,
+        ``board``, ``cause``, ``energy_per_step_j``, ``step_time_s_mean``, ``proc_peak_gb``) filled from it.
+    """
     row = dict(summary)
     device = summary.get("device") or {}
     steps = summary.get("steps_measured")
@@ -109,21 +138,42 @@ def row_of_summary(run: str, summary: dict) -> Row:
 
 
 def board_of(row: Row) -> str | None:
-    """The board a row ran on: its board type (a fleet sweep's), else its board's name, else its host; None
-    where the row records none (a sweep from before boards were recorded)."""
+    """The board a row ran on: its board type (a fleet sweep's), else its board's name, else its host.
+
+    Args:
+        row: A sweep's row, or a summary made one by ``row_of_summary``.
+
+    Returns:
+        The board's name; None where the row records none (a sweep that did not record boards).
+    """
     return next((str(row[k]) for k in BOARD_KEYS if row.get(k)), None)
 
 
 def boards(rows: list[Row]) -> list[str]:
-    """The distinct boards of the rows, sorted: one (or none) for a sweep on one board. Rows that record no
-    board beside rows that do are on a board of their own (UNKNOWN_BOARD), never on another's line."""
+    """The distinct boards of the rows, sorted: one (or none) for a sweep on one board.
+
+    Args:
+        rows: The rows.
+
+    Returns:
+        The boards' names; rows that record no board beside rows that do are on a board of their own
+        (``UNKNOWN_BOARD``), never on another's line; empty where no row records a board.
+    """
     named = {board_of(r) or UNKNOWN_BOARD for r in rows}
     return sorted(named) if named != {UNKNOWN_BOARD} else []
 
 
 def line_groups(rows: list[Row]) -> dict[tuple[str | None, str], list[Row]]:
     """Rows by (board, line), sorted by batch size: a line per model, or per configuration of a model with
-    several on that board, named with the settings that differ; the board is None for rows of one board."""
+    several on that board.
+
+    Args:
+        rows: The rows, of one board or several.
+
+    Returns:
+        (board, line label) -> its rows; the label is the model's, with the settings that differ between its
+        configurations ("cnn (mode 2)"); the board is None where the rows are of one board.
+    """
     several = len(boards(rows)) > 1
 
     def board(row: Row) -> str | None:
@@ -153,13 +203,28 @@ def _value(setting) -> str:
 
 
 def lines(rows: list[Row]) -> dict[str, list[Row]]:
-    """Rows by line label: "cnn" (or "cnn (mode 2)") on one board, "cnn on orin-nano" where several boards ran."""
+    """Rows by line label: "cnn" (or "cnn (mode 2)") on one board, "cnn on orin-nano" where several boards ran.
+
+    Args:
+        rows: The rows, of one board or several.
+
+    Returns:
+        Line label -> its rows, sorted by batch size (``line_groups``'s).
+    """
     groups = line_groups(rows).items()
     return {line if where is None else f"{line} on {where}": group for (where, line), group in groups}
 
 
 def why_missing(rows: list[Row], *keys: str) -> str:
-    """The first reason the rows give (``unavailable``) for any of ``keys``, else a generic one."""
+    """The first reason the rows give (``unavailable``) for any of ``keys``, else a generic one.
+
+    Args:
+        rows: The rows.
+        *keys: Keys of the rows' ``unavailable``, tried in order.
+
+    Returns:
+        The reason; where no row gives one, that no configuration trained or that the sweep lacks it.
+    """
     for key in keys:
         for row in rows:
             reason = (row.get("unavailable") or {}).get(key)

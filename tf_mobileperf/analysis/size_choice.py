@@ -20,14 +20,24 @@ def choose_sizes(
 ) -> tuple[list[int], list[str], list]:
     """Sizes to measure for predictions at 1..``largest``, why each was chosen, and their measured points.
 
-    ``measure(B)`` runs batch size B and returns (mean step time, its 95% interval or None), or None where it
-    failed (out of memory). Starts with 1, 4, 16 (those not above ``largest``); then doubles while the marginal
-    cost per sample between the last two sizes differs by more than ``tolerance`` from the one before (the
-    device not yet saturated: time is not yet linear in B), never above ``largest`` (the largest target is
-    measured last if the doubling would pass it); then, while the budget lasts, halves (geometrically) the gap
-    between measured sizes where the fit is least certain (the bootstrap's 95% interval of the law at the gap's
-    middle), until it is within ``goal`` (relative half-width) at every gap's middle.
-    At most ``budget`` sizes in all. The points are ``StepTimeModel.fit``'s.
+    Starts with 1, 4, 16 (those not above ``largest``, and ``largest`` where it is below 16); then doubles the
+    largest size until the cost per sample has risen (by more than ``tolerance`` and the runs' noise: the device
+    began to saturate) and the last two costs per sample agree within ``tolerance`` (time is linear in B), never
+    above ``largest`` (measured last if the doubling would pass it); then, while the budget lasts, measures the
+    geometric middle of the gap between measured sizes where the fit is least certain (``StepTimeModel.fit_spread``
+    there), until it is within ``goal`` at every gap's middle. A size that fails ends the choice.
+
+    Args:
+        measure: ``measure(B)`` runs batch size B and returns (mean step time in s, its 95% interval or None), or
+            None where it failed (out of memory).
+        largest: The largest batch size to predict at; no larger size is measured.
+        budget: The most sizes measured in all.
+        tolerance: How far (relative) two costs per sample may differ and count as the same.
+        goal: The relative half-width of the fit's 95% interval at every gap's middle that ends the choice.
+
+    Returns:
+        (the sizes in the order measured; why each was chosen, and why the choice stopped; the points of the
+        sizes that did not fail, (B, mean, interval) as ``StepTimeModel.fit`` takes them).
     """
     chooser = _Chooser(measure)
     starting = {b for b in FIRST_SIZES if b <= largest} | ({largest} if largest < FIRST_SIZES[-1] else set())

@@ -1,50 +1,38 @@
 """How a training step's time, power and energy scale with the batch size B, fitted from a few measured sizes.
 
-Step time follows how training uses a device: a fixed cost per step (launching
-kernels, the optimizer's update, Python), a cost per sample while the device
-still has idle parallel units (``b1``), and, past the batch size where the
-device saturates (``Bs``), a larger cost per sample (``b2 >= b1``): time grows
-linearly after it::
+Step time follows how training uses a device: a fixed cost per step (launching kernels, the optimizer's update,
+Python), a cost per sample while the device still has idle parallel units (``b1``), and, past the batch size where
+the device saturates (``Bs``), a larger cost per sample (``b2 >= b1``): time grows linearly after it::
 
     t(B) = a + b1 * B + (b2 - b1) * max(0, B - Bs),   a, b1, b2 - b1 >= 0
 
-On a CPU the opposite bend is measured too: the cost per sample falls as the
-batch grows (wider matrix products use the cores better) until it settles
-(b2 < b1, concave: the CNN here costs 0.9 ms per sample from 4 to 16 and 0.5
-ms from 16 to 32); the fit tries both bends, each with a, b1, b2 >= 0.
+On a CPU the opposite bend is measured too: the cost per sample falls as the batch grows (wider matrix products use
+the cores better) until it settles (b2 < b1, concave: the CNN here costs 0.9 ms per sample from 4 to 16 and 0.5 ms
+from 16 to 32); the fit tries both bends, each with a, b1, b2 >= 0.
 
-A third shape is a step up: the char-LSTM here costs ~1.25 ms per sample at
-every size, and from batch 16 on ~25 ms more per step (another kernel takes
-over), which no bend follows. The law then has a step of ``jump`` at ``Bj``
-instead of a bend: ``t(B) = a + b1 * B + jump * [B >= Bj]``. The measurements
-place it only within the gap between two measured sizes; the fit puts it at
-the gap's geometric middle, and every other place in the gap is among the
-plausible fits below, so a prediction inside the gap has an interval that
-holds both levels (``choose_sizes`` spends its budget narrowing that gap).
+A third shape is a step up: the char-LSTM here costs ~1.25 ms per sample at every size, and from batch 16 on ~25 ms
+more per step (another kernel takes over), which no bend follows. The law then has a step of ``jump`` at ``Bj``
+instead of a bend: ``t(B) = a + b1 * B + jump * [B >= Bj]``. The measurements place it only within the gap between
+two measured sizes; the fit puts it at the gap's geometric middle, and every other place in the gap is among the
+plausible fits below, so a prediction inside the gap has an interval that holds both levels
+(``size_choice.choose_sizes`` spends its budget narrowing that gap).
 
-It is fitted by weighted non-negative least squares for each candidate ``Bs``
-(every measured size, and points between them), keeping the best; a straight
-line (no saturation seen) is kept unless the bend fits clearly better (a
-penalty of 2 per extra parameter on the weighted sum of squares). Each
-measured size weighs by the inverse square of its mean's standard error
-(from the 95% interval its run reports, ``step_time_s_ci95``).
+It is fitted by weighted non-negative least squares for each candidate ``Bs`` (every measured size, and points
+between them), keeping the best; a straight line (no saturation seen) is kept unless the bend fits clearly better (a
+penalty of 2 per extra parameter on the weighted sum of squares). Each measured size weighs by the inverse square of
+its mean's standard error (from the 95% interval its run reports, ``step_time_s_ci95``).
 
-Uncertainty: a parametric bootstrap, and every saturation point the
-measurements cannot rule out (profile likelihood: a weighted sum of squares
-within 3.84 of the best). Each bootstrap resample draws each measured mean
-from its interval widened by the run-to-run noise (how far the measured means
-scatter about the fit beyond their own intervals, or ``RUN_NOISE`` where too
-few sizes were measured to tell), refits, and predicts; the stated 95%
-interval of a prediction spans the bootstrap's 2.5..97.5 percentiles and
-those saturation points' fits, widened by
-the run-to-run noise of a new run at that size (a prediction is of what a run
-at B will measure).
+Uncertainty: a parametric bootstrap, and every saturation point the measurements cannot rule out (profile
+likelihood: a weighted sum of squares within 3.84 of the best). Each bootstrap resample draws each measured mean
+from its interval widened by the run-to-run noise (how far the measured means scatter about the fit beyond their own
+intervals, or ``RUN_NOISE`` where too few sizes were measured to tell), refits, and predicts; the stated 95%
+interval of a prediction spans the bootstrap's 2.5..97.5 percentiles and those saturation points' fits, widened by
+the run-to-run noise of a new run at that size (a prediction is of what a run at B will measure).
 
 Power and energy per step: ``analysis.power_model``.
 
-``choose_sizes`` picks the sizes to measure: 1, 4, 16, then doubling while
-the marginal cost per sample is still changing (the device not yet
-saturated), within a budget.
+``size_choice.choose_sizes`` picks the sizes to measure: 1, 4, 16, then doubling while the marginal cost per sample
+is still changing (the device not yet saturated), within a budget.
 """
 
 from __future__ import annotations
@@ -70,8 +58,16 @@ Z95 = 1.959964
 
 
 def precision_reached(durations: Sequence[float], precision: float, min_steps: int = 10) -> bool:
-    """Whether the 95% interval of the mean of ``durations`` is within ``precision`` (relative half-width), with at
-    least ``min_steps`` of them."""
+    """Whether the 95% interval of the mean of ``durations`` is within ``precision``, with enough of them.
+
+    Args:
+        durations: The steps' durations so far (s).
+        precision: The largest relative half-width of the interval that counts as reached (0.05: +-5%).
+        min_steps: The fewest durations that may count as reached (never fewer than 2).
+
+    Returns:
+        True where reached; False too where the mean is not above 0.
+    """
     if len(durations) < max(min_steps, 2):
         return False
     interval = ci95(durations)
@@ -104,14 +100,29 @@ class Hinge:
 
     @classmethod
     def fit(cls, b: ArrayLike, y: ArrayLike, sd: ArrayLike) -> tuple[Hinge, float]:
-        """The best fit to (b, y) weighted by 1/sd^2, and its weighted sum of squares."""
+        """The best fit to (b, y) weighted by 1/sd^2, and its weighted sum of squares.
+
+        Args:
+            b, y, sd: The measured batch sizes, the mean step time at each (s) and its standard error (s).
+
+        Returns:
+            The (fit, sum) of ``fit_all``'s with the least sum plus 2 per extra parameter (4 for a bend or a step).
+        """
         fits = cls.fit_all(b, y, sd)
         extra = lambda h: 4.0 if h.bs is not None or h.bj is not None else 0.0  # noqa: E731  2 per extra parameter
         return min(fits, key=lambda f: f[1] + extra(f[0]))
 
     @classmethod
     def fit_all(cls, b: ArrayLike, y: ArrayLike, sd: ArrayLike) -> list[tuple[Hinge, float]]:
-        """The fit of each candidate saturation point (and the straight line), with its weighted sum of squares."""
+        """The fit of each candidate saturation point (and the straight line), with its weighted sum of squares.
+
+        Args:
+            b, y, sd: As ``fit``'s.
+
+        Returns:
+            (fit, weighted sum of squares) of the straight line, of a bend either way at each candidate saturation
+            point, and of a step up at each candidate size.
+        """
         bx, yx, w = np.asarray(b, float), np.asarray(y, float), 1.0 / np.asarray(sd, float)
         fits = []
         for bs in [None, *_breaks(bx)]:
@@ -197,7 +208,19 @@ class StepTimeModel:
     def fit(
         cls, points: Sequence[tuple[int, float, tuple[float, float] | None]], resamples: int = RESAMPLES, seed: int = 0
     ) -> StepTimeModel:
-        """``points``: (batch size, mean step time, its 95% interval or None) of each measured size."""
+        """The law fitted to the measured sizes, with its run-to-run noise, bootstrap and plausible fits.
+
+        Args:
+            points: (batch size, mean step time in s, its 95% interval or None) of each measured size.
+            resamples: Number of bootstrap resamples.
+            seed: Seed of the bootstrap's random generator.
+
+        Returns:
+            The fitted model.
+
+        Raises:
+            ValueError: fewer than two different batch sizes.
+        """
         points = sorted(points)
         if len({p[0] for p in points}) < 2:
             raise ValueError(f"need at least two different batch sizes to fit step time, got {[p[0] for p in points]}")
@@ -224,7 +247,14 @@ class StepTimeModel:
 
     def predict(self, batch_size: float) -> Estimate:
         """The law at ``batch_size`` and the 95% interval of what a new run there measures: the bootstrap's
-        and the plausible laws' spread, each widened by a new run's own scatter (``run_noise``) about it."""
+        and the plausible laws' spread, each widened by a new run's own scatter (``run_noise``) about it.
+
+        Args:
+            batch_size: The batch size B.
+
+        Returns:
+            An ``Estimate``: the mean step time (s) and its 95% interval, its low end at least 0.
+        """
         value = float(self.law(batch_size))
         boot = np.array([float(h(batch_size)) for h in self.resamples])
         lo, hi = np.percentile(boot, [2.5, 97.5])
@@ -240,7 +270,14 @@ class StepTimeModel:
         return Estimate(value, max(low, 0.0), high)
 
     def fit_spread(self, batch_size: float) -> float:
-        """Relative half-width of the bootstrap's 95% interval of the law at ``batch_size`` (no new-run noise)."""
+        """Relative half-width of the bootstrap's 95% interval of the law at ``batch_size`` (no new-run noise).
+
+        Args:
+            batch_size: The batch size B.
+
+        Returns:
+            The half-width as a share of the law's value (0.03: +-3%), the plausible laws' spread included.
+        """
         boot = np.array([float(h(batch_size)) for h in self.resamples])
         lo, hi = np.percentile(boot, [2.5, 97.5])
         others = [float(h(batch_size)) for h in self.plausible]

@@ -13,7 +13,14 @@ GROUP_ORDER = ("total", "cpu", "gpu", "mem", "soc")
 
 
 def rail_groups(rows: list[Row]) -> dict[str, list[str]]:
-    """Rail group -> the rails (channel names of ``power_avg_w``) in it, from the sensors' declared roles."""
+    """Rail group -> the rails (channel names of ``power_avg_w``) in it, from the sensors' declared roles.
+
+    Args:
+        rows: The rows; a rail counts where a row has its mean power and one of the row's sensors lists it.
+
+    Returns:
+        The groups in ``GROUP_ORDER``, then any others by name; a rail without a group is in "other".
+    """
     out: dict[str, list[str]] = {}
     for row in rows:
         rails = set(row.get("power_avg_w") or {})
@@ -26,7 +33,14 @@ def rail_groups(rows: list[Row]) -> dict[str, list[str]]:
 
 
 def group_power(rails: list[str]) -> Getter:
-    """The mean power of a rail group: the sum of its rails' means, where every one is known."""
+    """The mean power of a rail group: the sum of its rails' means, where every one is known.
+
+    Args:
+        rails: The group's rails (channel names of ``power_avg_w``).
+
+    Returns:
+        A getter of a row's sum in W; None where any of the rails has no mean in the row.
+    """
 
     def get(row: Row) -> float | None:
         values = [(row.get("power_avg_w") or {}).get(r) for r in rails]
@@ -37,8 +51,15 @@ def group_power(rails: list[str]) -> Getter:
 
 
 def power_groups(rows: list[Row]) -> dict[str, list[str]]:
-    """The rail groups of ``rail_groups``, with "total" first wherever a row has a total power (``power_avg``:
-    its input rail's, or the sum of its rails where the board has no input rail, as on an AGX Orin)."""
+    """The rail groups of ``rail_groups``, with "total" first wherever a row has a total power.
+
+    Args:
+        rows: The rows; a row's total power is its ``power_avg`` (its input rail's, or the sum of its rails where
+            the board has no input rail, as on an AGX Orin).
+
+    Returns:
+        Group -> its rails; a "total" group added from ``power_avg`` has no rails.
+    """
     groups = rail_groups(rows)
     if "total" in groups or not any(r.get("power_avg") is not None for r in rows):
         return groups
@@ -47,7 +68,15 @@ def power_groups(rows: list[Row]) -> dict[str, list[str]]:
 
 def power_of(group: str, rails: list[str]) -> Getter:
     """The mean power of a rail group; of the "total" group, the row's own total (``power_avg``) where it has
-    one, else the sum of the group's rails."""
+    one, else the sum of the group's rails.
+
+    Args:
+        group: The group's name (a key of ``power_groups``).
+        rails: The group's rails (channel names of ``power_avg_w``); may be empty for "total".
+
+    Returns:
+        A getter of a row's mean power in W (None where the row lacks it).
+    """
     rails_sum = group_power(rails)
     if group != "total":
         return rails_sum
@@ -55,7 +84,14 @@ def power_of(group: str, rails: list[str]) -> Getter:
 
 
 def cpu_util_all_cores(row: Row) -> float | None:
-    """The CPU's utilization where its cores have no cluster: the overall channel's, else the cores' mean."""
+    """The CPU's utilization where its cores have no cluster: the overall channel's, else the cores' mean.
+
+    Args:
+        row: The row (``cpu_util_avg``, else ``cpu_util_per_core``).
+
+    Returns:
+        The utilization in %; None where the row has neither.
+    """
     if row.get("cpu_util_avg") is not None:
         return row["cpu_util_avg"]
     cores = [v for v in (row.get("cpu_util_per_core") or {}).values() if v is not None]
@@ -63,11 +99,27 @@ def cpu_util_all_cores(row: Row) -> float | None:
 
 
 def cluster_util(cluster: str) -> Getter:
+    """The CPU utilization of one cluster of cores.
+
+    Args:
+        cluster: The cluster's name (a key of the rows' ``cpu_util_per_cluster``).
+
+    Returns:
+        A getter of a row's utilization of that cluster in %; None where the row lacks it.
+    """
     return lambda row: (row.get("cpu_util_per_cluster") or {}).get(cluster)
 
 
 def field(key: str, factor: float = 1.0) -> Getter:
-    """The row's ``key`` (times ``factor``), None where it has none."""
+    """The row's ``key`` (times ``factor``), None where it has none.
+
+    Args:
+        key: The row's field.
+        factor: What the value is multiplied by (1e3: seconds to milliseconds).
+
+    Returns:
+        A getter of that value.
+    """
     return lambda row: None if row.get(key) is None else row[key] * factor
 
 
@@ -83,6 +135,14 @@ class Quantity:
     reasons: tuple[str, ...] = ()
 
     def value(self, row: Row) -> float | None:
+        """The quantity's value in ``row``.
+
+        Args:
+            row: The row.
+
+        Returns:
+            The value as a float in ``unit``; None where it is missing or not a finite number (a bool is not one).
+        """
         v = self.get(row)
         return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
 
@@ -100,8 +160,16 @@ class Point:
 
 
 def point(rows: list[Row], quantity: Quantity, batch_size: int) -> Point | None:
-    """Of ``quantity`` over the rows (of one line at ``batch_size``) that succeeded and have it; None where none
-    has."""
+    """``quantity`` over the rows (of one line at one batch size) that succeeded and have it.
+
+    Args:
+        rows: The line's rows at ``batch_size``.
+        quantity: The quantity.
+        batch_size: The batch size, as the point carries it (the rows are not filtered by it).
+
+    Returns:
+        The values' mean, count, range and runs; None where no successful row has the quantity.
+    """
     counted = [(r, v) for r in rows if r.get("success") and (v := quantity.value(r)) is not None]
     if not counted:
         return None

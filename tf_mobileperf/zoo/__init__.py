@@ -36,7 +36,17 @@ def __getattr__(name: str):
 
 
 def get(name: str) -> ModelSpec:
-    """The zoo entry called ``name``; ValueError naming the known ones otherwise."""
+    """The zoo entry called ``name`` (importing Keras).
+
+    Args:
+        name: The entry's name, one of ``NAMES`` ("cnn", "resnet50", ...).
+
+    Returns:
+        The entry's ``ModelSpec``.
+
+    Raises:
+        ValueError: ``name`` is not in ``NAMES`` (the message names the known ones).
+    """
     if name not in NAMES:
         raise ValueError(f"unknown model {name!r}; known: {', '.join(NAMES)}")
     return _models()[name]

@@ -29,9 +29,28 @@ class ModelSpec:
     real_data: str | None = None
 
     def build(self, input_size: int | None = None):
+        """A new compiled model of this entry.
+
+        Args:
+            input_size: The image side (pixels) or sequence length (tokens); None or 0: ``default_input_size``.
+
+        Returns:
+            The compiled ``keras.Model`` that ``build_fn`` makes.
+        """
         return self.build_fn(input_size or self.default_input_size)
 
     def synthetic(self, batch_size: int, batches: int, input_size: int | None = None, seed: int = 0):
-        """``batches`` batches of random data of the model's shapes, as (x, y) arrays."""
+        """``batches`` batches of random data of the model's shapes, as (x, y) arrays.
+
+        Args:
+            batch_size: Samples per batch.
+            batches: Number of batches; ``batch_size * batches`` samples are drawn in all.
+            input_size: The image side (pixels) or sequence length (tokens); None or 0: ``default_input_size``.
+            seed: Seed of the random generator: the same seed gives the same data.
+
+        Returns:
+            (x, y) of ``batch_size * batches`` samples, as ``data_fn`` makes them (x a tuple where the model
+            has two inputs).
+        """
         rng = np.random.default_rng(seed)
         return self.data_fn(rng, batch_size * batches, input_size or self.default_input_size)

@@ -12,6 +12,15 @@ ACTIONS = 6  # Pong's action set
 
 
 def build_dqn(size: int = 84, actions: int = ACTIONS) -> keras.Model:
+    """The DQN Q-network (convolutions of ``shapes.DQN_WINDOWS``), compiled with Adam and the Huber loss.
+
+    Args:
+        size: Side of the square frames in pixels; each sample is 4 stacked frames of 0..255.
+        actions: Number of actions, one Q-value out for each (Pong's 6 by default).
+
+    Returns:
+        The compiled ``keras.Model`` named "dqn".
+    """
     model = keras.Sequential(
         [
             keras.Input((size, size, 4)),

@@ -16,7 +16,16 @@ CHAR_VOCAB = 65  # distinct characters of tinyshakespeare
 
 
 def build_char_lstm(seq_len: int, vocab: int = CHAR_VOCAB, units: int = 256) -> keras.Model:
-    """The char-LSTM, named "lstm" as the zoo and the sweep's rows call it (its report carries that name)."""
+    """The char-LSTM, named "lstm" as the zoo and the sweep's rows call it (its report carries that name).
+
+    Args:
+        seq_len: Characters per sample.
+        vocab: Number of distinct characters (tinyshakespeare's 65 by default).
+        units: Width of the LSTM layer.
+
+    Returns:
+        The compiled ``keras.Model``, which predicts the next character at each position (logits).
+    """
     model = keras.Sequential(
         [
             keras.Input((seq_len,), dtype="int32"),
@@ -38,7 +47,19 @@ def _chars(rng, n, seq_len):
 def build_bert(
     seq_len: int, vocab: int = 8000, dim: int = 128, layers: int = 2, heads: int = 4, name: str = "bert"
 ) -> keras.Model:
-    """A BERT-style encoder trained as a masked language model (every position predicted)."""
+    """A BERT-style encoder trained as a masked language model (every position predicted).
+
+    Args:
+        seq_len: Tokens per sample.
+        vocab: Vocabulary size.
+        dim: Width of the embeddings and of each encoder layer.
+        layers: Number of encoder layers.
+        heads: Attention heads per layer, each ``dim // heads`` wide.
+        name: The Keras model's name.
+
+    Returns:
+        The compiled ``keras.Model`` (logits over ``vocab`` at each position).
+    """
     tokens = keras.Input((seq_len,), dtype="int32")
     x = keras.layers.Embedding(vocab, dim)(tokens)
     positions = keras.layers.Embedding(seq_len, dim)(keras.ops.arange(seq_len)[None, :])
@@ -54,7 +75,14 @@ def build_bert(
 
 
 def build_bert_base(seq_len: int) -> keras.Model:
-    """BERT-base's shape (12 layers, 768 wide, 12 heads, 30522 tokens): the paper's SQuAD case."""
+    """BERT-base's shape (12 layers, 768 wide, 12 heads, 30522 tokens): the paper's SQuAD case.
+
+    Args:
+        seq_len: Tokens per sample.
+
+    Returns:
+        The compiled ``keras.Model`` named "bert-base" (``build_bert``'s).
+    """
     return build_bert(seq_len, vocab=30522, dim=768, layers=12, heads=12, name="bert-base")
 
 
@@ -65,6 +93,17 @@ def _masked_tokens(rng, n, seq_len, vocab=8000, mask_id=1):
 
 
 def build_nmt(seq_len: int, vocab: int = 8000, units: int = 256) -> keras.Model:
+    """An encoder-decoder LSTM for translation: the encoder's final state starts the decoder.
+
+    Args:
+        seq_len: Tokens per source sentence and per decoder input.
+        vocab: Vocabulary size, of source and target alike.
+        units: Width of each LSTM.
+
+    Returns:
+        The compiled ``keras.Model`` named "nmt", with inputs ``source`` and ``target_in`` (the target shifted
+        right) and logits over ``vocab`` at each target position.
+    """
     source = keras.Input((seq_len,), dtype="int32", name="source")
     target_in = keras.Input((seq_len,), dtype="int32", name="target_in")
     _, h, c = keras.layers.LSTM(units, return_state=True)(keras.layers.Embedding(vocab, 128)(source))

@@ -24,11 +24,25 @@ class Window:
     same: bool = False
 
     def smallest_input(self, output: int) -> int:
-        """The smallest side in that gives ``output`` out."""
+        """The smallest side in that gives ``output`` out.
+
+        Args:
+            output: The side out of the window, in pixels.
+
+        Returns:
+            The side in, in pixels.
+        """
         return (output - 1) * self.stride + (1 if self.same else self.size)
 
     def layer(self, **kwargs: Any):
-        """The Keras layer (Conv2D or MaxPooling2D) with this window."""
+        """The Keras layer (Conv2D or MaxPooling2D) with this window.
+
+        Args:
+            **kwargs: Passed on to the layer (``activation``, ``name``, ...).
+
+        Returns:
+            A new ``keras.layers.Conv2D``, or ``MaxPooling2D`` where ``filters`` is None.
+        """
         import keras
 
         padding = "same" if self.same else "valid"
@@ -38,7 +52,14 @@ class Window:
 
 
 def smallest_side(windows: tuple[Window, ...]) -> int:
-    """The smallest image side that leaves at least one pixel after every window."""
+    """The smallest image side that leaves at least one pixel after every window.
+
+    Args:
+        windows: The windows, in the order the image goes through them.
+
+    Returns:
+        The side in pixels.
+    """
     side = 1
     for window in reversed(windows):
         side = window.smallest_input(side)
@@ -60,7 +81,14 @@ class InputRule:
     multiple: int = 1
 
     def problem(self, size: int) -> str | None:
-        """Why ``size`` does not fit; None if it does."""
+        """Why ``size`` does not fit; None if it does.
+
+        Args:
+            size: The input size (image side in pixels).
+
+        Returns:
+            The reason, worded to follow "input size N for MODEL" ("is too small: ..."); None if it fits.
+        """
         if size < self.minimum:
             return f"is too small: {self.why}, so it takes at least {self.minimum}"
         if size % self.multiple:
@@ -93,7 +121,15 @@ RULES = {
 
 
 def check_input_size(model: str, size: int | None) -> None:
-    """ValueError (one line) if ``model`` cannot take input size ``size`` (None: the model's own default)."""
+    """Checks, without Keras, that ``model`` takes input size ``size``.
+
+    Args:
+        model: A zoo entry's name; one not in ``RULES`` takes any size.
+        size: The image side (pixels) or sequence length; None: the model's own default, never refused.
+
+    Raises:
+        ValueError: ``model`` cannot take ``size`` (one line, saying why).
+    """
     rule = RULES.get(model)
     problem = rule.problem(size) if rule is not None and size is not None else None
     if problem:

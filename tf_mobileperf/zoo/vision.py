@@ -20,7 +20,14 @@ def _images(rng, n, size, classes=10):
 
 
 def build_cnn(size: int) -> keras.Model:
-    """Convolutions (ReLU) and poolings of ``shapes.CNN_WINDOWS``, then two dense layers."""
+    """Convolutions (ReLU) and poolings of ``shapes.CNN_WINDOWS``, then two dense layers.
+
+    Args:
+        size: Side of the square RGB images in pixels (at least 10: ``shapes.RULES``).
+
+    Returns:
+        The compiled ``keras.Model`` named "cnn" (10 class logits, SGD).
+    """
     windows = [w.layer(activation="relu") if w.filters else w.layer() for w in CNN_WINDOWS]
     return _classifier(
         keras.Sequential(
@@ -103,6 +110,14 @@ class _DCGAN(keras.Model):
 
 
 def build_dcgan(size: int) -> keras.Model:
+    """A DCGAN whose generator and discriminator train in one step, each with its own Adam.
+
+    Args:
+        size: Side of the square RGB images in pixels, a multiple of 4 (the generator doubles ``size // 4`` twice).
+
+    Returns:
+        The compiled ``keras.Model`` named "dcgan"; its ``fit`` reports ``d_loss`` and ``g_loss``.
+    """
     model = _DCGAN(size)
     model.compile()
     return model

@@ -26,6 +26,9 @@ def parse_channels(data: dict, name: str = CHANNELS_FILE) -> dict:
         data: A loaded ``channels.json``.
         name: What error messages call the file.
 
+    Returns:
+        The channels file in the current shape (an upgraded copy where it was older, else ``data`` itself).
+
     Raises:
         ValueError: the version is missing, not a whole number, or one this
             package does not read (a newer one asks to upgrade); or the

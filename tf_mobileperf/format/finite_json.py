@@ -33,6 +33,12 @@ def _integer(text: str) -> int | None:
 def loads(text: str | bytes) -> Any:
     """``text`` parsed as JSON, with every non-finite number, and every integer beyond a float's range, as None.
 
+    Args:
+        text: JSON, as text or UTF-8 bytes.
+
+    Returns:
+        The parsed value.
+
     Raises:
         ValueError: not JSON, or not UTF-8.
         TypeError: ``text`` is neither text nor bytes.
@@ -42,7 +48,14 @@ def loads(text: str | bytes) -> Any:
 
 
 def finite(data: Any) -> Any:
-    """A copy of ``data`` with every NaN or infinite float, at any depth, as None."""
+    """A copy of ``data`` with every NaN or infinite float, at any depth, as None.
+
+    Args:
+        data: A JSON-ready value: dicts, lists, tuples, numbers, text, None.
+
+    Returns:
+        The copy (dicts and lists rebuilt, tuples as lists; other values as they are).
+    """
     if isinstance(data, float):
         return data if math.isfinite(data) else None
     if isinstance(data, dict):

@@ -33,7 +33,14 @@ class RunLayout:
 
     @classmethod
     def of_run(cls, run_dir: str | Path) -> RunLayout:
-        """The layout whose TensorBoard run is ``run_dir`` (``<logdir>/<run>``), as the dashboard finds a run."""
+        """The layout whose TensorBoard run is ``run_dir``, as the dashboard finds a run.
+
+        Args:
+            run_dir: The TensorBoard run's folder, ``<logdir>/<run>``.
+
+        Returns:
+            The layout of run ``<run>`` in ``<logdir>``.
+        """
         run_dir = Path(run_dir)
         return cls(run_dir.parent, run_dir.name)
 

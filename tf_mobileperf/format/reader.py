@@ -1,15 +1,12 @@
 """The one reader of a run's files: series, steps, report and other JSON.
 
-Used by the dashboard and by the core (op energy, the cluster combine, the
-sweep), so every reader of the stored format goes through the checks of
-``channels`` and ``schema``. Reading is safe on a logdir someone else wrote: a file is
-opened without blocking and without following a link swapped in, read only
-if it is a regular file under a size cap, and, given ``logdir``, only if it
-resolves inside it. Problems are exceptions whose message names the file:
-``FileNotFoundError`` (a file that must be there is not), ``OutsideLogdir``
-and ``ValueError`` (anything else wrong with a file; ``schema.ReportError``
-for a report that does not hold what the schema says). JSON is read with
-NaN and infinity as null (``finite_json``). No TensorFlow.
+Used by the dashboard and by the core (op energy, the cluster combine, the sweep), so every reader of the stored
+format goes through the checks of ``channels`` and ``schema``. Reading is safe on a logdir someone else wrote: a file
+is opened without blocking and without following a link swapped in, read only if it is a regular file under a size
+cap, and, given ``logdir``, only if it resolves inside it. Problems are exceptions whose message names the file:
+``FileNotFoundError`` (a file that must be there is not), ``OutsideLogdir`` and ``ValueError`` (anything else wrong
+with a file; ``schema.ReportError`` for a report that does not hold what the schema says). JSON is read with NaN and
+infinity as null (``finite_json``). No TensorFlow.
 """
 
 from __future__ import annotations
@@ -49,9 +46,8 @@ def _label(path: Path, logdir: Path | None) -> str:
 def open_file(path: Path, limit: int | None, logdir: Path | None = None) -> BinaryIO | None:
     """``path`` opened for reading; None if there is none.
 
-    Opened non-blocking and without following a link swapped in after the
-    path was resolved, then checked with ``fstat``: a FIFO, a device or a
-    folder is refused before anything reads it.
+    Opened non-blocking and without following a link swapped in after the path was resolved, then checked with
+    ``fstat``: a FIFO, a device or a folder is refused before anything reads it.
 
     Args:
         path: The file.
@@ -136,12 +132,14 @@ def read_json(path: Path, limit: int = MAX_JSON_BYTES, logdir: Path | None = Non
 
 
 def read_report(directory: str | Path, logdir: Path | None = None) -> dict | None:
-    """The ``report.json`` in ``directory``, in the format written now (one without a version is upgraded)
-    and checked against the report's schema; None if there is none.
+    """The ``report.json`` in ``directory``, upgraded to the format written now and checked against the schema.
 
     Args:
         directory: A logdir, or a run's ``PLUGIN_DIR``.
         logdir: As ``open_file``'s.
+
+    Returns:
+        The report (one without a version is upgraded); None if there is none.
 
     Raises:
         schema.ReportError: it does not hold what the schema says, or is of a newer version (naming the file
@@ -169,8 +167,14 @@ def _read_report(path: Path, logdir: Path | None, kinds: tuple[str, ...]) -> dic
 
 
 def read_progress(path: str | Path) -> int | None:
-    """The step a run's ``progress.bin`` holds (the one running, or next to run); None if there is no whole
-    value (no file, or not 8 bytes)."""
+    """The step a run's ``progress.bin`` holds (the one running, or next to run).
+
+    Args:
+        path: The ``progress.bin`` file.
+
+    Returns:
+        The step; None if there is no whole value (no file, one that cannot be read, or not 8 bytes).
+    """
     try:
         file = open_file(Path(path), 8)
     except (OSError, ValueError):
@@ -185,9 +189,8 @@ def read_progress(path: str | Path) -> int | None:
 def read_series(run_dir: str | Path, logdir: Path | None = None) -> tuple[dict, np.ndarray]:
     """Reads (header, rows) of a run's series.
 
-    The header is ``channels.json`` checked and upgraded by
-    ``channels.parse_channels``. The rows are memory-mapped: slicing a
-    window reads only that window; a torn last row is left out.
+    The header is ``channels.json`` checked and upgraded by ``channels.parse_channels``. The rows are memory-mapped:
+    slicing a window reads only that window; a torn last row is left out.
 
     Args:
         run_dir: The run's folder (``RunLayout.of_run`` finds its files).
@@ -252,8 +255,14 @@ def _step(row: dict) -> dict:
 def read_steps_counted(logdir: str | Path) -> StepRows:
     """The steps in ``logdir/steps.csv`` (see ``read_steps``) and the count of torn rows skipped.
 
-    A row is torn if it has the wrong number of fields, a field that does not
-    parse, or (the last one) no newline: a writer killed inside the row.
+    A row is torn if it has the wrong number of fields, a field that does not parse, or (the last one) no newline:
+    a writer killed inside the row.
+
+    Args:
+        logdir: The logdir the run measured into.
+
+    Returns:
+        The rows and the torn count: none if unreadable; all rows torn if step, duration_s, warmup or failed is missing.
     """
     try:
         body = read_bytes(RunLayout(Path(logdir)).steps_csv, MAX_TRACE_BYTES)  # never waits on a FIFO
@@ -275,12 +284,15 @@ def read_steps_counted(logdir: str | Path) -> StepRows:
 
 
 def read_steps(logdir: str | Path) -> list[dict]:
-    """The steps in ``logdir/steps.csv``, typed: step, duration_s, warmup, failed,
-    energy_total (J or None) and mem_peak_gb (or None); [] if it cannot be read.
+    """The typed steps in ``logdir/steps.csv``; torn rows skipped with a warning (``read_steps_counted`` counts them).
 
-    Unlike report.json, steps.csv has every step, and it is there for a run
-    that died before writing its report. Torn rows are skipped with a warning
-    that counts them (``read_steps_counted`` returns the count).
+    Unlike report.json, steps.csv has every step, and it is there for a run that died before writing its report.
+
+    Args:
+        logdir: The logdir the run measured into.
+
+    Returns:
+        Per step: step, duration_s, warmup, failed, energy_total (J or None), mem_peak_gb (or None); [] if unreadable.
     """
     result = read_steps_counted(logdir)
     if result.torn:

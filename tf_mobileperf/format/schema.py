@@ -187,6 +187,9 @@ def upgraded(data: Any, name: str, kinds: tuple[str, ...] = (REPORT,), what: str
         kinds: The kinds of report it may be; a version-1 report is the first (or COMBINED, where it says so).
         what: What errors say it is ("a report", "a run summary").
 
+    Returns:
+        ``data`` itself; where it had no version, a new dict stamped with its version and kind.
+
     Raises:
         ReportError: not an object; a version this package does not read (a newer one asks to upgrade
             tf-mobileperf); or a kind other than ``kinds``.
@@ -220,6 +223,9 @@ def check_report(data: Any, name: str, kinds: tuple[str, ...] = (REPORT,)) -> di
         name: What errors call it (a file name).
         kinds: The kinds of report it may be.
 
+    Returns:
+        A copy in the format written now, NaN and infinity as null.
+
     Raises:
         ReportError: naming the first field that is not what the schema says (``upgraded``'s errors too).
     """
@@ -234,6 +240,9 @@ def check_summary(data: Any, name: str) -> dict:
     Args:
         data: The loaded summary.
         name: What errors call it.
+
+    Returns:
+        A copy in the format written now, NaN and infinity as null.
 
     Raises:
         ReportError: naming the first field that is not what the schema says.
@@ -250,6 +259,9 @@ def check_row(data: Any, name: str) -> dict:
     Args:
         data: The loaded row.
         name: What errors call it ("results.json row 3").
+
+    Returns:
+        A copy of the row, NaN and infinity as null.
 
     Raises:
         ReportError: naming the first field that is not what the schema says.

@@ -89,13 +89,27 @@ NUMBERS = Each(NUMBER)
 
 
 def shown(value: Any) -> str:
-    """A value as the error quotes it: text in quotes, anything else as JSON, cut short."""
+    """A value as the error quotes it: text in quotes, anything else as JSON, cut short.
+
+    Args:
+        value: A loaded value.
+
+    Returns:
+        Its ``repr`` for text, else its JSON (``repr`` for what JSON cannot hold), at most 60 characters.
+    """
     text = repr(value) if isinstance(value, str) else json.dumps(value, default=repr)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def json_type(value: Any) -> str:
-    """The JSON name of a loaded value's type."""
+    """The JSON name of a loaded value's type.
+
+    Args:
+        value: A loaded value.
+
+    Returns:
+        "boolean", "number", "string", "array" or "null"; Python's type name for anything else ("dict").
+    """
     names = {bool: "boolean", int: "number", float: "number", str: "string", list: "array", type(None): "null"}
     return names.get(type(value), type(value).__name__)
 
@@ -149,6 +163,9 @@ def checked(data: Any, shape: Shape, name: str, what: str) -> dict:
         shape: What its fields must be.
         name: What errors call it (a file name).
         what: What errors say it is ("a report").
+
+    Returns:
+        A copy of ``data`` with NaN and infinity as null.
 
     Raises:
         ReportError: ``data`` is not an object, or names the first field that is not what ``shape`` says.

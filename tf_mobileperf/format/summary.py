@@ -32,8 +32,18 @@ def create_summary_metadata() -> summary_pb2.SummaryMetadata:
 
 
 def run_summary(summary: dict) -> summary_pb2.Summary:
-    """A ``Summary`` proto holding ``summary`` (JSON-ready; NaN and infinity written as null) for this plugin,
-    marked with the report format's version and kind (a report's, unless it says it is a combined one)."""
+    """A ``Summary`` proto holding a run summary for this plugin, marked with the report format's version and kind.
+
+    Args:
+        summary: The run summary (JSON-ready; NaN and infinity are written as null); its ``kind``, where it has
+            one, says which kind of report it is (by default a report's).
+
+    Returns:
+        The proto: one string tensor, the summary as JSON, under ``names.RUN_TAG``.
+
+    Raises:
+        ValueError: its ``kind`` is not a kind of report.
+    """
     text = json.dumps(schema.stamped(finite(summary), summary.get("kind", schema.REPORT)), allow_nan=False)
     value = summary_pb2.Summary.Value(
         tag=names.RUN_TAG, metadata=create_summary_metadata(), tensor=tensor_util.make_tensor_proto(text.encode())

@@ -88,13 +88,29 @@ class Split:
     unshifted: Split | None = None  # the fit with the device busy exactly in the steps' windows, where shifted
 
     def model_j(self, x: np.ndarray) -> np.ndarray:
-        """The model's energy from the origin to each ``x``."""
+        """The model's energy from the origin (time 0) to each ``x``.
+
+        Args:
+            x: Times (s).
+
+        Returns:
+            One energy (J) per ``x``.
+        """
         busy = _busy_to(self.busy_starts, self.busy_ends, x)
         return self.busy_w * busy + self.idle_w * (x - busy)
 
     def cumulative(self, series_t: np.ndarray, series_cum: np.ndarray, x: np.ndarray) -> np.ndarray:
         """The counter's increase from ``series_t[0]`` to each ``x``, each interval's exact energy shared in
-        proportion to the model's."""
+        proportion to the model's.
+
+        Args:
+            series_t: The counter's points' times (s), increasing (``CounterSeries.t``).
+            series_cum: The counter's increase from ``series_t[0]`` to each point (J; ``CounterSeries.cum``).
+            x: Times (s); clamped to the series' span.
+
+        Returns:
+            One increase (J) per ``x``.
+        """
         return np.interp(self.model_j(x), self.model_j(series_t), series_cum)
 
 
@@ -161,7 +177,17 @@ def _best_fit(series_t, energy, length, use, starts, ends) -> Split:
 
 def fit(series_t, series_cum, broken, busy_starts, busy_ends) -> Split:
     """Fits the model over every unbroken interval of the series: one level, or two with the device's work
-    where it fits best against the steps' windows (see the module docstring)."""
+    where it fits best against the steps' windows (see the module docstring).
+
+    Args:
+        series_t, series_cum: As ``Split.cumulative``'s.
+        broken: Per interval (k = [t[k], t[k+1]]), whether the counter stepped back in it; left out of the fit.
+        busy_starts, busy_ends: Each step's start and end (s): the windows the device is busy in.
+
+    Returns:
+        The fitted ``Split``: one level with fewer than ``MIN_INTERVALS`` usable intervals or busy shares that
+        spread less than ``MIN_SPREAD``, else the model the Bayesian information criterion prefers.
+    """
     starts, ends = _disjoint(np.asarray(busy_starts, float), np.asarray(busy_ends, float))
     length = np.diff(series_t)
     energy = np.diff(series_cum)
@@ -182,8 +208,17 @@ def _local_rms(residual: np.ndarray) -> float | None:
 
 
 def energies(split: Split, series_t, series_cum, starts, ends) -> tuple[np.ndarray, np.ndarray]:
-    """Each window's energy (J) and its bound (J): the bound of the best fit (``bounds``) plus, where the
-    best fit shifted the device's work, how far the unshifted fit's energy lies from it."""
+    """Each window's energy and its bound: the bound of the best fit (``bounds``) plus, where the best fit
+    shifted the device's work, how far the unshifted fit's energy lies from it.
+
+    Args:
+        split: The fit (``fit``).
+        series_t, series_cum: As ``Split.cumulative``'s.
+        starts, ends: Each window's start and end (s).
+
+    Returns:
+        (energy in J per window, bound in J per window).
+    """
     energy = split.cumulative(series_t, series_cum, ends) - split.cumulative(series_t, series_cum, starts)
     bound = bounds(split, series_t, series_cum, starts, ends)
     if split.unshifted is not None:
@@ -197,7 +232,16 @@ def energies(split: Split, series_t, series_cum, starts, ends) -> tuple[np.ndarr
 def bounds(split: Split, series_t, series_cum, starts, ends) -> np.ndarray:
     """Each window's bound (J): the root sum of squares of its partly covered intervals' errors, each
     ``Z`` residuals (in proportion to the interval's length against the median one: an interval that a
-    stalled reader widened holds more to split) and at most the hard limit (see the module docstring)."""
+    stalled reader widened holds more to split) and at most the hard limit (see the module docstring).
+
+    Args:
+        split: The fit (``fit``); without a residual, each error is the hard limit.
+        series_t, series_cum: As ``Split.cumulative``'s.
+        starts, ends: Each window's start and end (s).
+
+    Returns:
+        The bound in J per window; 0 for a window whose edges fall on updates.
+    """
     length = np.diff(series_t)
     scale = length / np.median(length[length > 0]) if (length > 0).any() else np.ones(len(length))
     per_interval = np.full(len(length), np.inf) if split.residual_j is None else Z * split.residual_j * scale

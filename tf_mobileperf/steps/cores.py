@@ -11,7 +11,15 @@ ALL_CORES = "all cores"
 
 
 def core_clusters(cores: list[Channel]) -> dict[str, list[str]]:
-    """Cluster -> its cores ("cpuN"); where no core has a cluster, every core in one, ``ALL_CORES``."""
+    """The cores grouped by cluster.
+
+    Args:
+        cores: The per-core utilization channels (``Roles.cores``).
+
+    Returns:
+        Cluster -> its cores ("cpuN"); where no core has a cluster, every core in one, ``ALL_CORES`` (where some
+        have one, the cores without are left out).
+    """
     typed = any(c.cluster for c in cores)
     clusters: dict[str, list[str]] = {}
     for c in cores:
@@ -21,6 +29,13 @@ def core_clusters(cores: list[Channel]) -> dict[str, list[str]]:
 
 
 def mean_known(values: list[float | None]) -> float | None:
-    """The mean of the known values (a core with no reading in a run is left out); None where none is known."""
+    """The mean of the known values.
+
+    Args:
+        values: One value per core (None: no reading in the run; left out).
+
+    Returns:
+        The mean; None where none is known.
+    """
     known = [v for v in values if v is not None]
     return float(np.mean(known)) if known else None

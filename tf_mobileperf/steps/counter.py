@@ -195,11 +195,16 @@ FROZEN_PERIODS = 10
 
 
 def frozen(t: np.ndarray, v: np.ndarray) -> tuple[float, float] | None:
-    """Whether a counter (finite readings ``v`` at ``t``) stopped changing while it was read: it read one
-    value for over ``FROZEN_PERIODS`` of its update periods up to its last reading.
+    """Whether a counter stopped changing while it was read: it read one value for over ``FROZEN_PERIODS`` of
+    its update periods up to its last reading.
+
+    Args:
+        t: The rows' times (s), increasing.
+        v: The counter's readings in those rows (NaN: no reading).
 
     Returns:
-        (the first reading of that value, seconds from it to the last reading); None while it changes.
+        (the time of the first reading of that value, seconds from it to the last reading); None while it
+        changes, or with fewer than two changes.
     """
     ok = np.isfinite(v)
     j, _, period = _changes(t[ok], v[ok])

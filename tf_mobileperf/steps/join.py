@@ -93,8 +93,15 @@ MEASURED_WITHIN = 0.05
 
 
 def energy_method(energy: np.ndarray, bound: np.ndarray) -> np.ndarray:
-    """Per window, a summary of its bound: MEASURED where it is at most ``MEASURED_WITHIN`` of the energy,
-    else INTERPOLATED (a bound that is unknown included); None where the energy is unknown."""
+    """Per window, a summary of its bound: MEASURED where it is at most ``MEASURED_WITHIN`` of the energy.
+
+    Args:
+        energy: Each window's energy (J; NaN: unknown).
+        bound: Each window's bound (J; NaN: unknown).
+
+    Returns:
+        An object array: MEASURED, else INTERPOLATED (an unknown bound included); None where the energy is unknown.
+    """
     within = np.abs(bound) <= MEASURED_WITHIN * np.abs(energy)  # False where the bound is NaN
     method = np.where(within, MEASURED, INTERPOLATED).astype(object)
     method[~np.isfinite(energy)] = None
@@ -134,20 +141,30 @@ class Windows:
         return np.divide(total, duration, out=np.full(len(self.starts), np.nan), where=duration > 0)
 
     def energy(self) -> np.ndarray:
+        """Each window's integral of the values over time (J for power; NaN where incomplete)."""
         return self._integral[0]
 
     def mean(self) -> np.ndarray:
+        """Each window's time-weighted mean of the values (NaN where incomplete or of zero length)."""
         return self._per_second(self._integral[0])
 
     def counter_delta(self) -> np.ndarray:
+        """Each window's increase of the cumulative counter (J; NaN where incomplete)."""
         return self._counter.delta
 
     def counter_mean(self) -> np.ndarray:
+        """Each window's counter increase over its length (W; NaN where incomplete or of zero length)."""
         return self._per_second(self._counter.delta)
 
     def bound(self, kind: str) -> np.ndarray:
-        """Each window's energy bound (J, NaN where unknown): a counter's (``CounterWindows.bound``), else
-        from the power samples (``power_bound``)."""
+        """Each window's energy bound: a counter's (``CounterWindows.bound``), else from the power samples.
+
+        Args:
+            kind: The channel's kind: "energy" for a counter, else power (``power_bound``).
+
+        Returns:
+            The bound in J per window; NaN where unknown or the window is incomplete.
+        """
         if kind == "energy":
             return self._counter.bound
         held = self._update_period_s is not None and self._update_period_s > 1.5 * self.read_s
@@ -155,14 +172,23 @@ class Windows:
         return np.where(self._integral[1], out, np.nan)
 
     def peak(self) -> np.ndarray:
+        """Each window's largest value, its edges' interpolated values included (NaN where incomplete)."""
         return window_peak(self.t, self.column, self.starts, self.ends, self.max_gap_s, self.complete)[0]
 
     def lowest(self) -> np.ndarray:
+        """Each window's smallest value, its edges' interpolated values included (NaN where incomplete)."""
         return -window_peak(self.t, -self.column, self.starts, self.ends, self.max_gap_s, self.complete)[0]
 
     def reduce(self, kind: str) -> tuple[dict[str, np.ndarray], np.ndarray, float | None]:
-        """Every reduction of ``kind``, which windows are complete, and the update period of the values
-        (the instants they changed; None where fewer than two changes)."""
+        """Every reduction of a channel kind, which windows are complete, and the values' update period.
+
+        Args:
+            kind: The channel's kind (a key of ``reductions.BY_KIND``).
+
+        Returns:
+            (reduction name -> per-window values, a bool per window, the update period in s from the instants the
+            values changed: None with fewer than two changes).
+        """
         values = {r.name: getattr(self, r.computed_by)() for r in BY_KIND[kind]}
         if kind == "energy":
             return values, self._counter.complete, self._counter.update_period_s
@@ -180,26 +206,28 @@ def join(
     min_gap_s: float = MIN_GAP_S,
     busy: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> dict[str, StepValues]:
-    """Joins samples (``t`` (n,), ``values`` (n, channels)) to step windows.
-
-    Every channel gets the reductions of its kind (``reductions.BY_KIND``): power
-    rails their energy in J (the integral), mean and peak power; energy
-    counters their increase (between their change points) and mean power;
-    utilization, clocks, memory and temperatures time-weighted means and
-    their peak (the lowest clock); states their peak. Every channel gets
-    the update period of its values; power and energy channels each step's
-    energy bound and its summary (``energy_method``).
+    """Joins samples to step windows: every channel gets the reductions of its kind (``reductions.BY_KIND``).
 
     Args:
-        period_s: The sampler period. A channel's allowed gap between two
-            valid samples is ``gap_factor`` times the larger of this and the
-            channel's own slower rate (estimated from its samples), and at
-            least ``min_gap_s``: a scheduling hiccup of a few periods is
-            sampling jitter (counted in the report's ``sampling.gaps``), a
-            sensor that stopped answering is a hole.
-        busy: (starts, ends) of every step around the windows, joined now
-            or not (a counter's update interval is shared among all the
-            steps and gaps inside it); by default the windows themselves.
+        t: The samples' times (s), increasing, shape (n,).
+        values: The samples, shape (n, channels) (NaN: no reading).
+        channels: The columns' channels, in order.
+        starts, ends: Each step window's start and end (s).
+        period_s: The sampler period (s). A channel's allowed gap between valid samples is ``gap_factor`` times
+            the larger of this and its own slower rate (estimated from its samples), at least ``min_gap_s`` (s): a
+            hiccup of a few periods is sampling jitter (in the report's ``sampling.gaps``), a longer one a hole.
+        gap_factor, min_gap_s: See ``period_s``.
+        busy: (starts, ends) of every step around the windows, joined now or not (a counter's update interval
+            is shared among all the steps and gaps inside it); by default the windows themselves.
+
+    Returns:
+        Channel name -> ``StepValues``: power rails get their energy (J, the integral), mean and peak power; energy
+        counters their increase (between change points) and mean power; utilization, clocks, memory and
+        temperatures time-weighted means and their peak (the lowest clock); states their peak. Each has its update
+        period; power and energy channels each step's energy bound and its summary (``energy_method``).
+
+    Raises:
+        ValueError: ``starts`` and ``ends`` differ in shape, or a window ends before it starts.
     """
     t = np.asarray(t, dtype=np.float64)
     starts = np.asarray(starts, dtype=np.float64)

@@ -33,9 +33,16 @@ from tf_mobileperf.steps.trace_ops import INPUT_OP, ClockPair, Ops
 def split_energy(
     t: np.ndarray, power: np.ndarray, windows: np.ndarray, op_start: np.ndarray, op_end: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Splits a rail's energy in ``windows`` (k, 2) among ops running at each moment.
+    """Splits a rail's energy in ``windows`` among the ops running at each moment.
 
-    Returns (energy per op, no-op energy per window, energy per window), J.
+    Args:
+        t: The samples' times (s), increasing.
+        power: The rail's power at ``t`` (W; NaN: no reading).
+        windows: Shape (k, 2): each window's start and end (s), in time order, not overlapping.
+        op_start, op_end: Each op's start and end (s).
+
+    Returns:
+        (energy per op, no-op energy per window, energy per window), J; all NaN with fewer than two readings.
     """
     ok = np.isfinite(power)
     t, power = t[ok], power[ok]
@@ -103,10 +110,16 @@ def op_energy(
     clocks: ClockPair,
     limit: int = 20,
 ) -> dict:
-    """The energy-per-op report of the traced ``steps`` ((index, start, end) on the monotonic clock).
+    """The energy-per-op report of the traced steps: every op type and layer a row, and the top ``limit`` ops.
 
-    Every op type and layer is a row, and ``limit`` ops are the top ones; all
-    are ranked by energy on the total rail where power is measured, else by time.
+    Args:
+        ops: The traced ops (``trace_ops.read_ops``), on the monotonic clock.
+        t, values, channels: The samples' times (s), the samples (one column per channel), the columns' channels.
+        steps: Each traced step's (index, start, end), on the monotonic clock (s).
+        clocks, limit: The clock pair the trace was aligned with (its uncertainty is reported); how many top ops.
+
+    Returns:
+        The report; rows ranked by energy on ``rank_rail`` (the total rail, else the first power rail; none: by time).
     """
     rails = [(i, c) for i, c in enumerate(channels) if c.kind == "power"]
     windows = np.array([[s, e] for _, s, e in steps], dtype=float).reshape(-1, 2)
@@ -166,7 +179,16 @@ def _top_ops(ops: Ops, energy: dict[str, np.ndarray], duration: np.ndarray, top:
 
 
 def chrome_trace(ops: Ops, t: np.ndarray, values: np.ndarray, channels: list[Channel], t0: float) -> dict:
-    """Chrome/Perfetto trace JSON: the ops as slices, each power rail as a counter track."""
+    """Chrome/Perfetto trace JSON: the ops as slices, each power rail as a counter track.
+
+    Args:
+        ops: The traced ops, on the monotonic clock.
+        t, values, channels: The samples' times (s), the samples (one column per channel), the columns' channels.
+        t0: The monotonic time (s) that is the trace's zero.
+
+    Returns:
+        The trace: ``traceEvents`` (times in us from ``t0``; power in W) and ``displayTimeUnit``.
+    """
     events: list[dict] = [
         {"name": "process_name", "ph": "M", "pid": 1, "args": {"name": "TensorFlow ops"}},
         {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "power (W)"}},

@@ -9,7 +9,14 @@ from numpy.typing import ArrayLike
 
 
 def ci95(durations: ArrayLike) -> tuple[float, float, float] | None:
-    """(mean, low, high) of the mean of ``durations`` (Student t, 95%); None for fewer than two."""
+    """The 95% interval of the mean step time (Student t).
+
+    Args:
+        durations: The steps' durations (s).
+
+    Returns:
+        (mean, low, high) in s; None for fewer than two durations.
+    """
     x = np.asarray(durations, float)
     if len(x) < 2:
         return None
@@ -19,7 +26,14 @@ def ci95(durations: ArrayLike) -> tuple[float, float, float] | None:
 
 
 def relative_half_width(mean: float, low: float, high: float) -> float:
-    """An interval's half-width as a share of its mean (0.03: +-3%)."""
+    """An interval's half-width as a share of its mean.
+
+    Args:
+        mean, low, high: The interval (``ci95``'s); ``mean`` not 0.
+
+    Returns:
+        The share (0.03: +-3%).
+    """
     return (high - low) / 2 / mean
 
 
@@ -42,7 +56,14 @@ MIN_STEPS = 10
 
 
 def drift(durations: ArrayLike) -> float | None:
-    """The second half's mean step time over the first half's, minus 1 (None with fewer than 4 steps)."""
+    """The second half's mean step time over the first half's, minus 1.
+
+    Args:
+        durations: The steps' durations (s), in order; with an odd count the middle one is in neither half.
+
+    Returns:
+        The change (0.1: 10% slower); None with fewer than 4 steps or a first half's mean not above 0.
+    """
     x = np.asarray(durations, float)
     if len(x) < 4:
         return None
@@ -51,8 +72,16 @@ def drift(durations: ArrayLike) -> float | None:
 
 
 def unsteady(durations: ArrayLike, wide: float = WIDE, drifted: float = DRIFT) -> str | None:
-    """Why the mean of ``durations`` is not a steady step time: its interval's half-width over ``wide`` of it,
-    or its halves ``drifted`` apart; None where it is steady, or with fewer than ``MIN_STEPS``."""
+    """Why the mean of ``durations`` is not a steady step time: its interval too wide, or its halves drifted apart.
+
+    Args:
+        durations: The steps' durations (s), in order.
+        wide: The largest half-width of the 95% interval, as a share of the mean, of a steady run.
+        drifted: The largest ``drift`` (either sign) of a steady run.
+
+    Returns:
+        Each reason in words, joined by "; "; None where it is steady, or with fewer than ``MIN_STEPS`` steps.
+    """
     if len(np.asarray(durations)) < MIN_STEPS:
         return None
     interval, change = ci95(durations), drift(durations)

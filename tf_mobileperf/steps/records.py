@@ -69,6 +69,7 @@ class StepRecord:
         return self.end_s - self.start_s
 
     def csv_row(self) -> dict[str, Any]:
+        """The step as one ``steps.csv`` row: column (``csv_fields``) -> value."""
         row: dict[str, Any] = {
             "step": self.step,
             "start_s": self.start_s,
@@ -116,8 +117,15 @@ BASE_FIELDS = [
 
 
 def csv_fields(channels: list[Channel]) -> list[str]:
-    """The columns of ``steps.csv``: the paper's, ``throttled`` with a throttle sensor, energy, active energy,
-    power, energy bound and energy method per rail, every channel's reductions."""
+    """The columns of ``steps.csv``.
+
+    Args:
+        channels: The run's channels.
+
+    Returns:
+        The paper's columns, ``throttled`` with a throttle sensor, energy, active energy, power, energy bound and
+        energy method per rail (and "total" where there is a rail), then every channel's reductions.
+    """
     rails = [c.name for c in energy_rails(channels)]
     rails += ["total"] if rails else []
     throttled = ["throttled"] if Roles.of(channels).throttle else []
@@ -140,13 +148,27 @@ def energy_rails(channels: list[Channel]) -> list[Channel]:
     counter, which the hardware integrates itself; the report's
     ``energy_sources`` names, per rail, the channel used and the power
     channels left out (``unused_power``).
+
+    Args:
+        channels: The run's channels.
+
+    Returns:
+        Those channels, in the order of ``channels``.
     """
     counted = {c.rail for c in channels if c.kind == "energy"}
     return [c for c in channels if c.kind == "energy" or (c.kind == "power" and c.rail not in counted)]
 
 
 def unused_power(rail: Channel, channels: list[Channel]) -> list[str]:
-    """The power channels of ``rail``'s rail that its energy does not come from (a counter wins)."""
+    """The power channels of a rail that its energy does not come from (a counter wins).
+
+    Args:
+        rail: The channel the rail's energy comes from (one of ``energy_rails``).
+        channels: The run's channels.
+
+    Returns:
+        The names of the rail's other power channels.
+    """
     return [c.name for c in channels if c.kind == "power" and c.rail == rail.rail and c is not rail]
 
 
@@ -164,6 +186,14 @@ class Roles:
 
     @classmethod
     def of(cls, channels: list[Channel]) -> Roles:
+        """The channels of each role among a run's channels.
+
+        Args:
+            channels: The run's channels.
+
+        Returns:
+            The roles; a role no channel has is an empty list.
+        """
         rails = energy_rails(channels)
         util = [c for c in channels if c.kind == "util"]
         return cls(
@@ -234,9 +264,14 @@ def fill_steps(
     channels: list[Channel],
     idle_w: dict[str, float | None] | None = None,
 ) -> None:
-    """Writes the joined per-step values into ``steps`` (same order): every channel's reductions, then
-    the paper's quantities derived from them. ``idle_w``: idle power per rail and "total" (no active
-    energy without it)."""
+    """Writes the joined per-step values into ``steps``: every channel's reductions, then the paper's quantities.
+
+    Args:
+        steps: The steps the values were joined for, in the same order; changed in place.
+        joined: Channel name -> its per-step values (one entry per step).
+        channels: The run's channels.
+        idle_w: Idle power (W) per rail and "total"; no active energy for a rail without one (None: for any).
+    """
     roles = Roles.of(channels)
     for i, step in enumerate(steps):
         step.channels = {name: {r: _num(v[i]) for r, v in values.reductions.items()} for name, values in joined.items()}

@@ -69,5 +69,12 @@ COMBINE: dict[str, Combine] = _one_rule_per_name()
 
 
 def names(kind: str) -> tuple[str, ...]:
-    """The reduction names of ``kind``, main one first."""
+    """The reduction names of a channel kind, main one first.
+
+    Args:
+        kind: A channel kind (a key of ``BY_KIND``).
+
+    Returns:
+        The names, the keys of a step's ``channels`` entry and the ``steps.csv`` column suffixes.
+    """
     return tuple(r.name for r in BY_KIND[kind])

@@ -279,6 +279,7 @@ class Report:
         }
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as ``report.json`` holds it: ``summary()`` and ``steps``, each kept step with its duration."""
         out = self.summary()
         out["steps"] = [dataclasses.asdict(s) | {"duration_s": s.duration_s} for s in self.steps]
         return out

@@ -26,6 +26,12 @@ class RailSteps:
     first_unknown: int | None = None
 
     def add(self, step: StepRecord, known: bool) -> None:
+        """Counts one measured step.
+
+        Args:
+            step: The measured step.
+            known: Whether the rail's energy is known in ``step``.
+        """
         if known:
             self.complete += 1
             self.time_s += step.duration_s
@@ -67,7 +73,11 @@ class StepTotals:
         self._update_periods: dict[str, array.array] = {}  # channel -> one estimate per join
 
     def add(self, step: StepRecord) -> None:
-        """Adds one measured (not warm-up, not failed) step."""
+        """Adds one measured step to the totals.
+
+        Args:
+            step: A measured step (not warm-up, not failed).
+        """
         self.count += 1
         self.batches += step.batches
         self._durations.append(step.duration_s)
@@ -120,19 +130,37 @@ class StepTotals:
                     self._counts[key] = self._counts.get(key, 0) + 1
 
     def note_update_periods(self, joined: dict[str, StepValues]) -> None:
-        """Keeps the update period of each channel that one join estimated."""
+        """Keeps the update period of each channel that one join estimated.
+
+        Args:
+            joined: One join's values, by channel; channels without an estimated update period are skipped.
+        """
         for name, values in joined.items():
             if values.update_period_s is not None:
                 self._update_periods.setdefault(name, array.array("d")).append(values.update_period_s)
 
     def update_period_s(self, channel: str) -> float | None:
-        """The median of the update periods the joins estimated for ``channel``; None if none did."""
+        """The median of the update periods the joins estimated for a channel.
+
+        Args:
+            channel: The channel's name.
+
+        Returns:
+            The median update period (s); None if no join estimated one.
+        """
         periods = self._update_periods.get(channel)
         return float(np.median(periods)) if periods else None
 
     def channel_summary(self, channels: list[Channel]) -> dict[str, dict[str, float | None]]:
-        """Each channel over the measured steps: the mean of its step means, its highest peak, its lowest
-        minimum (None where no step has the value); energy is in the report's ``energy_j``."""
+        """Each channel over the measured steps: the mean of its step means, its highest peak, its lowest minimum.
+
+        Args:
+            channels: The channels to summarize.
+
+        Returns:
+            Channel name -> reduction name -> value (None where no step has it). Summed reductions are left
+            out (energy is in the report's ``energy_j``).
+        """
         out = {}
         for c in channels:
             out[c.name] = {
@@ -145,11 +173,25 @@ class StepTotals:
         return out
 
     def total(self, key: str) -> float | None:
-        """Sum over the measured steps; None unless every step has the value."""
+        """Sum of a value over the measured steps.
+
+        Args:
+            key: The value's key ("cpu_util", "energy/<rail>", "<channel>/<reduction>"...).
+
+        Returns:
+            The sum; None unless every measured step has the value.
+        """
         return self._sums[key] if self.count and self._counts.get(key) == self.count else None
 
     def rail(self, rail: str) -> RailSteps:
-        """The measured steps with the energy of ``rail`` (or "total") known; none for a rail never seen."""
+        """The measured steps with the energy of a rail known.
+
+        Args:
+            rail: The rail, or "total".
+
+        Returns:
+            Its ``RailSteps``; an empty one for a rail never seen.
+        """
         return self.rails.get(rail, RailSteps())
 
     @property
@@ -168,23 +210,50 @@ class StepTotals:
         return self.rail("total").batches
 
     def energy(self, rail: str) -> float | None:
-        """Energy of ``rail`` over the measured steps with its energy known; None if there are none."""
+        """Energy of a rail over the measured steps with its energy known.
+
+        Args:
+            rail: The rail, or "total".
+
+        Returns:
+            The energy (J); None if no step has it.
+        """
         return self._sums.get(f"energy/{rail}") if self.rail(rail).complete else None
 
     def energy_bound(self, rail: str) -> float | None:
-        """The bound on ``rail``'s energy over the measured steps with it known: the sum of their bounds
-        (each step's error may have either sign); None unless each step has one."""
+        """The bound on a rail's energy over the measured steps with it known: the sum of their bounds.
+
+        Args:
+            rail: The rail, or "total".
+
+        Returns:
+            The bound (J; each step's error may have either sign); None unless each of those steps has one.
+        """
         complete = self.rail(rail).complete
         known = complete and self._counts.get(f"bound/{rail}", 0) == complete
         return self._sums[f"bound/{rail}"] if known else None
 
     def energy_active(self, rail: str) -> float | None:
-        """Energy of ``rail`` above its idle power over the steps with its energy known; None unless each has it."""
+        """Energy of a rail above its idle power over the measured steps with its energy known.
+
+        Args:
+            rail: The rail, or "total".
+
+        Returns:
+            The active energy (J); None unless each of those steps has it.
+        """
         complete = self.rail(rail).complete
         return self._sums[f"active/{rail}"] if complete and self._counts.get(f"active/{rail}") == complete else None
 
     def mean(self, key: str) -> float | None:
-        """Mean over the measured steps that have the value; None if none has it."""
+        """Mean of a value over the measured steps that have it.
+
+        Args:
+            key: The value's key ("cpu_util", "core/<core>", "<channel>/<reduction>"...).
+
+        Returns:
+            The mean; None if no step has the value.
+        """
         n = self._counts.get(key, 0)
         return self._sums[key] / n if n else None
 

@@ -46,6 +46,18 @@ class ClockPair:
 
     @classmethod
     def now(cls, tries: int = 5) -> ClockPair:
+        """Reads monotonic, wall, monotonic ``tries`` times and keeps the tightest reading.
+
+        Args:
+            tries: How many readings to take; at least 1.
+
+        Returns:
+            The pair: the midpoint of the two monotonic reads, the wall reading, and half the time between the
+            monotonic reads as its uncertainty (all in s).
+
+        Raises:
+            ValueError: ``tries`` is below 1.
+        """
         if tries < 1:
             raise ValueError(f"tries must be at least 1, got {tries}")
         best: tuple[int, int, int] | None = None
@@ -66,6 +78,14 @@ class ClockPair:
     def to_monotonic(self, wall_s: float) -> float: ...
 
     def to_monotonic(self, wall_s: np.ndarray | float) -> np.ndarray | float:
+        """Moves wall-clock times to the monotonic clock by this pair's offset.
+
+        Args:
+            wall_s: Wall-clock time(s) (s since the epoch): a number or an array.
+
+        Returns:
+            The same time(s) on ``time.monotonic()`` (s), of the same shape.
+        """
         return wall_s - self.wall_s + self.monotonic_s
 
 
@@ -85,7 +105,14 @@ class Ops:
         return len(self.start_s)
 
     def select(self, index: np.ndarray) -> Ops:
-        """The ops at ``index``: a boolean mask or positions, in that order."""
+        """The ops at some positions.
+
+        Args:
+            index: A boolean mask or an array of positions; positions give the ops in that order.
+
+        Returns:
+            A new ``Ops`` with those ops.
+        """
         return Ops(*(getattr(self, f.name)[index] for f in dataclasses.fields(self)))
 
 
@@ -98,6 +125,12 @@ def layer_of(scope: str) -> str:
     each part, which gives back Keras's layer names and groups the repeats.
     Ops outside any layer (optimizer, input) are "(no layer)".
 
+    Args:
+        scope: The op event's name scope: the part of "scope/name:OpType" before the colon.
+
+    Returns:
+        The layer's name, or ``NO_LAYER``.
+
     >>> layer_of("StatefulPartitionedCall/gradient_tape/sequential_1/dense_1_2/MatMul")
     'dense_1'
     """
@@ -106,7 +139,18 @@ def layer_of(scope: str) -> str:
 
 
 def read_ops(xplane: str | Path, clocks: ClockPair) -> Ops:
-    """The op events of an XSpace file, moved to the monotonic clock, in time order."""
+    """The op events of an XSpace file, moved to the monotonic clock, in time order.
+
+    Args:
+        xplane: The ``<host>.xplane.pb`` file.
+        clocks: The clock pair read when the trace started, to move the profiler's wall-clock times.
+
+    Returns:
+        The ops (and tf.data's waits, as ``INPUT_OP``) with positive duration, sorted by start, then end.
+
+    Raises:
+        ValueError: No plane of the file has a ``profile_start_time``.
+    """
     from xprof.profile_data import ProfileData
 
     rows: list[tuple[str, str, str, str, str, float, float]] = []

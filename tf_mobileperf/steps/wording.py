@@ -30,7 +30,14 @@ FROZEN = (
 
 
 def total_parts(roles: Roles) -> str:
-    """What the total's energy is, so a step without it says which rails to look at."""
+    """What the total's energy is, so a step without it says which rails to look at.
+
+    Args:
+        roles: The run's channel roles.
+
+    Returns:
+        A clause: the input rail whose energy is the total, or the rails it sums.
+    """
     if roles.input_rail is not None:
         return f"the total is the input rail {roles.input_rail}'s energy"
     return f"the total sums {', '.join(c.name for c in roles.total)}, and is unknown where one of them is"

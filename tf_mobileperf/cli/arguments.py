@@ -29,10 +29,25 @@ class OneLineParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):
+        """Exits with status 2 after printing ``message`` on one line that points to ``--help``.
+
+        Args:
+            message: argparse's error message.
+        """
         self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type that reads an integer of at least ``minimum``.
+
+    Args:
+        minimum: The smallest value accepted.
+
+    Returns:
+        A function of the argument's text that returns its integer, or raises ``argparse.ArgumentTypeError``
+        when the text is not an integer or is below ``minimum``.
+    """
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -46,6 +61,18 @@ def int_at_least(minimum: int) -> Callable[[str], int]:
 
 
 def finite(text: str, minimum: float) -> float:
+    """The finite number in ``text``, at least ``minimum``.
+
+    Args:
+        text: The argument as typed.
+        minimum: The smallest value accepted.
+
+    Returns:
+        The number.
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is not a number, not finite, or below ``minimum``.
+    """
     try:
         value = float(text)
     except ValueError:
@@ -56,6 +83,17 @@ def finite(text: str, minimum: float) -> float:
 
 
 def positive(text: str) -> float:
+    """The finite number in ``text``, greater than 0.
+
+    Args:
+        text: The argument as typed.
+
+    Returns:
+        The number.
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is not a finite number > 0.
+    """
     value = finite(text, 0.0)
     if value == 0:
         raise argparse.ArgumentTypeError("must be a finite number > 0, got 0")
@@ -63,6 +101,17 @@ def positive(text: str) -> float:
 
 
 def period_ms(text: str) -> float:
+    """A sample period in milliseconds, checked by ``sampling.period.check_period``.
+
+    Args:
+        text: The argument as typed, in ms.
+
+    Returns:
+        The period, in ms.
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is not a finite number >= 0, or a period the sampler cannot keep.
+    """
     try:
         return check_period(finite(text, 0.0), "ms")
     except (TypeError, ValueError) as exc:
@@ -70,6 +119,17 @@ def period_ms(text: str) -> float:
 
 
 def memory_size(text: str) -> int:
+    """The bytes of a memory size ("8GiB", "512MiB", "2GB", "1e9"; ``sweep.sizes.parse_size``).
+
+    Args:
+        text: The argument as typed.
+
+    Returns:
+        The size, in bytes.
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is not a memory size > 0.
+    """
     try:
         return parse_size(text)
     except ValueError as exc:
@@ -77,6 +137,17 @@ def memory_size(text: str) -> int:
 
 
 def out_dir(text: str) -> Path:
+    """An output directory's path; it need not exist yet.
+
+    Args:
+        text: The argument as typed.
+
+    Returns:
+        ``text`` as a path.
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` exists and is not a directory.
+    """
     path = Path(text)
     if path.exists() and not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} exists and is not a directory")
@@ -84,6 +155,17 @@ def out_dir(text: str) -> Path:
 
 
 def existing_dir(text: str) -> Path:
+    """The path of a directory that exists.
+
+    Args:
+        text: The argument as typed.
+
+    Returns:
+        ``text`` as a path.
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` does not exist or is not a directory.
+    """
     path = Path(text)
     if not path.is_dir():
         raise argparse.ArgumentTypeError(f"{text} is not a directory" if path.exists() else f"{text} does not exist")
@@ -91,12 +173,24 @@ def existing_dir(text: str) -> Path:
 
 
 def zoo_names() -> list[str]:
+    """The names of the zoo's models."""
     from tf_mobileperf.zoo import NAMES
 
     return list(NAMES)
 
 
 def model_names(text: str) -> list[str]:
+    """The zoo model names in a comma-separated list, in its order.
+
+    Args:
+        text: The argument as typed; blank entries are ignored.
+
+    Returns:
+        The names, stripped.
+
+    Raises:
+        argparse.ArgumentTypeError: a name is not one of the zoo's, or the list names none.
+    """
     names = [n.strip() for n in text.split(",") if n.strip()]
     unknown = [n for n in names if n not in zoo_names()]
     if unknown or not names:
@@ -105,6 +199,17 @@ def model_names(text: str) -> list[str]:
 
 
 def board_types(text: str) -> list[str]:
+    """The board types of a comma-separated list, each once, in their first order.
+
+    Args:
+        text: The argument as typed; blank entries are ignored.
+
+    Returns:
+        The board types, stripped.
+
+    Raises:
+        argparse.ArgumentTypeError: the list names none.
+    """
     types = list(dict.fromkeys(t.strip() for t in text.split(",") if t.strip()))
     if not types:
         raise argparse.ArgumentTypeError(f"board types must be comma-separated names, got {text!r}")
@@ -112,6 +217,17 @@ def board_types(text: str) -> list[str]:
 
 
 def power_mode_ids(text: str) -> tuple[int, ...]:
+    """The nvpmodel mode ids of a comma-separated list, each once, in their first order.
+
+    Args:
+        text: The argument as typed; blank entries are ignored.
+
+    Returns:
+        The mode ids.
+
+    Raises:
+        argparse.ArgumentTypeError: an entry is not an integer, one is below 0, or the list names none.
+    """
     try:
         modes = tuple(dict.fromkeys(int(v) for v in text.split(",") if v.strip()))
     except ValueError:
@@ -122,6 +238,17 @@ def power_mode_ids(text: str) -> tuple[int, ...]:
 
 
 def int_list(text: str) -> list[int]:
+    """The batch sizes of a comma-separated list, in its order (repeats kept).
+
+    Args:
+        text: The argument as typed; blank entries are ignored.
+
+    Returns:
+        The batch sizes.
+
+    Raises:
+        argparse.ArgumentTypeError: an entry is not an integer, one is below 1, or the list names none.
+    """
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:

@@ -36,7 +36,16 @@ def _format(value: float | Exception, unit: str) -> str:
 
 
 def sampling_test(found: list, period_s: float, seconds: float) -> dict:
-    """Samples ``found`` every ``period_s`` for ``seconds``; returns the sampling-quality summary."""
+    """Samples ``found`` every ``period_s`` for ``seconds``; returns the sampling-quality summary.
+
+    Args:
+        found: The sensors to sample.
+        period_s: The sampler's grid period, in seconds.
+        seconds: How long to sample, in seconds.
+
+    Returns:
+        ``SamplingStats.summary``: rows achieved and expected per second, interval errors, the sampler's mode.
+    """
     with Sampler(found, period_s=period_s) as sampler:
         time.sleep(seconds)
     stats = SamplingStats.of(sampler)
@@ -71,6 +80,15 @@ def _read_once(sensor) -> dict:
 
 
 def cmd_sensors(args: argparse.Namespace) -> int:
+    """``mobileperf sensors``: prints each sensor found, one read of its channels, the absent ones and why, and
+    the result of a sampling test.
+
+    Args:
+        args: The parsed options: ``root`` (of sysfs/procfs), ``period_ms`` and ``seconds`` (0: no sampling test).
+
+    Returns:
+        The exit status, 0.
+    """
     found = sensors_mod.probe(args.root)
     out = sys.stdout
     out.write(f"Sensors found under {args.root}: {len(found.sensors)}\n")
@@ -110,6 +128,17 @@ def cmd_sensors(args: argparse.Namespace) -> int:
 
 
 def cmd_combine(args: argparse.Namespace) -> int:
+    """``mobileperf combine``: combines a multi-worker logdir's runs and prints each task's state and energy.
+
+    Args:
+        args: The parsed options: ``logdir`` and ``tasks`` (None: every chief-N/worker-N folder of ``logdir``).
+
+    Returns:
+        The exit status, 0.
+
+    Raises:
+        ValueError: ``tasks`` is None and ``logdir`` holds no chief-N or worker-N folder.
+    """
     from tf_mobileperf.format.layout import RunLayout
     from tf_mobileperf.session.cluster import combine
 
@@ -134,6 +163,14 @@ def cmd_combine(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
+    """``mobileperf plot``: writes a sweep's figures and report.html and prints their paths.
+
+    Args:
+        args: The parsed options: ``directory``, a sweep's ``--out`` directory.
+
+    Returns:
+        The exit status, 0.
+    """
     from tf_mobileperf.figures.plot import plot
 
     for path in plot(args.directory):

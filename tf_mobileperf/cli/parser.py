@@ -137,6 +137,7 @@ def _add_sweep(sub: argparse._SubParsersAction) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``mobileperf`` parser: ``-v`` and the sensors, sweep, predict, plot and combine commands."""
     parser = OneLineParser(
         prog="mobileperf",
         description="What a training step costs on this device: its sensors, "
@@ -230,6 +231,15 @@ def _add_combine(sub: argparse._SubParsersAction) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Runs the ``mobileperf`` command in ``argv``; a user's error or Ctrl-C is one line on stderr.
+
+    Args:
+        argv: The arguments after the program's name (None: ``sys.argv[1:]``).
+
+    Returns:
+        The command's exit status; 2 after a ``SweepError``, ``ValueError`` or ``OSError``, ``INTERRUPTED``
+        (130) after Ctrl-C.
+    """
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"

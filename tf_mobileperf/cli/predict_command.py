@@ -17,6 +17,17 @@ from tf_mobileperf.steps.precision import relative_half_width
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    """``mobileperf predict``: measures a few batch sizes, prints the predictions, writes ``prediction.json``.
+
+    Args:
+        args: The parsed options of ``predict``.
+
+    Returns:
+        The exit status, 0.
+
+    Raises:
+        ValueError: no prediction can be made from the sizes measured (the message names the model).
+    """
     from tf_mobileperf.analysis.predict import describe, predict
     from tf_mobileperf.analysis.size_choice import choose_sizes
     from tf_mobileperf.output.files import write_json

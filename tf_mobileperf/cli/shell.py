@@ -14,7 +14,15 @@ from pathlib import Path
 
 
 def tool_command(name: str) -> str:
-    """``name`` when PATH finds this environment's ``name``, else its path (relative to here where shorter)."""
+    """How to type this environment's program ``name`` in a shell.
+
+    Args:
+        name: The program's name, e.g. "tensorboard".
+
+    Returns:
+        ``name`` when PATH finds this environment's ``name`` or this environment has none; else its path,
+        relative to the working directory unless that climbs out of it (then absolute).
+    """
     ours = Path(sys.executable).parent / name
     if not ours.exists():
         return name

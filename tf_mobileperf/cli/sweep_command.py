@@ -26,8 +26,19 @@ def _at_most(largest: int | None, batch: int) -> bool:
 
 
 def sweep_config(args: argparse.Namespace, models: list[str]) -> SweepConfig:
-    """The ``SweepConfig`` of the sweep and predict commands' options, checked (ValueError) with the input size of
-    each of ``models``; then one warning if it measures too few steps, after any error of the arguments."""
+    """The ``SweepConfig`` of the sweep and predict commands' options, checked against each model's input size;
+    then one warning if it measures too few steps, after any error of the arguments.
+
+    Args:
+        args: The parsed options of ``sweep`` or ``predict`` (``precision`` and ``max_steps``: predict's only).
+        models: The zoo names the configuration will run.
+
+    Returns:
+        The configuration.
+
+    Raises:
+        ValueError: an option is out of range, or a model cannot take the input size.
+    """
     from tf_mobileperf.sweep.config import SweepConfig
     from tf_mobileperf.sweep.runner import check_models, warn_few_measured_steps
 
@@ -48,6 +59,18 @@ def sweep_config(args: argparse.Namespace, models: list[str]) -> SweepConfig:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    """``mobileperf sweep``: a local or fleet sweep and its table, or a search for each model's largest batch.
+
+    Args:
+        args: The parsed options of ``sweep``.
+
+    Returns:
+        The exit status: 0, or 1 where a configuration did not run (a rerun retries it).
+
+    Raises:
+        ValueError: options that do not go together: ``--find-max-batch`` with ``--power-modes`` or
+            ``--jetson-clocks``, ``--ray`` with any of those three, ``--boards`` without ``--ray``.
+    """
     from tf_mobileperf.analysis.predict import largest_fitting_batch
     from tf_mobileperf.sweep.power_modes import PowerPlan
     from tf_mobileperf.sweep.runner import find_max_batch, sweep

@@ -19,17 +19,39 @@ CAUSE_CHARS = 300
 
 
 def is_oom(row: dict) -> bool:
-    """Whether ``row`` failed by running out of memory, as its cause says."""
+    """Whether a sweep row failed by running out of memory, as its cause says.
+
+    Args:
+        row: A sweep's result row (its ``success`` and ``cause``).
+
+    Returns:
+        True where the row did not succeed and its cause ``says_oom``.
+    """
     return not row.get("success") and says_oom(row.get("cause"))
 
 
 def says_oom(cause: str | None) -> bool:
-    """Whether a cause (``error_cause``, ``exit_cause``) means the configuration ran out of memory."""
+    """Whether a cause means the configuration ran out of memory (it holds one of ``OOM_WORDS``).
+
+    Args:
+        cause: A cause from ``error_cause`` or ``exit_cause``; None: no cause.
+
+    Returns:
+        True where ``cause`` holds one of ``OOM_WORDS``; False for None.
+    """
     return any(word in (cause or "") for word in OOM_WORDS)
 
 
 def error_cause(error: str | None) -> str:
-    """The cause of a failure a child reported (its summary's ``error``), in a few words."""
+    """The cause of a failure a child reported, in a few words.
+
+    Args:
+        error: The ``error`` of the child's summary; None or empty gives "unknown".
+
+    Returns:
+        "out of memory" (ResourceExhaustedError, MemoryError), "interrupted" (KeyboardInterrupt), else the
+        error's first line, at most 200 characters.
+    """
     if not error:
         return "unknown"
     for name in ("ResourceExhaustedError", "MemoryError", "KeyboardInterrupt"):
@@ -39,6 +61,17 @@ def error_cause(error: str | None) -> str:
 
 
 def exit_cause(returncode: int | None, stderr: str) -> str:
+    """The cause of a child's end that left no summary, in a few words.
+
+    Args:
+        returncode: The child's exit status (negative: the signal that killed it); None: it timed out.
+        stderr: What the child wrote on stderr.
+
+    Returns:
+        "timed out"; "killed by SIGNAME" (SIGKILL: the OOM killer, most likely; a SIGABRT after a failed
+        allocation: out of memory); "out of memory" where stderr names MemoryError, ResourceExhaustedError or
+        bad_alloc; else "exit code N: " and the last exception's line or stderr's last line (``CAUSE_CHARS``).
+    """
     if returncode is None:
         return "timed out"
     if returncode < 0:
@@ -55,9 +88,17 @@ def exit_cause(returncode: int | None, stderr: str) -> str:
 
 
 def exception_message(stderr: str) -> str | None:
-    """The type and message of the exception of the last Python traceback in ``stderr``, on one line (None
-    without a traceback): "ValueError: ... Computed output size would be zero or negative ...", where the
-    traceback's last line is the end of Keras's list of arguments."""
+    """The type and message of the exception of the last Python traceback in ``stderr``, on one line.
+
+    The message ends before Keras's list of the call's arguments or a TF/absl log line, so a Keras error gives
+    "ValueError: ... Computed output size would be zero or negative ...", not the list's last line.
+
+    Args:
+        stderr: A child's stderr (terminal colours are ignored).
+
+    Returns:
+        The exception's line, or None where ``stderr`` holds no traceback or none with an exception line.
+    """
     lines = _ANSI.sub("", stderr).splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
     if not starts:

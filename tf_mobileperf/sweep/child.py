@@ -186,6 +186,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Trains one configuration under the measurement and writes its ``summary.json``.
+
+    Args:
+        argv: The child's options (``launch.options``); None: ``sys.argv[1:]``.
+
+    Returns:
+        0 once the summary is written (an out-of-memory included), or ``SETUP_FAILED`` where the run could not
+        be set up (an unknown model, bad sensors, an unwritable logdir), with one line on stderr.
+    """
     args = _parser().parse_args(argv)
     _die_with_parent()
     logging.basicConfig(level=logging.WARNING)

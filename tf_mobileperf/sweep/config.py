@@ -84,7 +84,15 @@ class SweepConfig:
 
 
 def open_sensors_once(spec: str) -> None:
-    """ValueError now for a sensors argument the children would fail on (a missing replay log, a bad speed)."""
+    """Opens and closes the sensors ``spec`` names, so that a bad one fails now rather than in every child.
+
+    Args:
+        spec: The sweep's sensors option: "auto" (not opened: probing the machine is the child's work), "none"
+            or "replay:PATH[@SPEED]".
+
+    Raises:
+        ValueError: the children would fail on ``spec`` (a missing replay log, a bad speed); it names ``spec``.
+    """
     if spec == "auto":  # probing the machine is the child's work
         return
     try:

@@ -57,7 +57,15 @@ CANCEL_WAIT_S = 30.0
 
 
 def board_types(nodes: list[dict], dead: str | None = None) -> Counter:
-    """Board type -> how many live nodes declare it, from ``ray.nodes()`` (``dead``: a node id known lost)."""
+    """How many live nodes declare each board type (a ``board:<type>`` resource).
+
+    Args:
+        nodes: ``ray.nodes()``.
+        dead: The id of a node known lost, not counted even if Ray still has it alive (None: none).
+
+    Returns:
+        Board type -> its number of live nodes.
+    """
     return Counter(
         name[len(RESOURCE_PREFIX) :]
         for node in nodes
@@ -68,7 +76,18 @@ def board_types(nodes: list[dict], dead: str | None = None) -> Counter:
 
 
 def choose(available: Counter, wanted: list[str] | None) -> list[str]:
-    """The board types to sweep: ``wanted`` (all of them present) or every one available."""
+    """The board types to sweep.
+
+    Args:
+        available: Board type -> its number of live nodes (``board_types``).
+        wanted: The board types asked for (None or empty: every one available).
+
+    Returns:
+        ``wanted``, each once in its first order, or every available type, sorted.
+
+    Raises:
+        FleetError: a wanted type has no node, or none is asked for and no node declares a board.
+    """
     have = ", ".join(f"{t} ({n} node{'s' * (n > 1)})" for t, n in sorted(available.items())) or "none"
     if not wanted:
         if not available:
@@ -101,9 +120,25 @@ def fleet_sweep(
     boards: list[str] | None = None,
     timeout_s: float = CONNECT_TIMEOUT_S,
 ) -> list[dict]:
-    """Runs every (model, batch size, board type) not yet in the results on the fleet at ``address``;
-    returns their rows, board type after board type. ``config.out`` is on the driver; ``timeout_s`` bounds
-    the wait for the cluster to answer (``connect``)."""
+    """Runs every (model, batch size, board type) not yet in the results on the boards of a Ray cluster.
+
+    Args:
+        address: The Ray head's host:port.
+        models: Zoo names.
+        batch_sizes: The batch sizes; each (model, batch size) pair runs once per board type.
+        config: The rest of every configuration; its ``out`` is the sweep directory, on the driver.
+        boards: The board types to run on (None: every one a live node declares).
+        timeout_s: How long to wait for the cluster to answer (``connect``), in seconds.
+
+    Returns:
+        The rows, board type after board type; one with ``retry: True`` did not run (a node lost, no node of
+        its type left, the Ray task failed): it is returned, not recorded.
+
+    Raises:
+        FleetError: the cluster cannot be reached in time, or a board type asked for has no node.
+        ValueError: a model cannot take the input size.
+        SweepError: the sweep directory is in use by another sweep, or its results are unreadable.
+    """
     pairs = list(dict.fromkeys((m, b) for m in models for b in batch_sizes))
     check_models(dict.fromkeys(m for m, _ in pairs), config)
     with connect(address, timeout_s) as ray:

@@ -23,7 +23,17 @@ from tf_mobileperf.sweep.runner import run_one
 
 
 def run_on_board(model: str, batch_size: int, config: SweepConfig) -> tuple[dict, bytes]:
-    """(row, run directory as tar.gz bytes); the row's ``logdir`` is relative to the sweep directory."""
+    """Runs one configuration on this board in a temporary sweep directory, as a Ray task.
+
+    Args:
+        model: A zoo name.
+        batch_size: The batch size.
+        config: The sweep's configuration (its ``out`` is replaced by the temporary directory).
+
+    Returns:
+        (row, run directory as tar.gz bytes); the row's ``logdir`` is relative to the sweep directory and its
+        ``ray_node`` is this node's id.
+    """
     import ray
 
     with tempfile.TemporaryDirectory(prefix="mobileperf-fleet-") as tmp:
@@ -35,7 +45,14 @@ def run_on_board(model: str, batch_size: int, config: SweepConfig) -> tuple[dict
 
 
 def pack(directory: Path) -> bytes:
-    """``directory`` as tar.gz bytes (empty if the child made none)."""
+    """A run directory as tar.gz bytes.
+
+    Args:
+        directory: The run directory.
+
+    Returns:
+        Its files as tar.gz bytes, or empty bytes where ``directory`` is not a directory (the child made none).
+    """
     if not directory.is_dir():
         return b""
     buffer = io.BytesIO()
@@ -45,7 +62,12 @@ def pack(directory: Path) -> bytes:
 
 
 def unpack(data: bytes, directory: Path) -> None:
-    """Replaces ``directory`` with the run ``pack`` made (nothing for empty bytes); no path leaves it."""
+    """Replaces ``directory`` with the run ``pack`` made; no path in the archive leaves it.
+
+    Args:
+        data: ``pack``'s bytes; empty: ``directory`` is removed and not made again.
+        directory: Where the run goes.
+    """
     shutil.rmtree(directory, ignore_errors=True)
     if not data:
         return

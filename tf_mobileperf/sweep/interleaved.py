@@ -69,7 +69,14 @@ class Sizes:
             self.per_round[b] = max(2, math.ceil(CHUNK_S / max(step_s, 1e-4)))
 
     def chunk(self, b: int) -> float:
-        """One round's steps of size ``b``: their mean step time (s)."""
+        """Trains one round's steps of a batch size.
+
+        Args:
+            b: The batch size.
+
+        Returns:
+            Their mean step time, in seconds.
+        """
         took = []
         for i in range(self.per_round[b]):
             t0 = time.perf_counter()
@@ -144,8 +151,16 @@ def measure(
 
 
 def round_drift(means: dict[int, list[float]]) -> float | None:
-    """The speed's drift over the rounds (the first left out): each round's step times against each size's
-    mean, averaged over the sizes, the second half of the rounds against the first (None with under 4)."""
+    """The machine's speed drift over the rounds, the first left out: each round's step times against each
+    size's mean, averaged over the sizes, the second half of the rounds against the first.
+
+    Args:
+        means: Batch size -> its mean step time of each round, in seconds.
+
+    Returns:
+        The second half's mean over the first's, minus 1 (0.05: 5% slower); None with fewer than 4 rounds
+        after the first.
+    """
     from tf_mobileperf.steps.precision import drift
 
     rounds = np.array([m[1:] for m in means.values()], dtype=float)
@@ -155,8 +170,17 @@ def round_drift(means: dict[int, list[float]]) -> float | None:
 
 
 def predict_times(model: str, sizes: list[int], config, max_s: float) -> dict:
-    """``measure``'s result for ``sizes``, run in a child process (``config``: the predict's ``SweepConfig``,
-    for the input size, precision and timeout).
+    """``measure``'s result, run in a child process.
+
+    Args:
+        model: A zoo name.
+        sizes: The batch sizes.
+        config: The predict's ``SweepConfig``: its input size, precision (None: 0.02), ``max_steps`` and
+            ``timeout_s``.
+        max_s: The child's ``--max-s``: after it, no round starts once the fewest rounds are done, in seconds.
+
+    Returns:
+        ``measure``'s result, as JSON read back.
 
     Raises:
         RuntimeError: the child failed or ran past the config's timeout; the message says how.
@@ -184,8 +208,16 @@ TIME_KEYS = ("step_time_s_mean", "step_time_s_ci95", "step_time_precision_reache
 
 
 def with_times(rows: list[dict], timed: dict) -> list[dict]:
-    """The sweep's ``rows`` with the step times of the interleaved run ``timed``; each row's energy per step
-    is its own mean power (from its fresh child) times the new step time."""
+    """A sweep's rows with the step times of an interleaved run.
+
+    Args:
+        rows: The sweep's rows.
+        timed: ``predict_times``'s result.
+
+    Returns:
+        ``rows`` in order, each successful row of a size ``timed`` holds replaced by a copy with ``TIME_KEYS``
+        from ``timed``, its energy per step its own mean power (from its fresh child) times the new step time.
+    """
     by_size = {r["batch_size"]: r for r in timed["rows"]}
     out = []
     for row in rows:
@@ -201,6 +233,7 @@ def with_times(rows: list[dict], timed: dict) -> list[dict]:
 
 
 def main() -> None:
+    """Runs ``measure`` with the options on the command line and writes its result to ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("model")
     parser.add_argument("--grid", required=True)

@@ -48,7 +48,18 @@ class Exit:
 
 
 def options(model: str, batch_size: int, config: SweepConfig, logdir: Path) -> list[str]:
-    """The child's command-line options for one configuration."""
+    """The child's command-line options for one configuration (``child``'s parser reads them).
+
+    Args:
+        model: A zoo name.
+        batch_size: The batch size.
+        config: The sweep's configuration: steps, warm-up, sensors, and the input size, memory limit and
+            precision where set.
+        logdir: The run directory the child measures into.
+
+    Returns:
+        The options, as ``run``'s ``args``.
+    """
     args = [
         "--model",
         model,
@@ -79,8 +90,20 @@ def run(
     board_type: str | None = None,
     module: str = "tf_mobileperf.sweep.child",
 ) -> Exit:
-    """Runs ``python -m module`` with ``args`` in a process group of its own and waits for it (at most
-    ``timeout_s``); ``board_type`` (a fleet's) goes into its report's device."""
+    """Runs ``python -m module`` in a process group of its own and waits for it; on a timeout or an interrupt
+    (Ctrl-C, a cancelled Ray task) its whole group is killed.
+
+    Args:
+        args: The child's command-line options (``options``).
+        memory_limit: The configuration's memory limit, in bytes (None: none), which ``args`` passes on; with
+            one, oneDNN is turned off unless the environment sets ``TF_ENABLE_ONEDNN_OPTS``.
+        timeout_s: How long to wait for the child, in seconds.
+        board_type: A fleet sweep's board type, for the report's device (None: a local sweep).
+        module: The module the child runs.
+
+    Returns:
+        How the child ended (``returncode`` None: timed out and killed).
+    """
     # Few malloc arenas: each reserves 64 MB of address space, which RLIMIT_AS would count.
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL=os.environ.get("TF_CPP_MIN_LOG_LEVEL", "2"), MALLOC_ARENA_MAX="2")
     env[PARENT_ENV] = str(os.getpid())
@@ -114,11 +137,17 @@ def run(
 
 def record_end(logdir: Path, done: Exit, row: dict, oom: bool) -> Path | None:
     """Writes how the child ended into the run it claimed in ``logdir`` when it ended without a report, so that
-    the dashboard shows the run failed, with its cause, rather than "running" forever; returns the file
-    written (``RunLayout.ended``), or None where the child claimed no run there or wrote its report.
+    the dashboard shows the run failed, with its cause, rather than "running" forever.
 
-    ``row`` is the sweep's row of the configuration (its ``cause``, ``failed_step``, ``steps_on_disk``);
-    ``oom``: whether that cause is running out of memory."""
+    Args:
+        logdir: The run directory the child claimed.
+        done: How the child ended.
+        row: The sweep's row of the configuration (its ``cause``, ``failed_step``, ``steps_on_disk``).
+        oom: Whether that cause is running out of memory.
+
+    Returns:
+        The file written (``RunLayout.ended``), or None where the child claimed no run there or wrote its report.
+    """
     layout = RunLayout(logdir)
     try:
         claimed = json.loads(layout.claim.read_text()).get("pid") == done.pid

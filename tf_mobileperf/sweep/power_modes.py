@@ -90,7 +90,14 @@ class Mode:
 
 
 def check(plan: PowerPlan) -> None:
-    """PowerModeError if ``plan`` cannot be carried out here: no nvpmodel (or jetson_clocks) on PATH, not root."""
+    """Checks that ``plan`` can be carried out on this machine, before anything runs.
+
+    Args:
+        plan: The power modes and jetson_clocks setting of the sweep.
+
+    Raises:
+        PowerModeError: no nvpmodel on PATH, no jetson_clocks on PATH where ``plan`` sets it, or not root.
+    """
     if shutil.which("nvpmodel") is None:
         raise PowerModeError("--power-modes/--jetson-clocks need nvpmodel, which is not on PATH (not a Jetson?)")
     if plan.jetson_clocks is not None and shutil.which("jetson_clocks") is None:
@@ -116,7 +123,17 @@ def _tool(*args: str) -> str:
 
 
 def parse_query(text: str) -> Mode:
-    """The mode in ``nvpmodel -q``'s output ("NV Power Mode: MAXN" then the id on a line of its own)."""
+    """The mode in ``nvpmodel -q``'s output.
+
+    Args:
+        text: The output: "NV Power Mode: MAXN", then the id on a line of its own.
+
+    Returns:
+        The mode's id and name.
+
+    Raises:
+        PowerModeError: ``text`` holds no mode id.
+    """
     found = power_mode.parse_query(text)  # the one parser of nvpmodel's answer, shared with the report's power mode
     if found is None:
         raise PowerModeError(f"nvpmodel -q gave no mode id: {' '.join(text.split())[:200]!r}")
@@ -124,6 +141,7 @@ def parse_query(text: str) -> Mode:
 
 
 def query() -> Mode:
+    """The board's mode now, as ``nvpmodel -q`` reads it; PowerModeError if it fails or gives no mode."""
     return parse_query(_tool("nvpmodel", "-q"))
 
 
@@ -136,7 +154,18 @@ class Board:
         self.last: Mode | None = None  # the mode last asked for (its name unknown until read back)
 
     def apply(self, mode_id: int) -> Mode:
-        """Sets ``mode_id`` and the plan's clocks, waits for them to settle; the mode read back."""
+        """Sets a mode and the plan's clocks, waits ``settle_s`` for them to settle, and reads the mode back.
+
+        Args:
+            mode_id: The nvpmodel mode id.
+
+        Returns:
+            The mode ``nvpmodel -q`` reads after the wait, with its name.
+
+        Raises:
+            PowerModeError: nvpmodel or jetson_clocks failed, or the board is in another mode after the wait
+                (a mode that needs a reboot).
+        """
         self.last = Mode(mode_id, None)
         _tool("nvpmodel", "-m", str(mode_id))
         if self.plan.jetson_clocks == "on":
@@ -157,8 +186,20 @@ class Board:
 def controlled(plan: PowerPlan, state_dir: Path) -> Iterator[Board]:
     """The board for ``plan``; its original mode and clocks are restored when the block ends, however it ends.
 
-    SIGTERM raises ``Terminated`` in the block; once the board is restored it is delivered again to the handler
-    there was before, so the process still ends as it would have."""
+    SIGTERM (in the main thread) raises ``Terminated`` in the block; once the board is restored it is delivered
+    again to the handler there was before, so the process still ends as it would have.
+
+    Args:
+        plan: The power modes and jetson_clocks setting of the sweep.
+        state_dir: Where the original clocks are stored (``CLOCKS_STATE_FILE``) while the block runs.
+
+    Yields:
+        The ``Board``, its original mode read.
+
+    Raises:
+        PowerModeError: the original mode cannot be read or the clocks stored; or a restore failed (its line
+            says where the board is left and the commands that restore it).
+    """
     original = query()
     stored = state_dir / CLOCKS_STATE_FILE if shutil.which("jetson_clocks") else None
     if stored is not None:

@@ -32,10 +32,20 @@ LOOPBACK_ONLY = ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 @contextlib.contextmanager
 def connect(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Iterator:
-    """Ray, connected to the cluster at ``address`` (host:port) within ``timeout_s``; disconnected at the end.
+    """Ray, connected to a cluster within a time bound (Ray itself retries for many minutes); disconnected at
+    the end. A loopback address is kept on loopback (``LOOPBACK_ONLY``).
 
-    FleetError (one line, naming the address) when nothing listens there, or when the cluster does not
-    answer in time: Ray itself retries for many minutes."""
+    Args:
+        address: The Ray head's host:port.
+        timeout_s: How long to wait for the cluster to answer, in seconds.
+
+    Yields:
+        The ``ray`` module, connected.
+
+    Raises:
+        FleetError: one line: Ray is not installed, or, naming the address, it is not host:port, nothing
+            listens there, the cluster does not answer in time, or ``ray.init`` fails (its first line said).
+    """
     host, port = _host_port(address)
     deadline = time.monotonic() + timeout_s
     _reachable(address, host, port, timeout_s)
@@ -99,6 +109,7 @@ def _loopback_only(loopback: bool) -> Iterator[None]:
 
 
 def import_ray():
+    """The ``ray`` module; FleetError saying how to install it where it is not installed."""
     try:
         import ray
     except ImportError:

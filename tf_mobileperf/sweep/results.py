@@ -79,8 +79,19 @@ class SweepError(Exception):
 
 
 def read_rows(path: Path) -> list[dict]:
-    """Every row of a sweep's results.json, as written (NaN and infinity as None); SweepError naming the file
-    if it is missing or not one. The sweep resumes from these: it keeps every row it finds."""
+    """Every row of a sweep's results.json, as written (NaN and infinity as None), unchecked: the sweep resumes
+    from these and keeps every row it finds.
+
+    Args:
+        path: The results.json file.
+
+    Returns:
+        The rows, each a dict with at least ``model`` and ``batch_size``.
+
+    Raises:
+        SweepError: the file is missing, unreadable, over ``MAX_RESULTS_BYTES``, not JSON, or not a list of
+            rows with ``model`` and ``batch_size``; the message names it.
+    """
     try:
         body = read_bytes(Path(path), MAX_RESULTS_BYTES)  # a FIFO, a folder or a link loop is refused, not waited on
         if body is None:
@@ -102,9 +113,20 @@ def read_rows(path: Path) -> list[dict]:
 
 def load_results(path: Path) -> list[dict]:
     """The rows of a sweep's results.json that hold what the schema says (``schema.check_row``), for reading
-    them back (the figures, report.html). A row that does not (a batch size that is null or text, a success
-    that is not true or false, a number that is text) is skipped with a warning naming the row and the
-    field; SweepError if none is left, or the file is missing or not a sweep's."""
+    them back (the figures, report.html).
+
+    A row that does not (a batch size that is null or text, a success that is not true or false, a number that
+    is text) is skipped with a warning naming the row and the field.
+
+    Args:
+        path: The results.json file.
+
+    Returns:
+        The rows that hold, as ``schema.check_row`` returns them.
+
+    Raises:
+        SweepError: no row is left, or the file is missing or not a sweep's (``read_rows``).
+    """
     rows = []
     for i, row in enumerate(read_rows(path), 1):
         try:
@@ -137,6 +159,7 @@ class Results:
             raise
 
     def close(self) -> None:
+        """Releases the directory's lock; a second call does nothing."""
         if self._lock is not None:
             os.close(self._lock)  # releases the flock
             self._lock = None
@@ -148,14 +171,31 @@ class Results:
         self.close()
 
     def done(self, model: str, batch_size: int, key: dict) -> dict | None:
-        """The recorded row of this configuration (``key``: the rest of its configuration), if any."""
+        """The recorded row of a configuration, if any.
+
+        Args:
+            model: A zoo name.
+            batch_size: The batch size.
+            key: The rest of its configuration (``SweepConfig.key``).
+
+        Returns:
+            The first row recorded for it, or None.
+        """
         return next(
             (r for r in self.rows if r["model"] == model and r["batch_size"] == batch_size and r.get("config") == key),
             None,
         )
 
     def add(self, row: dict) -> dict:
-        """Records ``row`` unless it is not a result (``retry``); returns it."""
+        """Records a row and rewrites results.json and results.csv, unless it is not a result (``retry``: a
+        warning says it was not recorded).
+
+        Args:
+            row: The configuration's row.
+
+        Returns:
+            ``row``, unchanged.
+        """
         if row.get("retry"):
             log.warning(
                 "%s batch %s did not run (%s); it is not recorded and the next sweep retries it",
@@ -174,8 +214,14 @@ class Results:
 
 
 def contention_columns(row: dict) -> dict:
-    """A row's contention block as flat columns: ``machine`` ("busy" or "quiet"), ``other_cpu_pct``,
-    ``steal_pct``; none when the row has no block (``session.contention``)."""
+    """A row's contention block (``session.contention``) as flat columns.
+
+    Args:
+        row: A sweep's row.
+
+    Returns:
+        ``machine`` ("busy" or "quiet"), ``other_cpu_pct`` and ``steal_pct``; empty when the row has no block.
+    """
     block = row.get("contention") or {}
     if not block:
         return {}

@@ -58,14 +58,25 @@ log = logging.getLogger(__name__)
 
 
 def check_models(models: Iterable[str], config: SweepConfig) -> None:
-    """ValueError (one line) for a model that cannot take the configuration's input size."""
+    """Checks, before any child starts, that each model can take the configuration's input size.
+
+    Args:
+        models: Zoo names.
+        config: The sweep's configuration (its ``input_size``; None: each model's default).
+
+    Raises:
+        ValueError: one line, for the first model that cannot take it.
+    """
     for model in models:
         check_input_size(model, config.input_size)
 
 
 def warn_few_measured_steps(config: SweepConfig) -> None:
-    """One warning where each configuration measures fewer than ``MEASURED_STEPS`` steps: its mean step time and
-    energy are those of a step or two, not an average."""
+    """Logs one warning where each configuration measures fewer than ``MEASURED_STEPS`` steps (means of noise).
+
+    Args:
+        config: The sweep's configuration (its ``steps`` and ``warmup_steps``).
+    """
     if config.measured_steps < MEASURED_STEPS:
         log.warning(
             "--steps %d with %d warm-up steps measures %d step%s per configuration: step times and energy "
@@ -80,14 +91,32 @@ def warn_few_measured_steps(config: SweepConfig) -> None:
 
 
 def run_name(model: str, batch_size: int, config: SweepConfig) -> str:
-    """The configuration's TensorBoard run: model, batch size, power mode and a digest of the rest of its key."""
+    """The name of a configuration's TensorBoard run.
+
+    Args:
+        model: A zoo name.
+        batch_size: The batch size.
+        config: The rest of the configuration (its ``key`` and ``power_mode``).
+
+    Returns:
+        "MODEL-bsN-modeM-DIGEST" ("-modeM" only with a power mode), DIGEST 8 hex digits of a SHA-1 of the key.
+    """
     digest = hashlib.sha1(json.dumps(config.key(), sort_keys=True).encode()).hexdigest()[:8]
     mode = "" if config.power_mode is None else f"-mode{config.power_mode}"
     return f"{model}-bs{batch_size}{mode}-{digest}"
 
 
 def run_one(model: str, batch_size: int, config: SweepConfig) -> dict:
-    """Runs one configuration in a child process; returns its result row (``retry: True`` if it is not one)."""
+    """Runs one configuration in a child process, in ``config.runs``; does not record it.
+
+    Args:
+        model: A zoo name.
+        batch_size: The batch size.
+        config: The rest of the configuration.
+
+    Returns:
+        Its result row, with where it ran and its per-step energies; ``retry: True`` where it is not a result.
+    """
     logdir = config.runs / run_name(model, batch_size, config)
     shutil.rmtree(logdir, ignore_errors=True)  # what an unfinished earlier try left: this run replaces it
     done = launch.run(
@@ -170,13 +199,22 @@ def sweep(
 ) -> list[dict]:
     """Runs every (model, batch size) of ``config`` not yet in the results; returns their rows, in order.
 
-    With a ``plan`` (power modes, jetson_clocks), every configuration runs in each of its modes, mode after
-    mode, and the board's own mode and clocks are restored however the sweep ends (``power_modes``); a
-    configuration measured in one mode is not measured in another. Refused with ``PowerModeError`` before
-    anything runs where the board cannot be set (not root, not a Jetson).
+    Args:
+        models: Zoo names.
+        batch_sizes: The batch sizes; each (model, batch size) pair runs once.
+        config: The rest of every configuration; its ``out`` is the sweep directory.
+        plan: Power modes and jetson_clocks: each configuration runs in each mode, mode after mode, and the
+            board's own mode and clocks are restored however the sweep ends (None or inactive: as it is).
 
-    A row with ``retry: True`` did not run for a reason other than the model's own run (see the module's
-    docstring): it is returned, not recorded.
+    Returns:
+        The rows, mode after mode; one with ``retry: True`` did not run for a reason other than the model's own
+        run (see the module's docstring): it is returned, not recorded.
+
+    Raises:
+        ValueError: a model cannot take the input size.
+        PowerModeError: before anything runs, where the board cannot be set (not root, not a Jetson); or at
+            the end, where it could not be restored.
+        SweepError: the sweep directory is in use by another sweep, or its results are unreadable.
     """
     pairs = list(dict.fromkeys((m, b) for m in models for b in batch_sizes))
     check_models(dict.fromkeys(m for m, _ in pairs), config)
@@ -229,10 +267,17 @@ def find_max_batch(
     ceiling: int = 4096,
     on_row: Callable[[dict], None] | None = None,
 ) -> tuple[int | None, list[dict]]:
-    """Largest batch size that trains, searched from ``start``. Returns (size, rows of ``model`` and ``config``).
+    """The largest batch size that trains, searched from ``start``; each size tried is recorded in the results.
 
     Args:
+        model: A zoo name.
+        config: The rest of every configuration; its ``out`` is the sweep directory.
+        start: The first batch size tried (doubling from it, then bisection: ``search_largest``).
+        ceiling: The largest batch size tried.
         on_row: Called with each batch size's row as the search takes it (run now, or done before).
+
+    Returns:
+        (the largest batch size that trains, None if none does; every recorded row of ``model`` and ``config``).
 
     Raises:
         SweepError: a batch size did not run for a reason other than the model's own run.

@@ -11,8 +11,17 @@ from collections.abc import Callable
 
 
 def search_largest(fits: Callable[[int], bool], start: int = 1, ceiling: int = 4096) -> tuple[int | None, int]:
-    """(largest size that fits, sizes tried): doubling from ``start`` until one fails (halving
-    first if ``start`` itself fails), then bisection. ``fits`` must be monotone."""
+    """The largest size that fits: doubling from ``start`` until one fails (halving first if ``start`` itself
+    fails), then bisection.
+
+    Args:
+        fits: Whether a size fits; it must be monotone (every size below one that fits fits too).
+        start: The first size tried.
+        ceiling: The largest size tried.
+
+    Returns:
+        (largest size that fits, None if none does; how many sizes were tried).
+    """
     tried = 0
 
     def probe(size: int) -> bool:

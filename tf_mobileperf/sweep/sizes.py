@@ -23,10 +23,20 @@ _UNITS = {
 
 
 def parse_size(text: str) -> int:
-    """Bytes in ``text``; ValueError naming the problem otherwise.
+    """The bytes of a memory size: a number and an optional unit (B, K, KB, KiB, M, ..., TiB; case ignored).
 
-    >>> parse_size("8GiB"), parse_size("1.5 GB")
-    (8589934592, 1500000000)
+    Args:
+        text: The size as typed, e.g. "8GiB", "512MiB", "2GB", "1e9" (bytes).
+
+    Returns:
+        The size in bytes, rounded down to a whole byte.
+
+    Raises:
+        ValueError: ``text`` is not a memory size, or it comes to less than 1 byte; the message names it.
+
+    Examples:
+        >>> parse_size("8GiB"), parse_size("1.5 GB")
+        (8589934592, 1500000000)
     """
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*", str(text))
     if not m or m.group(2).upper() not in _UNITS:

@@ -27,7 +27,11 @@ from tf_mobileperf.steps.records import StepRecord
 
 
 def step_scalars(step: StepRecord) -> dict[str, float]:
-    """Tag -> value for one step; unmeasured quantities are left out."""
+    """Tag -> value for one step; unmeasured quantities are left out.
+
+    Args:
+        step: One joined step.
+    """
     values: dict[str, float | None] = {
         "mobileperf/step_time_s": step.duration_s,
         "mobileperf/energy_j": step.energy_j.get("total"),
@@ -55,20 +59,36 @@ class ScalarWriter:
         self._writer.write(event.SerializeToString())
 
     def write_steps(self, steps: list[StepRecord]) -> None:
+        """Writes each step's scalars at its step number, skipping failed steps, then flushes.
+
+        Args:
+            steps: The steps joined since the last call.
+        """
         for step in steps:
             if not step.failed:
                 self.write_values(step.step, step_scalars(step))
         self._writer.flush()
 
     def write_values(self, step: int, values: Mapping[str, float | None]) -> None:
-        """One event of scalars at ``step``; None values are left out (flushed by the next flush or close)."""
+        """Writes one event of scalars at ``step`` (made readable by the next flush or close).
+
+        Args:
+            step: The global step the values belong to.
+            values: Tag -> value; None values are left out.
+        """
         scalars = [summary_pb2.Summary.Value(tag=tag, simple_value=v) for tag, v in values.items() if v is not None]
         self._add(event_pb2.Event(wall_time=time.time(), step=step, summary=summary_pb2.Summary(value=scalars)))
 
     def write_run_summary(self, summary: dict, step: int) -> None:
-        """The dashboard's entry for this run (see tf_mobileperf.format.summary)."""
+        """Writes and flushes the dashboard's entry for this run (see ``tf_mobileperf.format.summary``).
+
+        Args:
+            summary: The report without its steps, JSON-ready, with a ``status`` (running, finished).
+            step: The global step to write it at (0 while running, the step count at the end).
+        """
         self._add(event_pb2.Event(wall_time=time.time(), step=step, summary=run_summary(summary)))
         self._writer.flush()
 
     def close(self) -> None:
+        """Flushes and closes the event file."""
         self._writer.close()

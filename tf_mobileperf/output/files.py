@@ -52,6 +52,12 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 def local_dir(path: str | os.PathLike) -> Path:
     """``path`` as a local directory path.
 
+    Args:
+        path: The logdir as given by the user.
+
+    Returns:
+        ``path`` as a ``Path``, unchanged.
+
     Raises:
         ValueError: ``path`` names a remote file system. Samples, steps and
             the claim are written with local file calls (append, mmap,
@@ -76,7 +82,14 @@ def claim_logdir(logdir: Path) -> Path:
     The claim is an exclusive create of ``mobileperf.claim`` (who, when), so
     two processes starting at once get two directories.
 
+    Args:
+        logdir: The directory asked for; created (with its parents) if missing.
+
+    Returns:
+        The claimed directory: ``logdir``, or ``logdir/run-N`` when ``logdir`` is already claimed.
+
     Raises:
+        NotADirectoryError: ``logdir`` is a file.
         OSError: the directory cannot be created or written, with its path.
     """
     base = logdir
@@ -121,15 +134,25 @@ class StepProgress:
         self.set(0)
 
     def set(self, step: int) -> None:
+        """Stores ``step`` in the page; does nothing once the file is closed.
+
+        Args:
+            step: The step running, or next to run.
+        """
         if not self._map.closed:  # a signal handler may end the run inside a step
             struct.pack_into("<q", self._map, 0, step)
 
     def close(self) -> None:
+        """Unmaps the page; later ``set`` calls do nothing."""
         self._map.close()
 
     @staticmethod
     def read(path: Path) -> int | None:
-        """The last step set in ``path``; None if there is no whole value."""
+        """The last step set in ``path``; None if there is no whole value (no file, or not 8 bytes).
+
+        Args:
+            path: The progress file (``progress.bin``) of a run.
+        """
         return read_progress(path)
 
 
@@ -141,6 +164,14 @@ class AppendFile:
         self._size = 0
 
     def append(self, data: bytes) -> None:
+        """Writes all of ``data`` at the end of the file (unbuffered).
+
+        Args:
+            data: One or more whole records.
+
+        Raises:
+            OSError: a write failed (disk full); the file was first cut back to its size before this call.
+        """
         view = memoryview(data)
         try:
             while view:
@@ -152,6 +183,7 @@ class AppendFile:
         self._size += len(data)
 
     def close(self) -> None:
+        """Syncs the file to disk and closes it; a second call does nothing."""
         if not self._file.closed:
             os.fsync(self._file.fileno())
             self._file.close()
@@ -175,10 +207,17 @@ class SeriesWriter:
         self._file = AppendFile(layout.samples)
 
     def append(self, t: np.ndarray, values: np.ndarray) -> None:
+        """Appends one row per sample, as little-endian float64 (time, then each channel); nothing if ``t`` is empty.
+
+        Args:
+            t: Sample times, seconds of ``time.monotonic``, shape (n,).
+            values: The samples, shape (n, channels), in the order of the channels given to the constructor.
+        """
         if len(t):
             self._file.append(np.column_stack([t, values]).astype("<f8", copy=False).tobytes())
 
     def close(self) -> None:
+        """Syncs ``samples.bin`` to disk and closes it."""
         self._file.close()
 
 
@@ -192,6 +231,11 @@ class StepsCsv:
         self._write(lambda writer: writer.writeheader())
 
     def write(self, rows: list[dict]) -> None:
+        """Appends ``rows`` in one write.
+
+        Args:
+            rows: One dict per step, field -> value; keys not among the fields are ignored, missing ones left empty.
+        """
         self._write(lambda writer: writer.writerows(rows))
 
     def _write(self, fill) -> None:
@@ -200,12 +244,20 @@ class StepsCsv:
         self._file.append(text.getvalue().encode())
 
     def close(self) -> None:
+        """Syncs ``steps.csv`` to disk and closes it."""
         self._file.close()
 
 
 def link_or_copy(source: Path, target: Path) -> None:
-    """Makes ``target`` name the file ``source`` (a hard link, swapped in atomically); copies it where the
-    file system has no hard links. Readers of ``target`` never see half a file."""
+    """Makes ``target`` name the file ``source`` (a hard link, swapped in atomically).
+
+    Where the file system has no hard links, ``source`` is read as JSON and written to ``target`` with
+    ``write_json``. Either way readers of ``target`` never see half a file.
+
+    Args:
+        source: The existing JSON file.
+        target: The name to give it; replaced if it exists.
+    """
     target = Path(target)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.link")
     with contextlib.suppress(FileNotFoundError):

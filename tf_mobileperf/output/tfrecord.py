@@ -18,7 +18,11 @@ _MASK_DELTA = 0xA282EAD8
 
 
 def masked_crc(data: bytes) -> int:
-    """The CRC-32C of ``data``, masked as TFRecord stores it (rotated right by 15 bits, plus a constant)."""
+    """The CRC-32C of ``data``, masked as TFRecord stores it (rotated right by 15 bits, plus a constant).
+
+    Args:
+        data: The bytes to check.
+    """
     crc = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
@@ -34,12 +38,18 @@ class RecordFile:
         self._file = open(path, "wb")
 
     def write(self, data: bytes) -> None:
-        """Appends one record holding ``data``."""
+        """Appends one record holding ``data`` (buffered until ``flush``).
+
+        Args:
+            data: The record's payload, such as a serialized ``Event``.
+        """
         length = struct.pack("<Q", len(data))
         self._file.write(length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data)))
 
     def flush(self) -> None:
+        """Writes the buffered records to the file, so readers see them."""
         self._file.flush()
 
     def close(self) -> None:
+        """Flushes and closes the file."""
         self._file.close()

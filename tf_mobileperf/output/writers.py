@@ -36,6 +36,17 @@ class RunWriters:
 
     @classmethod
     def open(cls, layout: RunLayout, channels: list[Channel], device: dict, csv_fields: list[str]) -> RunWriters:
+        """Creates the run's folders and opens all its files (truncating any there).
+
+        Args:
+            layout: The claimed run's layout.
+            channels: The sampled channels; empty means no series is written (``series`` is None).
+            device: The run's metadata, written into ``channels.json``.
+            csv_fields: The columns of ``steps.csv``.
+
+        Returns:
+            The open writers.
+        """
         layout.plugin_dir.mkdir(parents=True, exist_ok=True)
         return cls(
             layout,
@@ -46,9 +57,16 @@ class RunWriters:
         )
 
     def finish(self, report: dict, steps: int, guard: Guard) -> None:
-        """Publishes the report and the finished run's summary, then closes every file. A NaN or infinity
-        anywhere in the report is written as null: a reader never meets one. The report says its format's
-        version and kind (``format.schema``)."""
+        """Publishes the report and the finished run's summary, then closes every file.
+
+        A NaN or infinity anywhere in the report is written as null: a reader never meets one. The report says
+        its format's version and kind (``format.schema``).
+
+        Args:
+            report: The report as a dict (``Report.to_dict``); its ``steps`` are left out of the summary.
+            steps: The global step the summary is written at (the number of steps joined).
+            guard: Runs each write and close, logging a failure instead of raising it.
+        """
         report = stamped(finite(report), REPORT)
         guard("write report", self._publish, report)
         summary = {k: v for k, v in report.items() if k != "steps"} | {"status": "finished"}

@@ -46,12 +46,21 @@ Functions = dict[str, tuple[str, list[str]]]
 
 
 def parse(text: str) -> tuple[dict[str, int], dict[str, list[tuple[str, str]]], Functions]:
-    """The header's integer constants (name -> value), structures (name -> [(field, C type)], in order) and
-    functions (name -> (result's C type, [each argument's C type])).
+    """The header's integer constants, structures and function prototypes.
 
     A C type is written as ``"int64_t"``, ``"const char *"``, ``"mp_sensor *"``: its words and stars, one space
-    apart; an array argument is a pointer. Raises ValueError on a define, a field or an argument this module
-    cannot read."""
+    apart; an array argument is a pointer.
+
+    Args:
+        text: The header's source.
+
+    Returns:
+        (constants: name -> value, structures: name -> [(field, C type)] in order,
+        functions: name -> (result's C type, [each argument's C type])).
+
+    Raises:
+        ValueError: a define, a field or an argument this module cannot read, or a structure without fields.
+    """
     code = _COMMENT.sub(" ", text)
     constants = {name: _integer(name, value) for name, value in _DEFINE.findall(code)}
     structs: dict[str, list[tuple[str, str]]] = {}
@@ -112,8 +121,15 @@ def _bad(name: str, text: str) -> int:
 
 
 def structures(layouts: dict[str, list[tuple[str, str]]]) -> dict[str, type[ctypes.Structure]]:
-    """A ctypes structure per C structure, each named as in C, with its fields in order; a pointer to a
-    structure points to the one built for it (declared above it)."""
+    """A ctypes structure per C structure, each named as in C, with its fields in order.
+
+    Args:
+        layouts: Structure name -> [(field, C type)], as ``parse`` returns them, in the header's order; a
+            pointer to a structure points to the one built for it (declared above it).
+
+    Raises:
+        ValueError: a field's type has no ctypes mirror.
+    """
     built: dict[str, type[ctypes.Structure]] = {}
     for name, fields in layouts.items():
         built[name] = type(name, (ctypes.Structure,), {"_fields_": [(f, _ctype(name, f, t, built)) for f, t in fields]})
@@ -123,7 +139,18 @@ def structures(layouts: dict[str, list[tuple[str, str]]]) -> dict[str, type[ctyp
 def signatures(
     functions: Functions, built: dict[str, type[ctypes.Structure]]
 ) -> dict[str, tuple[type | None, list[type]]]:
-    """Each function's ctypes ``restype`` and ``argtypes`` (``int`` is C's int, ``void`` None)."""
+    """Each function's ctypes ``restype`` and ``argtypes`` (``int`` is C's int, ``void`` None).
+
+    Args:
+        functions: Name -> (result's C type, [each argument's C type]), as ``parse`` returns them.
+        built: The ctypes structures (``structures``), for pointers to them.
+
+    Returns:
+        Name -> (restype, argtypes).
+
+    Raises:
+        ValueError: a result or argument type has no ctypes mirror.
+    """
 
     def of(name: str, c_type: str) -> type | None:
         return (

@@ -92,8 +92,15 @@ def _become_sampler(shared: SharedRing, realtime: bool) -> None:
 
 
 def spawn_settings(sensors: bytes, period_s: float, shared: SharedRing, epoch: int, realtime: bool) -> dict[str, Any]:
-    """What a started sampler process needs to run the loop: ``sensors`` pickled, the ring's layout, the loop's
-    settings."""
+    """What a started sampler process needs to run the loop (``run_spawned``), as a picklable dict.
+
+    Args:
+        sensors: The sensors, pickled (``start_choice``).
+        period_s: The sample period, seconds.
+        shared: The ring, whose layout the process attaches to.
+        epoch: The epoch the worker may write under (the ring's ``EPOCH`` slot).
+        realtime: Whether the process asks for SCHED_FIFO.
+    """
     return {
         "sys_path": list(sys.path),
         "sensors": sensors,
@@ -106,7 +113,17 @@ def spawn_settings(sensors: bytes, period_s: float, shared: SharedRing, epoch: i
 
 
 def run_spawned(settings: dict[str, Any], ring_fd: int, death_fd: int, status_fd: int) -> int:
-    """The started sampler process's life (``worker``): loads the sensors, then samples as a forked child does."""
+    """The started sampler process's life (``worker``): loads the sensors, then samples as a forked child does.
+
+    Args:
+        settings: From ``spawn_settings``.
+        ring_fd: The ring's memfd.
+        death_fd: The read end of the death pipe (EOF once the trainer is gone).
+        status_fd: Where to write why the sensors could not load; closed once they loaded.
+
+    Returns:
+        The exit status: ``LOAD_FAILED``, else the loop's (1 if sampling failed, else 0).
+    """
     try:
         sensors = pickle.loads(settings["sensors"])
     except Exception as exc:
@@ -159,7 +176,13 @@ class SamplerProcess:
         self._death_w, self._status_r, self._popen = death_w, status_r, popen
 
     def fork(self, loop: SamplingLoop, shared: SharedRing, realtime: bool) -> None:
-        """Forks a child that runs ``loop`` until it is stopped or this process dies."""
+        """Forks a child that runs ``loop`` until it is stopped or this process dies.
+
+        Args:
+            loop: The loop the child runs.
+            shared: The ring the loop writes into; the child records there whether SCHED_FIFO was granted.
+            realtime: Whether the child asks for SCHED_FIFO.
+        """
         death_r, death_w = os.pipe()  # the child sees EOF on death_r when this process is gone
         # Frozen, the trainer's objects are never collected in the child: a framework object's destructor run
         # there (it needs threads the child does not have) crashed it with SIGSEGV while the loop was built.
@@ -181,7 +204,15 @@ class SamplerProcess:
         self._started(pid, death_w)
 
     def spawn(self, settings: dict[str, Any], shared: SharedRing) -> None:
-        """Starts ``python -m tf_mobileperf.sampling.worker`` with ``settings`` (``spawn_settings``) on its stdin."""
+        """Starts ``python -m tf_mobileperf.sampling.worker`` with ``settings`` on its stdin.
+
+        Args:
+            settings: From ``spawn_settings``; the pipes' descriptors are added to it.
+            shared: The ring; its memfd is passed to the process.
+
+        Raises:
+            ValueError: ``shared`` has no memfd.
+        """
         if shared.fd is None:  # the sampler forks instead (Sampler: no os.memfd_create here)
             raise ValueError("a spawned sampler process needs the ring's memfd")
         death_r, death_w = os.pipe()
@@ -210,10 +241,15 @@ class SamplerProcess:
             pass
 
     def alive(self) -> bool:
+        """Whether a process was started and has not ended (reaps it if it has)."""
         return self.pid is not None and self.reap() is None
 
     def end(self, grace_s: float) -> None:
-        """Waits ``grace_s`` for the child to exit, then kills it (SIGKILL); forgets its pid."""
+        """Waits for the child to exit, then kills it (SIGKILL); forgets its pid. Nothing if none was started.
+
+        Args:
+            grace_s: Seconds to wait before SIGKILL.
+        """
         if self.pid is not None:
             if not self._wait_exit(grace_s):
                 try:

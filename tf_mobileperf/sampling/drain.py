@@ -39,10 +39,10 @@ class RingReader:
         """The rows written since the last drain, oldest first.
 
         Once a sensor is read in its own thread (``SharedRing.side_open``), its rows (the side ring) are
-        merged in by their read's instant. A
-        read is published when it returns, after rows of later instants may already be in the main ring,
-        so while the worker runs the rows of the last ``SIDE_HOLD_S`` are held back to the next drain; a
-        side row older than what was already returned (a read that took longer) is dropped and counted.
+        merged in by their read's instant. A read is published when it returns, after rows of later instants
+        may already be in the main ring, so while the worker runs the rows of the last ``SIDE_HOLD_S`` are
+        held back to the next drain; a side row older than what was already returned (a read that took
+        longer) is dropped and counted in ``dropped``.
 
         Args:
             running: Whether the worker still writes (False: return everything, the held rows too).

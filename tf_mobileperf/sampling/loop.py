@@ -57,16 +57,22 @@ class SamplingLoop(HungReadWatchdog):
         return self.tables is not None
 
     def run(self, alarm: bool, death_fd: int | None = None) -> int:
-        """Samples until stopped or the parent dies; this thread is the watchdog. 1 if sampling failed.
+        """Samples until stopped or the parent dies; this thread is the watchdog.
 
-        With ``alarm`` (the sampler process, whose main thread this is) each
-        row arms SIGALRM for the read budget, so the watchdog wakes only when
-        a read overran it, when sampling ends, when the parent dies
-        (``death_fd``, the read end of a pipe whose write end only the parent
-        holds, reads EOF) and, in case a process the trainer forked holds
-        that end too, once a second to compare ``os.getppid()``. Without (a
-        thread in the trainer, whose signals are the trainer's) it looks
-        every half budget."""
+        With ``alarm`` each row arms SIGALRM for the read budget, so the
+        watchdog wakes only when a read overran it, when sampling ends, when
+        the parent dies (``death_fd`` reads EOF) and, in case a process the
+        trainer forked holds that end too, once a second to compare
+        ``os.getppid()``. Without, it looks every half budget.
+
+        Args:
+            alarm: True in the sampler process, whose main thread this is (it also runs the ticks in C where the
+                library loads); False in a thread of the trainer, whose signals are the trainer's.
+            death_fd: The read end of a pipe whose write end only the parent holds; None: no such pipe.
+
+        Returns:
+            1 if sampling failed, else 0.
+        """
         self.alarm = alarm
         if alarm:
             self._wake = os.pipe()

@@ -228,8 +228,13 @@ class NativeLoop:
         return self._library.mp_run(self._pointer)
 
     def read(self, sensor: int, row: np.ndarray) -> None:
-        """One read of ``sensor`` (declared as files) into ``row``, a float64 row of the ring's width, as a tick
-        reads it; failed reads counted and worded in the shared memory as the loop does."""
+        """One read of a sensor into ``row`` as a tick reads it; failed reads counted and worded in the shared
+        memory as the loop does.
+
+        Args:
+            sensor: The index of a sensor declared as files (``file_reads``).
+            row: A float64 row of the ring's width, written in place.
+        """
         self._library.mp_read(self._pointer, sensor, row.ctypes.data_as(ctypes.POINTER(_f64)))
 
     def free(self) -> None:
@@ -237,8 +242,15 @@ class NativeLoop:
         self._library.mp_free(self._pointer)
 
     def take_over(self, budget_s: float) -> tuple[int | None, float]:
-        """(sensor, 0) if its read in flight is over ``budget_s`` and now taken over; else (None, seconds the
-        read in flight has left, 0 if none)."""
+        """Takes over this loop's read in flight if it has run longer than ``budget_s``; sets ``taken``.
+
+        Args:
+            budget_s: The read budget, seconds.
+
+        Returns:
+            (the sensor, 0.0) if its read was taken over; else (None, seconds the read in flight has left,
+            0.0 if none is in flight).
+        """
         result = self._library.mp_take_over(self._pointer, budget_s)
         if result >= 0:
             self.taken = int(result)

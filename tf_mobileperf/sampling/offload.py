@@ -66,12 +66,21 @@ class OffloadedSensor:
         self.retired = False  # read inline again: this thread ends
 
     def serve_after_hung_read(self, alive: Callable[[], bool]) -> None:
-        """``serve``, run by the thread whose inline read hung, once that read returned (too late to use)."""
+        """``serve``, run by the thread whose inline read hung, once that read returned (too late to use).
+
+        Args:
+            alive: Says whether sampling goes on; the thread ends once it returns False.
+        """
         self.since = None
         self.serve(alive)
 
     def serve(self, alive: Callable[[], bool]) -> None:
-        """Reads on request while ``alive()`` (every ``paced_s`` on its own grid, where it publishes)."""
+        """Reads on request while ``alive()`` and not ``retired`` (every ``paced_s`` on its own grid, where it
+        publishes).
+
+        Args:
+            alive: Says whether sampling goes on; the thread ends once it returns False.
+        """
         if self.publish is not None:
             assert self.paced_s is not None, "a sensor that publishes its readings reads on its own grid"
             self._serve_paced(alive, self.publish, self.paced_s)
@@ -109,13 +118,21 @@ class OffloadedSensor:
                 time.sleep(min(wait, 0.5))
 
     def poll(self, due: bool, now: float, deadline_s: float, budget_s: float) -> tuple[tuple[float, Any] | None, bool]:
-        """At a wake-up of the sampling loop: a finished read to store and whether a read failed by missing
-        ``deadline_s``; asks for the next read when ``due``. Sets ``retired`` when its last
-        ``INLINE_AGAIN_AFTER`` reads took under half ``budget_s``: it is read inline again.
+        """At a wake-up of the sampling loop: a finished read to store and whether a read failed.
+
+        Asks for the next read when ``due`` and none is in flight. Sets ``retired`` when its last
+        ``INLINE_AGAIN_AFTER`` reads took under half ``budget_s``: it is read inline again. Does nothing for a
+        sensor that publishes its own readings.
+
+        Args:
+            due: Whether the sensor is due at this wake-up.
+            now: The wake-up's time, seconds of the monotonic clock.
+            deadline_s: The longest a read may take, from when it was asked for, before it counts as failed.
+            budget_s: The inline read budget, seconds.
 
         Returns:
             ((the read's instant, its values), or None: no read finished in time, or its instant is
-            unknown; whether a read failed).
+            unknown; whether a read failed by missing ``deadline_s``, counted once per read).
         """
         if self.publish is not None:  # it reads and publishes by itself
             return None, False
@@ -145,7 +162,11 @@ class OffloadedSensor:
 
 
 def read_sensor(sensor: Sensor) -> Any:
-    """``sensor.read()``, or the exception it raised (a failed read of every channel: ``ring.store_reading``)."""
+    """``sensor.read()``, or the exception it raised (a failed read of every channel: ``ring.store_reading``).
+
+    Args:
+        sensor: The sensor to read.
+    """
     try:
         return sensor.read()
     except Exception as exc:  # a failing sensor leaves a NaN gap; sampling goes on

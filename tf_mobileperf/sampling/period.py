@@ -44,7 +44,7 @@ def silence_limit_s(period_s: float) -> float:
     """How long without a new row before ``health()`` calls the sampler stalled.
 
     Args:
-        period_s: The sample period.
+        period_s: The sample period, seconds.
 
     Returns:
         Seconds: 50 periods, at least 1 s.

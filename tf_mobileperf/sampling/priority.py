@@ -21,7 +21,15 @@ PRIORITIES = ("auto", "fifo", "normal")
 
 
 def choose(priority: str, cores: int | None = None) -> tuple[bool, str]:
-    """(ask for SCHED_FIFO, why) for ``priority`` on a machine of ``cores`` cores (default: this one's)."""
+    """Whether the sampler process asks for SCHED_FIFO, and why.
+
+    Args:
+        priority: "fifo", "normal" or "auto" (any other value is taken as "auto", which picks SCHED_FIFO).
+        cores: The machine's core count, named in the reason only; None: this machine's.
+
+    Returns:
+        (ask for SCHED_FIFO, why in one line).
+    """
     if priority == "fifo":
         return True, "asked for (sampler_priority='fifo')"
     if priority == "normal":

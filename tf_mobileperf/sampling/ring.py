@@ -43,8 +43,11 @@ SIDE_CAPACITY = 4096
 
 
 def error_text(exc: BaseException) -> str:
-    """How a failed read's exception is written: ``"NVMLError: Uninitialized"`` (the type alone when it says
-    nothing)."""
+    """How a failed read's exception is written: ``"NVMLError: Uninitialized"`` (the type alone when it says nothing).
+
+    Args:
+        exc: The exception the read raised or returned.
+    """
     said = str(exc)
     return f"{type(exc).__name__}: {said}" if said else type(exc).__name__
 
@@ -81,10 +84,18 @@ class SharedRing:
 
     @classmethod
     def attach(cls, fd: int, capacity: int, width: int, n_sensors: int) -> SharedRing:
-        """The ring another process created, from its memfd ``fd`` (the sampler process's side)."""
+        """The ring another process created, from its memfd ``fd`` (the sampler process's side).
+
+        Args:
+            fd: The memfd the creating process handed over.
+            capacity: Rows the ring holds, as the creator made it.
+            width: Columns of a row (the time, then one per channel), as the creator made it.
+            n_sensors: Sensors whose failed reads are counted, as the creator made it.
+        """
         return cls(capacity, width, n_sensors, fd=fd)
 
     def count(self) -> int:
+        """Rows written into the ring since it was created (over restarts)."""
         return self.header[COUNT]
 
     def side_count(self) -> int:
@@ -105,10 +116,20 @@ class SharedRing:
         self.header[self._side_slot] += 1
 
     def fail(self, sensor: int) -> None:
+        """Counts one failed read of a sensor.
+
+        Args:
+            sensor: The sensor's index, 0-based.
+        """
         self.header[ERRORS + sensor] += 1
 
     def set_text(self, column: int, text: str) -> None:
-        """Keeps ``text`` as the last error of the channel in row column ``column`` (cut to ``TEXT_BYTES``)."""
+        """Keeps ``text`` as the last error of a channel.
+
+        Args:
+            column: The channel's column in a row (1 for the first channel; column 0 is the time).
+            text: The error; encoded as UTF-8 and cut to ``TEXT_BYTES``.
+        """
         data = text.encode("utf-8", "replace")[:TEXT_BYTES]
         at = (column - 1) * TEXT_BYTES
         self._texts[at : at + TEXT_BYTES] = data.ljust(TEXT_BYTES, b"\0")
@@ -119,9 +140,13 @@ class SharedRing:
         return self._texts
 
     def text(self, column: int) -> str:
-        """The last error text of the channel in row column ``column`` ("" if none yet).
+        """The last error text of a channel ("" if none yet).
 
-        Read until two copies agree, so a text being written meanwhile is never half old, half new."""
+        Read until two copies agree, so a text being written meanwhile is never half old, half new.
+
+        Args:
+            column: The channel's column in a row (1 for the first channel).
+        """
         at = (column - 1) * TEXT_BYTES
         data, previous = bytes(self._texts[at : at + TEXT_BYTES]), None
         while data != previous:
@@ -132,13 +157,19 @@ class SharedRing:
 def store_reading(values: Any, columns: list[tuple[str, int]], row: np.ndarray) -> dict[int, str] | None:
     """Puts a sensor's reading (channel name -> value) into ``row`` at ``columns``.
 
-    Returns None when the read did not fail, else column -> why, for each
-    channel that failed (the read then counts as one failed read of the
-    sensor). A channel missing from the mapping or NaN is no reading, not a
-    failure; an ``Exception`` as a channel's value, or a value that is not a
-    real number (str, None, complex...) fails that channel. ``values`` that
-    is an exception (the read raised) or no mapping at all fails every
-    channel."""
+    A channel missing from the mapping or NaN is no reading (NaN in ``row``), not a failure; an ``Exception``
+    as a channel's value, or a value that is not a real number (bool, str, None, complex...) fails that channel.
+
+    Args:
+        values: What the sensor's ``read()`` returned, or the exception it raised (which fails every channel,
+            as does anything that is not a mapping).
+        columns: (channel name, column in ``row``) for each of the sensor's channels.
+        row: The row being filled; written in place.
+
+    Returns:
+        None when the read did not fail, else column -> why for each channel that failed (the read then counts
+        as one failed read of the sensor).
+    """
     if isinstance(values, BaseException):
         return dict.fromkeys((c for _, c in columns), error_text(values))
     if type(values) is not dict and not isinstance(values, Mapping):

@@ -84,12 +84,23 @@ class SamplingStats:
 
     @classmethod
     def of(cls, sampler: Sampler) -> SamplingStats:
-        """Stats for ``sampler``'s channels, each at its sensor's own rate."""
+        """Stats for ``sampler``'s channels, each at its sensor's own rate.
+
+        Args:
+            sampler: The sampler whose period, row period, sensors and channels the stats follow.
+        """
         periods = [max(sampler.period_s, s.min_period_s) for s in sampler.sensors for _ in s.channels]
         return cls(sampler.period_s, sampler.channels, periods, sampler.row_period_s)
 
     def add(self, rows: Samples) -> list[str]:
-        """Adds drained rows; returns the channels whose first gap shows in them."""
+        """Adds drained rows to the running figures.
+
+        Args:
+            rows: The rows drained since the last call, in time order (side rows count for the channels only).
+
+        Returns:
+            The names of the channels whose first gap (ended or still open) shows in these rows.
+        """
         if not len(rows):
             return []
         grid_t = rows.t if rows.on_grid is None else rows.t[rows.on_grid]  # the grid's intervals, not the side rows'
@@ -121,10 +132,13 @@ class SamplingStats:
         return [c.name for c, is_new in zip(self.channels, new) if is_new]
 
     def add_outage(self, start_s: float, end_s: float | None, reason: str) -> None:
-        """Records that the sampler was down from ``start_s`` (to ``end_s``, None while it lasts).
+        """Records that the sampler was down; recording the same ``start_s`` again updates that outage.
 
-        Recording the same ``start_s`` again updates that outage (say, with
-        its end once the sampler is restarted)."""
+        Args:
+            start_s: When it stopped, seconds of the monotonic clock (the last row's time).
+            end_s: When rows came again, same clock; None while it lasts.
+            reason: Why, in words (``Sampler.health``).
+        """
         outage = Outage(float(start_s), None if end_s is None else float(end_s), reason)
         for k, known in enumerate(self.outages):
             if known.start_s == outage.start_s:
@@ -163,6 +177,15 @@ class SamplingStats:
         return float(np.sqrt(lo * hi) if lo > 0 else hi) * 1e3  # the bin's geometric middle
 
     def summary(self, sampler: Sampler | None) -> dict:
+        """The report's sampling figures: rates, interval error, gaps, outages and per-channel rates.
+
+        Args:
+            sampler: The sampler the rows came from, for its mode, drops, errors and priority; None leaves those
+                empty (rows replayed or simulated).
+
+        Returns:
+            A JSON-ready dict; rates in Hz, intervals in ms, None where too few rows came to say.
+        """
         first, last = self.first, self.last
         span = last - first if self.rows > 1 and first is not None and last is not None else None
         per_channel = {}
@@ -211,8 +234,13 @@ class SamplingStats:
 
 
 def own_rate_hz(channel: Channel, read_hz: float | None) -> float | None:
-    """A channel's own rate: its source's, where the channel says it (``Channel.period_s``: a replayed 1 Hz log
-    is 1 Hz however often it is read), else how often it was read with a value."""
+    """A channel's own rate in Hz: its source's where the channel says it, else how often it was read.
+
+    Args:
+        channel: The channel; its ``period_s`` (seconds), if set, gives the rate (a replayed 1 Hz log is 1 Hz
+            however often it is read).
+        read_hz: How often it was read with a value, Hz; None if unknown.
+    """
     return 1.0 / channel.period_s if channel.period_s else read_hz
 
 

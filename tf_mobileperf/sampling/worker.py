@@ -21,6 +21,7 @@ import sys  # noqa: E402
 
 
 def main() -> int:
+    """Reads the settings from stdin, takes the trainer's ``sys.path``, runs ``child.run_spawned``; its exit status."""
     settings = pickle.loads(sys.stdin.buffer.read())  # a dict of plain values: no module of ours needed yet
     sys.path[:] = settings["sys_path"]
     from tf_mobileperf.sampling.child import run_spawned

@@ -91,6 +91,13 @@ class MobilePerfCallback(keras.callbacks.Callback):
         self._interrupted: str | None = None  # the signal that ended the measurement while fit went on
 
     def on_train_begin(self, logs=None):
+        """Begins a new measurement and guards ``fit`` (``keras_seam``) and SIGINT/SIGTERM until it ends.
+
+        A measurement still running (the last ``fit`` ended by an error no guard saw) is ended first, failed.
+
+        Args:
+            logs: As Keras passes it (currently no data); unused.
+        """
         if self._running:  # the last fit ended by an error that no wrapper saw
             self._finish(RuntimeError("fit ended without on_train_end (an error outside the training step)"))
         if self.monitor.report is not None or self.monitor.started:
@@ -105,6 +112,16 @@ class MobilePerfCallback(keras.callbacks.Callback):
         self._install_interrupt_handlers()
 
     def on_train_batch_begin(self, batch, logs=None):
+        """Marks the beginning of a step (one call of the train function).
+
+        Args:
+            batch: Index of the step's first batch within the epoch, as Keras passes it.
+            logs: As Keras passes it (currently no data); unused.
+
+        Raises:
+            KeyboardInterrupt: A SIGINT ended the measurement, its KeyboardInterrupt was swallowed where it landed,
+                and Python's default SIGINT handler is the one installed.
+        """
         if self._interrupted is not None:  # the KeyboardInterrupt was swallowed where it landed
             name, self._interrupted = self._interrupted, None
             if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
@@ -113,6 +130,13 @@ class MobilePerfCallback(keras.callbacks.Callback):
         self.monitor.step_begin()
 
     def on_train_batch_end(self, batch, logs=None):
+        """Marks the end of the step, with the batches it ran; a non-finite loss fails the run at this step.
+
+        Args:
+            batch: Index of the step's last batch within the epoch, as Keras passes it (with
+                ``steps_per_execution=N``, N - 1 past ``on_train_batch_begin``'s even where the epoch ran fewer).
+            logs: The metric results Keras passes; a non-finite ``loss`` in them is recorded as the step's failure.
+        """
         self._last_logs = logs or {}
         self.monitor.step_end(batches=self._batches_run(self._begin_batch, batch))
         loss = self._last_logs.get("loss")
@@ -120,6 +144,11 @@ class MobilePerfCallback(keras.callbacks.Callback):
             self.monitor.note_failure(self.monitor.next_step - 1, f"the loss is {loss} (training diverged)")
 
     def on_train_end(self, logs=None):
+        """Ends the measurement, writes its report (``self.report``) and undoes the guards.
+
+        Args:
+            logs: As Keras passes it (the last ``on_epoch_end``'s logs); unused.
+        """
         self._finish()
 
     def _batches_run(self, begin: int, end: int) -> int:

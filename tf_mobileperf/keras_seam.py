@@ -111,7 +111,13 @@ class FitSeam:
         self._finalizer.atexit = False
 
     def install(self, model, callback) -> None:
-        """Guards ``model``'s train function and ``evaluate``, and the callback list holding ``callback``."""
+        """Guards ``model``'s train function and ``evaluate``, and the callback lists holding ``callback``.
+
+        Args:
+            model: The Keras model being fit.
+            callback: The callback whose ``CallbackList`` hooks (``LIST_HOOKS``) are guarded; where no list is
+                found, only the model is (``callback_lists`` stays 0).
+        """
         self.guard(model, "train_function")
         self.guard(model, "evaluate")
         for callback_list in callback_lists_holding(callback):
@@ -122,7 +128,12 @@ class FitSeam:
             log.debug("no keras.callbacks.CallbackList holds %r: errors in other callbacks are seen late", callback)
 
     def guard(self, owner, name: str) -> None:
-        """Subscribes to the guard of ``owner.<name>``, putting one there if there is none."""
+        """Subscribes to the guard of ``owner.<name>``, putting one there if there is none.
+
+        Args:
+            owner: The object whose attribute is guarded (a model, a ``CallbackList``).
+            name: The attribute's name; where ``owner`` has none (or it is None), nothing is guarded.
+        """
         current = getattr(owner, name, None)
         if current is None:
             return
@@ -168,7 +179,14 @@ def _leave(guards: list[weakref.ref], subscriber: weakref.WeakMethod) -> list[st
 
 
 def callback_lists_holding(callback) -> list:
-    """The ``keras.callbacks.CallbackList`` objects whose ``callbacks`` hold ``callback``."""
+    """The ``keras.callbacks.CallbackList`` objects whose ``callbacks`` hold ``callback``.
+
+    Args:
+        callback: The callback to look for, by identity, among the garbage collector's referrers.
+
+    Returns:
+        Each such list once; empty where none is found.
+    """
     holders = [r for r in gc.get_referrers(callback) if isinstance(r, list) and any(c is callback for c in r)]
     if not holders:
         return []

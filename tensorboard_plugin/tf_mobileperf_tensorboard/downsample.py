@@ -30,20 +30,39 @@ class ChannelRate:
 
     @classmethod
     def of(cls, t: np.ndarray, v: np.ndarray, declared_s: float | None = None) -> ChannelRate:
-        """From the rows' times and the channel's column, as the join estimates it; its rate is the one its
-        source declared where it did (``declared_s``: a channel's ``period_s`` in ``channels.json``, a replayed
-        log's line interval over its speed: the sampler reads the line in force at every row)."""
+        """The channel's rate and allowed gap, from the rows' times and the channel's column, as the join estimates it.
+
+        Args:
+            t: The rows' times, in seconds.
+            v: The channel's column, NaN in rows without a reading.
+            declared_s: The period its source declared, in seconds (a channel's ``period_s`` in ``channels.json``,
+                or a replayed log's line interval over its speed: the sampler reads the line in force at every
+                row); None: estimate it from the readings.
+
+        Returns:
+            The rate: ``period_s`` is ``declared_s`` or the readings' own period (None where neither is known);
+            ``max_gap_s`` is the allowed gap for the longer of the rows' median period and that own period.
+        """
         rows_period = float(np.median(np.diff(t))) if len(t) > 2 else 0.0
         own = own_period_s(t, v)
         return cls(declared_s or own, allowed_gap_s(max(rows_period, own or 0.0)))
 
     def to_dict(self) -> dict:
+        """JSON form: ``period_s``, ``rate_hz`` (None where the period is unknown) and ``max_gap_s``."""
         rate = 1.0 / self.period_s if self.period_s else None
         return {"period_s": self.period_s, "rate_hz": rate, "max_gap_s": self.max_gap_s}
 
 
 def declared_period_s(header: dict, channel: str) -> float | None:
-    """The ``period_s`` a run's ``channels.json`` (``header``) declares for ``channel``; None where none does."""
+    """The ``period_s`` a run's ``channels.json`` declares for ``channel``, in seconds.
+
+    Args:
+        header: The run's parsed ``channels.json``.
+        channel: The channel's name.
+
+    Returns:
+        The declared period; None where none is declared or it is not a positive number.
+    """
     period = next((c.get("period_s") for c in header.get("channels", []) if c.get("name") == channel), None)
     return float(period) if isinstance(period, (int, float)) and not isinstance(period, bool) and period > 0 else None
 
@@ -53,9 +72,17 @@ def min_max(t: np.ndarray, v: np.ndarray, max_points: int, max_gap_s: float = ma
 
     Raw readings if they fit in ``max_points``, else per-bucket extremes at
     each bucket's first timestamp (``max_points // 2`` buckets, each
-    contributing two values, plus one bucket per gap). A gap is two
-    consecutive readings more than ``max_gap_s`` apart; its marker sits
-    halfway between them.
+    contributing two values, plus one bucket per gap).
+
+    Args:
+        t: The rows' times, in seconds.
+        v: The channel's values per row; NaN (no reading) rows are dropped.
+        max_points: The most raw readings returned before bucketing.
+        max_gap_s: A gap is two consecutive readings more than this apart, in seconds; its marker (``t`` halfway
+            between them, ``None`` in ``min`` and ``max``) breaks the line. Default: no gaps.
+
+    Returns:
+        Lists ``t``, ``min`` and ``max`` of equal length; empty where there are no finite readings.
     """
     keep = np.isfinite(v)
     t, v = np.asarray(t, dtype=np.float64)[keep], np.asarray(v, dtype=np.float64)[keep]

@@ -30,7 +30,15 @@ class Download:
 
 
 def route(fn):
-    """Wraps a handler: JSON (or a Download) out; client errors and broken files as 4xx."""
+    """Wraps a handler: JSON (or a Download) out; client errors and broken files as 4xx.
+
+    Args:
+        fn: The handler, ``fn(self, request)``, returning JSON-serializable data or a ``Download``.
+
+    Returns:
+        A werkzeug application method ``handler(self, request)`` that answers 405 to anything but GET/HEAD, the
+        ``PublicError``'s own code, 403 for a path outside the logdir, 404 for a missing file, 422 for unreadable data.
+    """
 
     @wrappers.Request.application
     def handler(self, request):
@@ -58,10 +66,33 @@ def route(fn):
 
 
 def error(request, message: str, status: int):
+    """A JSON response ``{"error": message}`` with HTTP status ``status``.
+
+    Args:
+        request: The werkzeug request being answered.
+        message: The error text the client is shown.
+        status: The HTTP status code.
+
+    Returns:
+        The werkzeug response.
+    """
     return http_util.Respond(request, {"error": message}, "application/json", code=status)
 
 
 def number(request, name: str, default: float | None = None) -> float | None:
+    """The query parameter ``name`` of ``request`` as a finite float.
+
+    Args:
+        request: The werkzeug request.
+        name: The query parameter's name.
+        default: What to return where the parameter is absent or empty.
+
+    Returns:
+        The parameter's value, or ``default``.
+
+    Raises:
+        errors.InvalidArgumentError: The parameter is not a number or not finite (a 400 to the client).
+    """
     raw = request.args.get(name)
     if raw is None or raw == "":
         return default

@@ -19,7 +19,14 @@ MISSING = "the dashboard's frontend bundle is missing: run `make` or reinstall t
 
 
 def notice_module(message: str) -> bytes:
-    """An ES module whose render() writes ``message`` into the page as text."""
+    """An ES module whose render() writes ``message`` into the page as text.
+
+    Args:
+        message: The notice's text.
+
+    Returns:
+        The module's source, UTF-8 encoded.
+    """
     return (
         "export async function render() {\n"
         "  const notice = document.createElement('p');\n"
@@ -32,7 +39,14 @@ def notice_module(message: str) -> bytes:
 
 
 def frontend_module(bundle: Path) -> bytes:
-    """The bundle's bytes, or a notice module naming why it cannot be served."""
+    """The bundle's bytes, or a notice module naming why it cannot be served.
+
+    Args:
+        bundle: Path of the built ``static/index.js``.
+
+    Returns:
+        The bundle's bytes; where it is missing or unreadable, a ``notice_module`` saying so (and logs a warning).
+    """
     try:
         return bundle.read_bytes()
     except FileNotFoundError:

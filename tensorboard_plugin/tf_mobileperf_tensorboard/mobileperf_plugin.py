@@ -1,21 +1,15 @@
 """Serves the MobilePerf dashboard: runs, the chart across runs, step tables, sample series, traces.
 
-Runs are found through ``context.data_provider`` (the run summary tensor
-written by the callback); a run's step table and samples are then read from
-that run's own ``plugins/mobileperf/`` folder, as the profile plugin reads
-its traces. A run name is accepted only if the data provider lists it and it
-resolves inside the logdir, and a file is read only if it resolves inside
-the logdir too (a symlink out of it is refused). A file is opened without
-blocking and read only if it is a regular file under a size cap (``reader``),
-so a FIFO or a device in a run's folder never holds a request thread. Every
-route answers bad input with a 4xx and a message naming the file, never a
-500: ``tensorboard.errors`` for bad requests, 403 for a file outside the
-logdir, 404 for a missing one, 422 for a file that cannot be read or does
-not hold what the report's schema says (``schema``). One run's broken file
-or summary never fails another run's routes: a summary that cannot be read
-is listed as its error. A run's listed status is what is true
-(``run_status``): "running" only while its process is alive. No route
-writes.
+Runs are found through ``context.data_provider`` (the run summary tensor written by the callback); a run's step table
+and samples are then read from that run's own ``plugins/mobileperf/`` folder, as the profile plugin reads its traces. A
+run name is accepted only if the data provider lists it and it resolves inside the logdir, and a file is read only if it
+resolves inside the logdir too (a symlink out of it is refused). A file is opened without blocking and read only if it
+is a regular file under a size cap (``reader``), so a FIFO or a device in a run's folder never holds a request thread.
+Every route answers bad input with a 4xx and a message naming the file, never a 500: ``tensorboard.errors`` for bad
+requests, 403 for a file outside the logdir, 404 for a missing one, 422 for a file that cannot be read or does not hold
+what the report's schema says (``schema``). One run's broken file or summary never fails another run's routes: a summary
+that cannot be read is listed as its error. A run's listed status is what is true (``run_status``): "running" only while
+its process is alive. No route writes.
 """
 
 from __future__ import annotations
@@ -100,7 +94,6 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     def _serve_js(self, request):
         return http_util.Respond(request, missing_bundle.frontend_module(STATIC / "index.js"), "application/javascript")
 
-    # -- routes: each parses its request and calls its impl -----------------
     @route
     def runs_route(self, request):
         return self.runs_impl(*_where(request))
@@ -131,14 +124,30 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
         start, end = number(request, "start", -math.inf), number(request, "end", math.inf)
         return self.series_impl(*_where(request), run, channel, start, end, max_points)
 
-    # -- impls: plain values in, the route's data out ------------------------
     def runs_impl(self, ctx, experiment: str) -> list[dict]:
-        """Every run with its summary, sorted by name."""
+        """Every run with its summary, sorted by name.
+
+        Args:
+            ctx, experiment: TensorBoard's request context and experiment id.
+
+        Returns:
+            ``{"run", "summary"}`` per run, each summary's status as it is (``run_status``).
+        """
         return [{"run": run, "summary": summary} for run, summary in self._listed(ctx, experiment)]
 
     def crossrun_impl(self, ctx, experiment: str, quantity: str | None, grouping: str | None) -> dict:
-        """The cross-run chart (``crossrun.chart``) of the runs' summaries: ``quantity`` and ``grouping`` keys
-        choose it, the first measured quantity and the first grouping by default."""
+        """The cross-run chart (``crossrun.chart``) of the runs' readable summaries.
+
+        Args:
+            ctx, experiment: TensorBoard's request context and experiment id.
+            quantity, grouping: The keys choosing the chart; None: the first measured quantity, the first grouping.
+
+        Returns:
+            The ``/crossrun`` answer (docs/http_api.md).
+
+        Raises:
+            errors.InvalidArgumentError: ``quantity`` or ``grouping`` is not a known key.
+        """
         rows = [
             run_rows.row_of_summary(run, summary)
             for run, summary in self._listed(ctx, experiment)
@@ -197,7 +206,21 @@ class MobilePerfPlugin(base_plugin.TBPlugin):
     def series_impl(
         self, ctx, experiment: str, run: str, channel: str, start: float, end: float, max_points: int
     ) -> dict:
-        """A channel's readings in [start, end] as a line: its rate, None only in its real gaps (``downsample``)."""
+        """A channel's readings in [start, end] as a line: its rate, None only in its real gaps (``downsample``).
+
+        Args:
+            ctx, experiment: TensorBoard's request context and experiment id.
+            run, channel: The run's name and a column of its samples.
+            start, end: The window, in seconds on the samples' clock.
+            max_points: 2..``MAX_POINTS_LIMIT``; more readings than this are cut to bucket extremes (``min_max``).
+
+        Returns:
+            The ``/series`` answer (docs/http_api.md): the channel's rate is over the whole run.
+
+        Raises:
+            errors.NotFoundError: ``channel`` is not a column of the run's samples.
+            errors.InvalidArgumentError: ``max_points`` is out of range or ``end`` is before ``start``.
+        """
         path, _ = self._run(ctx, experiment, run)
         header, rows = reader.read_series(path, self._logdir)
         if channel not in header["columns"][1:]:

@@ -63,7 +63,15 @@ class RunStatus:
     error: str | None = None
 
     def applied(self, summary: dict) -> dict:
-        """``summary`` with this status: ``status``, ``status_text``, and the failure of a run that ended."""
+        """``summary`` with this status: ``status``, ``status_text``, and the failure of a run that ended.
+
+        Args:
+            summary: The run summary; not modified.
+
+        Returns:
+            A copy with ``status`` and ``status_text`` set; an ENDED one also ``success=False``, ``failed_step``
+            and ``error``.
+        """
         out = dict(summary, status=self.status, status_text=self.text)
         if self.status == ENDED:
             out.update(success=False, failed_step=self.failed_step, error=self.error)
@@ -71,13 +79,27 @@ class RunStatus:
 
 
 def unreadable(error: str) -> dict:
-    """The summary listed for a run whose summary cannot be read: the error, marked."""
+    """The summary listed for a run whose summary cannot be read: the error, marked.
+
+    Args:
+        error: Why the summary cannot be read.
+
+    Returns:
+        ``{"error", "status": UNREADABLE, "status_text": error}``.
+    """
     return RunStatus(UNREADABLE, error).applied({"error": error})
 
 
 def finished_text(summary: dict) -> str:
-    """ "trained"; "no step measured: why" (a run that ended before its first measured step); or "failed at
-    step N" (a combined run: which hosts are missing)."""
+    """The status line of a finished run.
+
+    Args:
+        summary: The run's summary (or report).
+
+    Returns:
+        "trained"; "no step measured[: why]" (a run that succeeded but ended before its first measured step);
+        "missing: HOSTS" (a combined run with hosts missing); else "failed" or "failed at step N".
+    """
     if summary.get("success"):
         if summary.get("steps_measured") == 0:
             why = (summary.get("unavailable") or {}).get("step_time_s")
@@ -98,7 +120,15 @@ class ReportChecks:
         self._seen: dict[Path, tuple[tuple[int, int], str | None]] = {}
 
     def problem(self, directory: Path, root: Path) -> str | None:
-        """What is wrong with the report in ``directory``; None if it is good or there is none."""
+        """What is wrong with the report in ``directory``; None if it is good or there is none.
+
+        Args:
+            directory: The run's ``plugins/mobileperf/`` folder, holding ``names.REPORT_FILE``.
+            root: The logdir the report must resolve inside.
+
+        Returns:
+            The reader's error text, or None; kept until the file's modification time or size changes.
+        """
         path = directory / names.REPORT_FILE
         try:
             info = path.stat()
@@ -118,9 +148,19 @@ class ReportChecks:
 
 
 def status_of(summary: dict, run_dir: Path, root: Path | None, checks: ReportChecks | None = None) -> RunStatus:
-    """The status of the run in ``run_dir`` (under the TensorBoard logdir ``root``) whose summary is
-    ``summary`` (a readable one); the files it reads are only those of the run's logdir, inside ``root``.
-    With ``checks``, a finished run whose report cannot be read is UNREADABLE, saying why."""
+    """The status of the run in ``run_dir``; the files it reads are only those of the run's logdir, inside ``root``.
+
+    Args:
+        summary: The run's summary (a readable one).
+        run_dir: The run's folder.
+        root: The TensorBoard logdir; None: the run's files are not local, a "running" summary stays RUNNING
+            (whether its process is alive is unknown) and no report is checked.
+        checks: The report cache; with it, a finished run whose report cannot be read is UNREADABLE, saying why;
+            None: reports are not checked.
+
+    Returns:
+        The run's RunStatus.
+    """
     if summary.get("status", FINISHED) != RUNNING:
         problem = checks.problem(RunLayout.of_run(run_dir).plugin_dir, root) if checks and root else None
         if problem:

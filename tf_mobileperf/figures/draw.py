@@ -37,7 +37,14 @@ MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
 def batch_ticks(sizes: list[int]) -> list[int]:
-    """Powers of two from below the smallest batch size to above the largest: 1, 2, 4, ..., 64."""
+    """Powers of two from below the smallest batch size to above the largest: 1, 2, 4, ..., 64.
+
+    Args:
+        sizes: The batch sizes, at least one, all positive.
+
+    Returns:
+        The powers of two from the one at or below the smallest size to the one at or above the largest.
+    """
     low, high = math.floor(math.log2(min(sizes))), math.ceil(math.log2(max(sizes)))
     return [2**k for k in range(low, high + 1)]
 
@@ -53,8 +60,15 @@ def _batch_axis(ax, sizes: list[int]) -> None:
 
 
 def line_style(series: Series | Failures) -> tuple[str, str]:
-    """(colour, marker) of a line: its model's colour (its label's, where it names no model), in the shade and
-    with the marker of its variant (the model's k-th line: another setting or board)."""
+    """(colour, marker) of a line.
+
+    Args:
+        series: The line, or a line's failure marks.
+
+    Returns:
+        Its model's colour (its label's, where it names no model) in the shade of its variant (the model's k-th
+        line: another setting or board), and the variant's marker.
+    """
     colour = model_colour(series.model or series.label)
     return shade(colour, series.variant), MARKERS[series.variant % len(MARKERS)]
 
@@ -92,7 +106,15 @@ def _failures(ax, panel: Panel) -> None:
 
 
 def same_as(series: Series, drawn: list[Series]) -> Series | None:
-    """The first of ``drawn`` with the same points as ``series`` (the same batch sizes, values within 1e-9)."""
+    """The first of ``drawn`` with the same points as ``series``.
+
+    Args:
+        series: The line about to be drawn.
+        drawn: The lines drawn before it.
+
+    Returns:
+        The first with the same batch sizes and values within 1e-9 (relative); None where there is none.
+    """
     for other in drawn:
         if [b for b, _ in other.points] == [b for b, _ in series.points] and all(
             math.isclose(y, z, rel_tol=1e-9, abs_tol=1e-12) for (_, y), (_, z) in zip(other.points, series.points)
@@ -102,7 +124,14 @@ def same_as(series: Series, drawn: list[Series]) -> Series | None:
 
 
 def legend_entries(panel: Panel) -> int:
-    """How many entries the panel's legend has (its lines, limits and kinds of failure marks)."""
+    """How many entries the panel's legend has.
+
+    Args:
+        panel: The panel.
+
+    Returns:
+        Its lines, its limits and, per line with failures, one or two kinds of failure mark.
+    """
     marks = sum(bool(f.oom) + bool(f.other) for f in panel.failures)
     return len(panel.series) + len(panel.limits) + marks
 
@@ -112,8 +141,13 @@ def _wrap(label: str) -> str:
 
 
 def draw_panel(ax, panel: Panel, sizes: list[int]) -> None:
-    """One panel: its lines, limits and failure marks with their legend below the axes, or its reason for
-    being empty."""
+    """One panel: its lines, limits and failure marks with their legend below the axes, or why it is empty.
+
+    Args:
+        ax: The matplotlib axes to draw on.
+        panel: The panel.
+        sizes: The sweep's batch sizes (the x axis's ticks span them).
+    """
     drawn: list[Series] = []
     for series in panel.series:
         colour, marker = line_style(series)
@@ -160,7 +194,15 @@ def draw_panel(ax, panel: Panel, sizes: list[int]) -> None:
 
 
 def draw(spec: FigureSpec, path: Path) -> Path:
-    """Writes ``spec`` as a PNG at ``path``; returns ``path``."""
+    """Writes ``spec`` as a PNG at ``path``, up to ``MAX_COLUMNS`` panels a row.
+
+    Args:
+        spec: The figure.
+        path: Where the PNG goes.
+
+    Returns:
+        ``path``.
+    """
     n = len(spec.panels)
     cols = min(n, MAX_COLUMNS)
     rows = math.ceil(n / cols)

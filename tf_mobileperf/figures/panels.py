@@ -63,8 +63,19 @@ class FigureSpec:
 
 
 def panel(groups: dict[str, list[Row]], title: str, ylabel: str, get: Getter, *reason_keys: str) -> Panel:
-    """A panel of ``get`` against batch size, a line per group; empty if no row has it, with the first clause
-    of the rows' reason ("no power sensor on this device") and the whole reason apart."""
+    """A panel of ``get`` against batch size, a line per group, through the group's successful rows.
+
+    Args:
+        groups: Line label -> its rows.
+        title: The panel's title.
+        ylabel: The y axis label.
+        get: The row's value to plot; None: the row has none.
+        *reason_keys: Keys of the rows' ``unavailable`` that say why a value is missing, tried in order.
+
+    Returns:
+        The panel; empty if no row has a value, with the first clause of the rows' reason in ``why_empty``
+        ("no power sensor on this device") and the whole reason in ``why_detail``.
+    """
     series = []
     k = variants(groups)
     for label, rows in groups.items():
@@ -75,8 +86,16 @@ def panel(groups: dict[str, list[Row]], title: str, ylabel: str, get: Getter, *r
 
 
 def variants(groups: dict[str, list[Row]]) -> dict[str, int]:
-    """Line label -> which line of its model it is, in the order of the lines (the same in every panel, whether
-    or not the line has a value there): "cnn on agx-orin" 0, "lstm on agx-orin" 0, "cnn on tx2" 1."""
+    """Line label -> which line of its model it is, in the order of the lines.
+
+    Args:
+        groups: Line label -> its rows (all of them, so the numbering is the same in every panel, whether or not
+            the line has a value there).
+
+    Returns:
+        Label -> 0 for a model's first line, 1 for its second, ...: "cnn on agx-orin" 0, "lstm on agx-orin" 0,
+        "cnn on tx2" 1.
+    """
     seen: dict[str, int] = {}
     out = {}
     for label, rows in groups.items():
@@ -87,7 +106,16 @@ def variants(groups: dict[str, list[Row]]) -> dict[str, int]:
 
 
 def empty_if(out: Panel, rows: list[Row], *reason_keys: str) -> Panel:
-    """``out`` with its reasons for being empty where it has no line, else without."""
+    """``out`` with its reasons for being empty where it has no line, else without.
+
+    Args:
+        out: The panel; changed in place.
+        rows: The rows its lines are of, whose reasons are read.
+        *reason_keys: Keys of the rows' ``unavailable``, tried in order (``why_missing``).
+
+    Returns:
+        ``out``, its ``why_detail`` the rows' reason and ``why_empty`` its first clause, or both None.
+    """
     if out.series:
         out.why_empty = out.why_detail = None
     else:
@@ -97,7 +125,14 @@ def empty_if(out: Panel, rows: list[Row], *reason_keys: str) -> Panel:
 
 
 def failures(groups: dict[str, list[Row]]) -> list[Failures]:
-    """Per line with failed configurations, the batch sizes that ran out of memory and those that failed otherwise."""
+    """Per line with failed configurations, the batch sizes that ran out of memory and those that failed otherwise.
+
+    Args:
+        groups: Line label -> its rows.
+
+    Returns:
+        One ``Failures`` per line with a failed row, ``at`` unset (None).
+    """
     out = []
     k = variants(groups)
     for label, rows in groups.items():

@@ -23,7 +23,14 @@ from tf_mobileperf.sweep.results import load_results
 
 
 def plot(directory: str | Path) -> list[Path]:
-    """Writes every figure (``DIR/<name>.png``) and ``DIR/report.html``; returns their paths, the page last."""
+    """Writes every figure (``DIR/<name>.png``) and ``DIR/report.html`` from ``DIR/results.json``.
+
+    Args:
+        directory: The sweep's folder (``DIR``).
+
+    Returns:
+        The paths written, the page last.
+    """
     directory = Path(directory)
     rows = load_results(directory / "results.json")
     specs: list[FigureSpec] = figures(rows)

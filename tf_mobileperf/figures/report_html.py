@@ -158,7 +158,16 @@ def _figure(path: Path, title: str) -> str:
 
 
 def write_report(directory: Path, rows: list[Row], figures: list[tuple[Path, str]]) -> Path:
-    """Writes ``directory/report.html`` from the rows and the (PNG, title) figures; returns its path."""
+    """Writes ``directory/report.html`` from the rows and the figures.
+
+    Args:
+        directory: The sweep's folder; the page goes in it.
+        rows: The sweep's rows, one per configuration.
+        figures: (PNG path, title) per figure, embedded in this order as ``data:`` PNGs.
+
+    Returns:
+        The page's path.
+    """
     models = ", ".join(sorted({str(r["model"]) for r in rows}))
     names = boards(rows)
     on = f" on {len(names)} boards ({html.escape(', '.join(names))})" if len(names) > 1 else ""

@@ -21,8 +21,14 @@ from tf_mobileperf.figures.panels import FigureSpec, Panel, Series, empty_if, fa
 
 
 def figures(rows: list[Row]) -> list[FigureSpec]:
-    """Every figure of ``rows``: step time and samples/s, GPU, CPU per cluster, power per rail group, energy,
-    memory."""
+    """Every figure of ``rows``: step time and samples/s, GPU, CPU per cluster, power per rail group, energy, memory.
+
+    Args:
+        rows: The sweep's rows, one per configuration.
+
+    Returns:
+        The figures, in that order, each with the rows' batch sizes (sorted) as its x axis.
+    """
     groups = lines(rows)
     specs = [
         FigureSpec(
@@ -66,7 +72,15 @@ def figures(rows: list[Row]) -> list[FigureSpec]:
 
 
 def cpu_figure(rows: list[Row], groups: dict[str, list[Row]]) -> FigureSpec:
-    """CPU utilization, a panel per core cluster the rows name (all cores together where none does)."""
+    """CPU utilization, a panel per core cluster the rows name (all cores together where none does).
+
+    Args:
+        rows: The sweep's rows, whose ``cpu_util_per_cluster`` name the clusters.
+        groups: Line label -> its rows (``analysis.rows.lines``).
+
+    Returns:
+        The "cpu_util" figure.
+    """
     clusters = sorted({c for r in rows for c in (r.get("cpu_util_per_cluster") or {})})
     cpu = [
         panel(groups, f"CPU utilization, {c}", "utilization (%)", _cluster_util(c), "cpu_util") for c in clusters
@@ -75,7 +89,15 @@ def cpu_figure(rows: list[Row], groups: dict[str, list[Row]]) -> FigureSpec:
 
 
 def power_figure(rows: list[Row], groups: dict[str, list[Row]]) -> FigureSpec:
-    """Mean power, a panel per rail group (an empty panel saying why where no row has power)."""
+    """Mean power, a panel per rail group (an empty panel saying why where no row has power).
+
+    Args:
+        rows: The sweep's rows, whose rails make the groups and whose reasons fill an empty panel.
+        groups: Line label -> its rows (``analysis.rows.lines``).
+
+    Returns:
+        The "power" figure.
+    """
     power = [
         panel(groups, f"mean power, {group} rails ({', '.join(rails)})", "power (W)", _group_power(rails), "power")
         for group, rails in rail_groups(rows).items()
@@ -86,7 +108,14 @@ def power_figure(rows: list[Row], groups: dict[str, list[Row]]) -> FigureSpec:
 
 
 def energy_figure(groups: dict[str, list[Row]]) -> FigureSpec:
-    """Energy per step and per sample, each with its active energy beside it."""
+    """Energy per step and per sample, each with its active energy beside it.
+
+    Args:
+        groups: Line label -> its rows (``analysis.rows.lines``).
+
+    Returns:
+        The "energy" figure, its two panels in J.
+    """
     per_step = energy_panel(
         groups, "energy per step", field("energy_per_step_j", 1.0), field("energy_active_per_step_j", 1.0), "energy"
     )
@@ -102,8 +131,18 @@ def energy_figure(groups: dict[str, list[Row]]) -> FigureSpec:
 
 
 def energy_panel(groups: dict[str, list[Row]], title: str, total: Getter, active: Getter, *reason_keys: str) -> Panel:
-    """Total energy, a line per group, and beside each the active energy (idle power x duration taken out,
-    dashed) where the rows have an idle baseline."""
+    """Total energy, a line per group, and beside each the active energy (dashed) where the rows have it.
+
+    Args:
+        groups: Line label -> its rows (``analysis.rows.lines``).
+        title: The panel's title; what the dashed lines are is added where there are some.
+        total: Gets a row's total energy, in J.
+        active: Gets a row's active energy, in J (idle power x duration taken out); None without an idle baseline.
+        *reason_keys: Keys of the rows' ``unavailable`` saying why total energy is missing, tried in order.
+
+    Returns:
+        The panel, empty with the rows' reason where no row has total energy.
+    """
     out = panel(groups, title, "energy (J)", total, *reason_keys)
     if _add_beside(out, groups, active, "active (idle power taken out)"):
         out.title += " (solid: total; dashed: active, above the idle power)"
@@ -132,9 +171,16 @@ def _same_limit(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> bool:
 
 
 def merge_limits(limits: list[tuple[str, str, list[tuple[int, float]]]]) -> list[Series]:
-    """(line, "limit of <quantity> (<how>)", points) per line -> one limit line per distinct limit: the lines
-    whose limits are equal (within ``SAME_LIMIT``: the address space at start differs by a few MiB from one
-    child to the next) share one, labelled once; a limit of only some lines names them."""
+    """One limit line per distinct limit, from each line's limit.
+
+    Args:
+        limits: (line label, "limit of <quantity> (<how>)", (batch size, limit) points) per line.
+
+    Returns:
+        A line per distinct limit: lines whose limits have the same text and are equal within ``SAME_LIMIT`` at
+        every shared batch size (the address space at start differs by a few MiB from one child to the next)
+        share one, at their mean; where there are several, each label names the lines it is of.
+    """
     merged: list[tuple[str, list[str], dict[int, list[float]]]] = []
     for line, text, points in limits:
         for what, lines_of, values in merged:
@@ -156,8 +202,15 @@ def merge_limits(limits: list[tuple[str, str, list[tuple[int, float]]]]) -> list
 
 
 def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
-    """The process's peak memory with the limit in the same quantity and the failed batch sizes marked; the
-    system's RAM in use (every process on the machine) apart, without a limit line."""
+    """The process's peak memory with the limit in the same quantity and the failed batch sizes marked.
+
+    Args:
+        groups: Line label -> its rows (``analysis.rows.lines``).
+
+    Returns:
+        The "memory" figure: that panel, the system's RAM in use (every process on the machine, no limit line),
+        and the GPU memory panel where it has a line.
+    """
     process = panel(
         groups,
         "peak memory of the training process (RSS)",
@@ -210,7 +263,14 @@ def memory_figure(groups: dict[str, list[Row]]) -> FigureSpec:
 
 def gpu_memory_panel(groups: dict[str, list[Row]]) -> Panel:
     """GPU memory apart from system RAM: the framework allocator's peak (solid), and beside it (dashed) the
-    device memory in use by NVML (every process's, the allocator's cache included). No line on a CPU sweep."""
+    device memory in use by NVML (every process's, the allocator's cache included).
+
+    Args:
+        groups: Line label -> its rows (``analysis.rows.lines``).
+
+    Returns:
+        The panel, in GiB; empty, with the rows' reason, on a CPU sweep.
+    """
     out = panel(groups, "GPU memory: allocator peak", "GPU memory (GiB)", field("gpu_mem_peak_gb"), "gpu_mem_peak_gb")
     if _add_beside(out, groups, field("gpu_device_mem_peak_gb"), "GPU device memory in use (NVML)"):
         out.title += " (solid: allocator peak; dashed: device memory in use, NVML)"

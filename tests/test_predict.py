@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tf_mobileperf.analysis.predict import Line, PowerLaw, largest_fitting_batch, predict
+from tf_mobileperf.analysis.predict import Line, largest_fitting_batch, predict
 from tf_mobileperf.analysis.step_model import precision_reached
 from tf_mobileperf.format.reader import read_steps
 from tf_mobileperf.sweep import launch
@@ -48,9 +48,6 @@ def test_uncertainty_grows_away_from_the_measured_sizes_and_slopes_never_fall():
     assert line.uncertainty(64) > line.uncertainty(8) > 0
     assert Line.fit([1, 2, 4], [0.05, 0.04, 0.03]).slope == 0.0
     assert Line.fit([1, 2], [1.0, 2.0]).uncertainty(8) is None
-    saturating = PowerLaw.fit([1, 2, 4], [2.0, 2.0 * 2**0.5, 4.0])  # 2 * sqrt(B)
-    assert saturating(64) == pytest.approx(16.0) and saturating.line.slope == pytest.approx(0.5)
-    assert PowerLaw.fit([1, 2, 4], [1.0, 4.0, 16.0]).line.slope == 1.0  # never faster than linear
     with pytest.raises(ValueError, match="two different batch sizes"):
         Line.fit([4, 4], [1.0, 1.1])
     with pytest.raises(ValueError, match="two batch sizes"):

@@ -54,14 +54,21 @@ class Line:
     residual_sd: float | None
 
     @classmethod
-    def fit(cls, b: ArrayLike, y: ArrayLike, max_slope: float = math.inf) -> Line:
+    def fit(cls, b: ArrayLike, y: ArrayLike) -> Line:
+        """The least-squares line through the points, its slope at least 0 (a falling fit is noise: made flat).
+
+        Args:
+            b, y: Batch sizes and the quantity at each.
+
+        Raises:
+            ValueError: fewer than two different batch sizes.
+        """
         bx, yx = np.asarray(b, float), np.asarray(y, float)
         if len(bx) < 2 or len(set(bx.tolist())) < 2:
             raise ValueError(f"need at least two different batch sizes to fit a line, got {bx.tolist()}")
         slope, intercept = np.polyfit(bx, yx, 1)
-        if not 0 <= slope <= max_slope:  # noise at small sizes: the nearest allowed slope through the mean
-            slope = min(max(slope, 0.0), max_slope)
-            intercept = float(yx.mean() - slope * bx.mean())
+        if slope < 0:  # noise at small sizes: flat through the mean
+            slope, intercept = 0.0, float(yx.mean())
         residuals = yx - (intercept + slope * bx)
         sd = float(np.sqrt((residuals**2).sum() / (len(bx) - 2))) if len(bx) > 2 else None
         return cls(float(intercept), float(slope), len(bx), float(bx.mean()), float(((bx - bx.mean()) ** 2).sum()), sd)
@@ -70,29 +77,14 @@ class Line:
         return self.intercept + self.slope * b
 
     def uncertainty(self, b: float) -> float | None:
-        """Two standard errors of a new observation at ``b``."""
+        """Two standard errors of a new observation at batch size ``b``; None with fewer than three points.
+
+        Args:
+            b: The batch size.
+        """
         if self.residual_sd is None:
             return None
         return 2 * self.residual_sd * math.sqrt(1 + 1 / self.n + (b - self.mean_b) ** 2 / self.sxx)
-
-
-@dataclasses.dataclass(frozen=True)
-class PowerLaw:
-    """y = a * B^k, 0 <= k <= 1: a Line through (log B, log y)."""
-
-    line: Line
-
-    @classmethod
-    def fit(cls, b: ArrayLike, y: ArrayLike) -> PowerLaw:
-        return cls(Line.fit(np.log(b), np.log(y), max_slope=1.0))
-
-    def __call__(self, b: float) -> float:
-        return math.exp(self.line(math.log(b)))
-
-    def uncertainty(self, b: float) -> float | None:
-        """Two standard errors, made back into the units of y (the upper side)."""
-        log_pm = self.line.uncertainty(math.log(b))
-        return None if log_pm is None else self(b) * (math.exp(log_pm) - 1)
 
 
 @dataclasses.dataclass
@@ -151,7 +143,11 @@ def _interval(row: dict) -> tuple[float, float] | None:
 
 
 def no_energy_reason(rows: Sequence[dict]) -> str:
-    """Why the rows have no energy: their reports' words, or that no power sensor measured it."""
+    """Why the rows have no energy to predict from: their reports' reason, or that no power sensor measured it.
+
+    Args:
+        rows: The measured sizes' rows.
+    """
     for r in rows:
         said = (r.get("unavailable") or {}).get("energy")
         if said:
@@ -265,8 +261,12 @@ def _extrapolated(model: StepTimeModel | None, batch_size: int) -> tuple[Estimat
 
 
 def widened(estimate: Estimate, by: float | None) -> Estimate:
-    """``estimate`` with its interval widened by the relative ``by`` each way (None or 0: as it is):
-    low * (1 - |by|), high * (1 + |by|)."""
+    """An estimate with its interval widened each way: low * (1 - |by|), high * (1 + |by|).
+
+    Args:
+        estimate: The estimate.
+        by: The relative widening (a drift); None or 0 leaves ``estimate`` as it is.
+    """
     if not by or estimate.low is None or estimate.high is None:
         return estimate
     return dataclasses.replace(estimate, low=estimate.low * (1 - abs(by)), high=estimate.high * (1 + abs(by)))

@@ -88,7 +88,7 @@ def test_two_processes_into_one_logdir_at_once_get_separate_directories(tmp_path
         )
         for w in (5.0, 7.0)
     ]
-    dirs = {Path(p.communicate(timeout=120)[0].strip()): w for p, w in zip(procs, (5.0, 7.0))}
+    dirs = {Path(p.communicate(timeout=300)[0].strip()): w for p, w in zip(procs, (5.0, 7.0))}
     assert set(dirs) == {tmp_path, tmp_path / "run-2"}
     for logdir, watts in dirs.items():
         report = json.loads((logdir / "report.json").read_text())

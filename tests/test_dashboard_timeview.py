@@ -277,7 +277,16 @@ def test_a_run_without_a_measured_step_says_so_in_its_header(tensorboard, browse
     assert hover == "it ended before its first measured step: no value below was measured"
     values = dict(text.split(": ", 1) for text, _ in header)
     # Its memory sensor was there: its peak says why it is missing; it had no power sensor, and says that.
-    assert values["peak memory (system)"] == "no step measured"
+    assert values["peak memory (system)"] == values["peak memory (process)"] == "no step measured"
+    assert values["machine"] == values["between steps (input, callbacks)"] == "no step measured"
+    assert re.fullmatch(r"\d+ rows?: too few for a rate", values["sampling"])  # the sampler ran, too briefly
+    # Its one row is drawn in a second around it, not on uPlot's 0 to 100 s for a single x.
+    ranges = browser.execute_script(
+        "return [...document.querySelectorAll('#time-view .time-chart')].map((c) => c.dataset.xRange)"
+    )
+    assert ranges and all(float(hi) - float(lo) <= 1.5 for lo, hi in (r.split(",") for r in ranges)), ranges
+    hovers = {text.split(": ", 1)[0]: title for text, title in header}
+    assert hovers["peak memory (process)"] == "not measured: no step ran"
     assert values["energy total"] == values["GPU util"] == "not measured on this device"
     row = browser.execute_script(
         "return [...document.querySelectorAll('#runs-table tr')].map((r) => [...r.cells].map((c) => c.textContent))"
@@ -285,6 +294,8 @@ def test_a_run_without_a_measured_step_says_so_in_its_header(tensorboard, browse
         NO_STEP_RUN,
     )
     assert row[2:4] == ["not given", "no step measured: no step ran"]  # batch size was not passed: no measurement
+    assert row[4] == row[7] == "not measured on this device"  # energy/step, mean power: no power sensor
+    assert row[8] == "no step measured"  # peak memory: its sensor was there
     screenshot(browser, "no-steps")
 
 

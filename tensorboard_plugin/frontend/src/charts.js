@@ -131,9 +131,11 @@ function processCpuTables(view) {
 }
 
 // Every run's first and last row, as a table of x values only: all charts
-// share the x range of the runs, whatever span one channel has.
+// share the x range of the runs, whatever span one channel has. Runs of one
+// row span a second around it (uPlot would draw a single x as 0 to 100).
 function extentTable(view) {
   const xs = [...view.runs.values()].flatMap((r) => [r.first - r.t0, r.last - r.t0]).filter(Number.isFinite);
+  if (new Set(xs).size === 1) xs.push(xs[0] - 0.5, xs[0] + 0.5);
   return [[...new Set(xs)].sort((a, b) => a - b)];
 }
 
@@ -167,7 +169,7 @@ export async function timeChart(view, spec) {
     axes: [{ label: "seconds since the first measured step", stroke: "currentColor" }, yAxis(spec.unit)],
     cursor: { sync: { key: view.syncKey } },
     plugins: [stepBands([...view.runs.values()])],
-    hooks: { setScale: [view.zoom.hook] },
+    hooks: { setScale: [view.zoom.hook, (u, key) => key === "x" && box.setAttribute("data-x-range", `${u.scales.x.min},${u.scales.x.max}`)] },
   }, data, box);
   view.zoom.charts.push(chart);
   return box;

@@ -11,11 +11,17 @@ export const channelsOf = (s) => (s.sensors || []).flatMap((sensor) => (sensor.c
 const from = (cs) => (cs.length ? `; from ${cs.map((c) => `${c.name} (${c.sensor}: ${c.source})`).join(", ")}` : "");
 const why = (s, key) => `not measured: ${(s.unavailable || {})[key] || "no value in the report"}`;
 
-// The process's own peak memory: the highest peak of its memory channels (VmHWM, VmRSS).
-export function processPeak(s) {
+// Which steps a header number is over.
+const overSteps = (s) => `over the ${s.steps_measured ?? 0} measured steps (the ${s.warmup_steps ?? 0} warm-up steps left out)`;
+
+// The process's own peak memory: the highest peak of its memory channels (VmHWM, VmRSS) as
+// [value, hover text], or why there is none (no such channel; no step ran; none read a value).
+function processPeak(s) {
   const channels = channelsOf(s).filter((c) => c.kind === "memory" && c.device === "process");
   const peaks = channels.map((c) => ((s.channels || {})[c.name] || {}).peak).filter((v) => v != null);
-  return peaks.length ? { gib: Math.max(...peaks) / GIB, channels } : null;
+  if (peaks.length) return [fmt(Math.max(...peaks) / GIB, "GiB"), `highest resident memory of the training process (its peak RSS) ${overSteps(s)}${from(channels)}`];
+  if (!channels.length) return [NOT_MEASURED, "not measured: no memory channel of the process"];
+  return [NOT_MEASURED, s.steps_measured === 0 ? why(s, "step_time_s") : `not measured: no valid reading of ${channels.map((c) => c.name).join(", ")}`];
 }
 
 // The run's status as the server found it ("running" only while its process is alive; "ended without a
@@ -33,7 +39,6 @@ export const isFailed = (s) => s.success === false || s.status === "unreadable";
 function explained(s) {
   const cs = channelsOf(s);
   const n = s.steps_measured ?? 0;
-  const overSteps = `over the ${n} measured steps (the ${s.warmup_steps ?? 0} warm-up steps left out)`;
   const done = s.energy_steps_complete || {};
   const energySteps = `over the ${done.complete ?? n} measured steps with complete energy` +
     (done.complete != null && done.complete < n ? ` (of ${n}; the others had a hole in their samples)` : "");
@@ -41,7 +46,6 @@ function explained(s) {
   const totals = rails.filter((c) => c.group === "total");
   const rail = totals.length ? `total rail ${totals.map((c) => c.name).join(", ")}` : `the sum of the rails ${rails.map((c) => c.name).join(", ")}`;
   const util = (device) => cs.filter((c) => c.kind === "util" && c.device === device && c.core == null);
-  const proc = processPeak(s);
   const clusters = Object.entries(s.cpu_util_per_cluster || {});
   const steps = s.step_time_s || {};
   const sampling = s.sampling || {};
@@ -57,21 +61,23 @@ function explained(s) {
     ["mean power", fmt(s.power_avg, "W"), measured(s.power_avg, "power", `mean power: ${rail} ${energySteps} (their energy over their time)${from(totals.length ? totals : rails)}`)],
     ["J/sample", fmt(s.energy_per_sample_j, "J"), measured(s.energy_per_sample_j, "energy_per_sample_j", `energy per sample: the energy total over the samples (batch size ${s.batch_size} × batches) of the steps with complete energy, ${rail}`)],
     ["samples/s", fmt(s.samples_per_s), measured(s.samples_per_s, "samples_per_s", `samples per second: batch size ${s.batch_size} × the batches of the ${n} measured steps, over their summed step time`)],
-    ["peak memory (system)", fmt(s.mem_peak_gb, "GiB"), measured(s.mem_peak_gb, "mem_peak_gb", `highest system RAM in use (MemTotal - MemAvailable; on a Jetson, CPU and GPU memory together) ${overSteps}${from(cs.filter((c) => c.kind === "memory" && c.device === "board"))}`)],
-    ["peak memory (process)", proc ? fmt(proc.gib, "GiB") : NOT_MEASURED, proc ? `highest resident memory of the training process (its peak RSS) ${overSteps}${from(proc.channels)}` : "not measured: no memory channel of the process"],
-    ["GPU peak (allocator)", fmt(s.gpu_mem_peak_gb, "GiB"), measured(s.gpu_mem_peak_gb, "gpu_mem_peak_gb", `highest GPU memory held by the framework's allocator for tensors (${s.gpu_mem_source}) ${overSteps}; ${s.gpu_mem_peak_cumulative ? "JAX cannot reset its peak: each step's value is the running peak since the process started" : "reset at each step's begin, so each step has its own peak"}; not system RAM, not the device memory NVML shows`)],
-    ["GPU memory in use (device)", fmt(s.gpu_device_mem_peak_gb, "GiB"), measured(s.gpu_device_mem_peak_gb, "gpu_device_mem_peak_gb", `highest GPU memory in use by NVML (every process's, the allocator's cache included) ${overSteps}${from(cs.filter((c) => c.kind === "memory" && c.device === "gpu"))}`)],
-    ["GPU util", fmt(s.gpu_util_avg, "%"), measured(s.gpu_util_avg, "gpu_util", `mean GPU utilization ${overSteps}${from(util("gpu"))}`)],
-    ["CPU util", fmt(s.cpu_util_avg, "%"), measured(s.cpu_util_avg, "cpu_util", `mean CPU utilization of all cores ${overSteps}${from(util("cpu"))}`)],
-    ["CPU util (process)", fmt(s.process_cpu_util_avg, "%"), measured(s.process_cpu_util_avg, "process_cpu_util_avg", `mean CPU of the training process itself (all its threads, its child processes apart) as a share of all cores ${overSteps}; CPU util above is every process's`)],
+    ["peak memory (system)", fmt(s.mem_peak_gb, "GiB"), measured(s.mem_peak_gb, "mem_peak_gb", `highest system RAM in use (MemTotal - MemAvailable; on a Jetson, CPU and GPU memory together) ${overSteps(s)}${from(cs.filter((c) => c.kind === "memory" && c.device === "board"))}`)],
+    ["peak memory (process)", ...processPeak(s)],
+    ["GPU peak (allocator)", fmt(s.gpu_mem_peak_gb, "GiB"), measured(s.gpu_mem_peak_gb, "gpu_mem_peak_gb", `highest GPU memory held by the framework's allocator for tensors (${s.gpu_mem_source}) ${overSteps(s)}; ${s.gpu_mem_peak_cumulative ? "JAX cannot reset its peak: each step's value is the running peak since the process started" : "reset at each step's begin, so each step has its own peak"}; not system RAM, not the device memory NVML shows`)],
+    ["GPU memory in use (device)", fmt(s.gpu_device_mem_peak_gb, "GiB"), measured(s.gpu_device_mem_peak_gb, "gpu_device_mem_peak_gb", `highest GPU memory in use by NVML (every process's, the allocator's cache included) ${overSteps(s)}${from(cs.filter((c) => c.kind === "memory" && c.device === "gpu"))}`)],
+    ["GPU util", fmt(s.gpu_util_avg, "%"), measured(s.gpu_util_avg, "gpu_util", `mean GPU utilization ${overSteps(s)}${from(util("gpu"))}`)],
+    ["CPU util", fmt(s.cpu_util_avg, "%"), measured(s.cpu_util_avg, "cpu_util", `mean CPU utilization of all cores ${overSteps(s)}${from(util("cpu"))}`)],
+    ["CPU util (process)", fmt(s.process_cpu_util_avg, "%"), measured(s.process_cpu_util_avg, "process_cpu_util_avg", `mean CPU of the training process itself (all its threads, its child processes apart) as a share of all cores ${overSteps(s)}; CPU util above is every process's`)],
     machineItem(s),
     ["CPU clusters", clusters.map(([k, v]) => `${k} ${fmt(v, "%")}`).join(", ") || NOT_MEASURED,
-      clusters.length ? `mean utilization of each cluster's cores (the mean of its cores' means) ${overSteps}${from(cs.filter((c) => c.kind === "util" && c.core != null))}` : why(s, "cpu_util")],
+      clusters.length ? `mean utilization of each cluster's cores (the mean of its cores' means) ${overSteps(s)}${from(cs.filter((c) => c.kind === "util" && c.core != null))}` : why(s, "cpu_util")],
     ["between steps (input, callbacks)", s.between_steps_fraction == null ? NOT_MEASURED : fmt(s.between_steps_fraction * 100, "% of the time"),
-      `time between one step's end and the next one's begin (input pipeline, callbacks, Python) as a share of that time plus the steps' own, ${overSteps}`],
+      s.between_steps_fraction == null && s.steps_measured === 0 ? why(s, "step_time_s")
+        : `time between one step's end and the next one's begin (input pipeline, callbacks, Python) as a share of that time plus the steps' own, ${overSteps(s)}`],
     ["step time", steps.mean != null ? `${fmt(steps.mean * 1e3, "ms")} mean, ${fmt(steps.p99 * 1e3, "ms")} p99` : NOT_MEASURED,
-      steps.mean != null ? `each step's window, on_train_batch_begin to on_train_batch_end on time.monotonic: mean and 99th percentile ${overSteps}; median ${fmt(steps.p50 * 1e3, "ms")}` : why(s, "step_time_s")],
-    ["sampling", sampling.achieved_hz ? `${fmt(sampling.achieved_hz, "Hz")} of ${fmt(sampling.row_hz ?? sampling.requested_hz, "Hz")}${sampling.row_hz && sampling.row_hz < sampling.requested_hz ? ` (on a ${fmt(sampling.requested_hz, "Hz")} grid, woken only when a sensor is due)` : ""}, p99 interval error ${fmt(sampling.interval_error_p99_ms, "ms")}, ${sampling.gaps} gaps` : NOT_MEASURED,
+      steps.mean != null ? `each step's window, on_train_batch_begin to on_train_batch_end on time.monotonic: mean and 99th percentile ${overSteps(s)}; median ${fmt(steps.p50 * 1e3, "ms")}` : why(s, "step_time_s")],
+    ["sampling", sampling.achieved_hz ? `${fmt(sampling.achieved_hz, "Hz")} of ${fmt(sampling.row_hz ?? sampling.requested_hz, "Hz")}${sampling.row_hz && sampling.row_hz < sampling.requested_hz ? ` (on a ${fmt(sampling.requested_hz, "Hz")} grid, woken only when a sensor is due)` : ""}, p99 interval error ${fmt(sampling.interval_error_p99_ms, "ms")}, ${sampling.gaps} gaps`
+      : sampling.samples != null ? `${sampling.samples} row${sampling.samples === 1 ? "" : "s"}: too few for a rate` : NOT_MEASURED,
       `the sampler (${sampling.mode || "?"}${sampling.realtime ? ", real-time priority" : ""}) over the whole run: rows per second achieved of requested, 99th percentile of |interval - period|, intervals longer than 2 periods; ${sampling.samples ?? "?"} samples, ${sampling.dropped ?? "?"} dropped`],
   ];
 }

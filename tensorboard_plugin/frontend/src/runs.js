@@ -19,7 +19,7 @@ function cellText(v) {
   return v === null || v === undefined ? NOT_MEASURED : String(v);
 }
 
-// columns: [{title, get(row) -> value, text?(value) -> string}]; rows shown in
+// columns: [{title, get(row) -> value, text?(value, row) -> string}]; rows shown in
 // their order until a header is clicked; `limit` rows first, with a "show all".
 export function sortableTable(columns, rows, { attrs = {}, sortKey = null, limit = Infinity, rowClass = () => "" } = {}) {
   let key = sortKey;
@@ -47,7 +47,7 @@ export function sortableTable(columns, rows, { attrs = {}, sortKey = null, limit
         onclick: () => { ascending = i === key ? !ascending : true; key = i; draw(); },
       }))),
       ...shown.map((row) => el("tr", { class: rowClass(row) },
-        ...columns.map((c) => el("td", { text: (c.text || cellText)(c.get(row)) })))),
+        ...columns.map((c) => el("td", { text: (c.text || cellText)(c.get(row), row) })))),
     );
     if (shown.length < all.length) {
       table.append(el("tr", { class: "more" }, el("td", { colspan: String(columns.length) },
@@ -62,17 +62,22 @@ export function energyPerStep(summary) {
   return summary.energy_total != null && summary.steps_measured ? summary.energy_total / summary.steps_measured : null;
 }
 
+// A measured column's cell: its value, or where the run has none, "no step measured" if that is why (its
+// report's reason under `key` is "no step ran"), else not measured on this device.
+const measured = (key) => (v, r) => (v == null && String((r.summary.unavailable || {})[key]).startsWith("no step ran")
+  ? "no step measured" : cellText(v));
+
 const COLUMNS = [
   ["run", (r) => r.run],
   ["model", (r) => r.summary.model ?? ""],
   ["batch size", (r) => r.summary.batch_size ?? null, (v) => (v == null ? "not given" : String(v))], // an input, not a measurement
   ["status", (r) => statusText(r.summary)],
-  ["energy/step (J)", (r) => energyPerStep(r.summary)],
-  ["J/sample", (r) => r.summary.energy_per_sample_j ?? null],
-  ["samples/s", (r) => r.summary.samples_per_s ?? null],
-  ["mean power (W)", (r) => r.summary.power_avg ?? null],
-  ["peak memory (GiB)", (r) => r.summary.mem_peak_gb ?? null],
-  ["GPU util (%)", (r) => r.summary.gpu_util_avg ?? null],
+  ["energy/step (J)", (r) => energyPerStep(r.summary), measured("energy")],
+  ["J/sample", (r) => r.summary.energy_per_sample_j ?? null, measured("energy_per_sample_j")],
+  ["samples/s", (r) => r.summary.samples_per_s ?? null, measured("samples_per_s")],
+  ["mean power (W)", (r) => r.summary.power_avg ?? null, measured("power")],
+  ["peak memory (GiB)", (r) => r.summary.mem_peak_gb ?? null, measured("mem_peak_gb")],
+  ["GPU util (%)", (r) => r.summary.gpu_util_avg ?? null, measured("gpu_util")],
 ].map(([title, get, text]) => ({ title, get, text }));
 
 export function runTable(runs) {

@@ -10,7 +10,6 @@ cores in /proc/cpuinfo (online ones only) and their device-tree nodes.
 from __future__ import annotations
 
 import signal
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -226,15 +225,10 @@ SLOW_FIXTURES = {"boards_sweep", "fleet", "first_sweep", "cpu_sweep", "replay_sw
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that uses the ``browser`` fixture is a browser test, and one that uses a fixture of
-    ``SLOW_FIXTURES`` a slow test (``make test-fast`` leaves both out).
-
-    The files with the most slow tests run first (a stable sort, so every worker collects the same order):
-    the workers take files in this order, and a file of several minutes taken last would run alone at the end."""
+    ``SLOW_FIXTURES`` a slow test (``make test-fast`` leaves both out)."""
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if "browser" in fixtures:
             item.add_marker(pytest.mark.browser)
         if fixtures & SLOW_FIXTURES:
             item.add_marker(pytest.mark.slow)
-    slow_in_file = Counter(item.path for item in items if item.get_closest_marker("slow") or "browser" in item.keywords)
-    items.sort(key=lambda item: -slow_in_file[item.path])

@@ -157,3 +157,8 @@ def test_a_model_with_named_inputs_takes_its_turns_too():
     result = interleaved.measure("nmt", [1, 2], None, precision=0.5, min_rounds=3, max_s=30.0, max_steps=8)
     assert [r["batch_size"] for r in result["rows"]] == [1, 2]
     assert all(r["step_time_s_mean"] > 0 for r in result["rows"])
+
+
+def test_fewer_than_three_rounds_is_refused_before_anything_is_measured():
+    with pytest.raises(ValueError, match="min_rounds must be at least 3"):
+        interleaved.measure("dqn", [1, 2], None, precision=0.1, min_rounds=2, max_s=60.0)

@@ -103,11 +103,26 @@ def measure(
     max_s: float,
     max_steps: int | None = None,
 ) -> dict:
-    """The rows of ``grid`` measured in rounds (see the module docstring), the ``drift`` of the machine's speed
-    over them and the ``seconds`` they took. Rounds stop once every size is within ``precision``, or each size
-    short of it has run ``max_steps`` steps, or after ``max_s``."""
+    """Measures the sizes of ``grid`` in rounds (see the module docstring) until each is precise or out of steps.
+
+    Args:
+        model, input_size: The zoo's model and its input size (None: the model's default).
+        grid: The batch sizes.
+        precision: The 95% interval's relative half-width at which a size's mean is known.
+        min_rounds: Rounds run whatever the precision (the first is left out of the means: at least 3).
+        max_s, max_steps: Rounds stop after ``max_s`` seconds, or once each size short of ``precision`` has run
+            ``max_steps`` steps (None: no cap).
+
+    Returns:
+        {"rows": one row per size (``_row``), "drift": ``round_drift`` of the rounds, "seconds": their time}.
+
+    Raises:
+        ValueError: ``min_rounds`` under 3.
+    """
     from tf_mobileperf.steps.precision import ci95, relative_half_width
 
+    if min_rounds < 3:  # round 1 is dropped, and a mean's interval needs two more
+        raise ValueError(f"min_rounds must be at least 3 (two rounds after the first), got {min_rounds}")
     sizes = Sizes(model, grid, input_size)
     means: dict[int, list[float]] = {b: [] for b in grid}
     steps = dict.fromkeys(grid, 0)
@@ -129,25 +144,28 @@ def measure(
         rounds += 1
         if rounds == 2:  # the first rounds were partly warm-up of their own: re-size the chunks on real steps
             sizes.per_round = {b: max(2, math.ceil(CHUNK_S / means[b][-1])) for b in grid}
-    rows = []
-    for b in grid:
-        interval = ci95(means[b][1:])  # round 1 dropped: caches and allocators still settling
-        if interval is None:
-            raise ValueError(f"min_rounds must be at least 3 (two rounds after the first), got {min_rounds}")
-        mean, low, high = interval
-        rows.append(
-            {
-                "batch_size": b,
-                "success": True,
-                "step_time_s_mean": mean,
-                "step_time_s_ci95": [low, high],
-                "step_time_precision_reached": relative_half_width(mean, low, high) <= precision,
-                "rounds": len(means[b]) - 1,
-                "steps_per_round": sizes.per_round[b],
-                "steps_measured": steps[b],
-            }
-        )
+    rows = [_row(b, means[b], steps[b], sizes.per_round[b], precision) for b in grid]
     return {"rows": rows, "drift": round_drift(means), "seconds": round(time.monotonic() - started, 1)}
+
+
+def _row(batch_size: int, means: list[float], steps: int, per_round: int, precision: float) -> dict:
+    """A size's row: the mean of its rounds' step times (round 1 dropped: caches and allocators still settling)
+    with its 95% interval, whether that reached ``precision``, and its rounds and steps."""
+    from tf_mobileperf.steps.precision import ci95, relative_half_width
+
+    interval = ci95(means[1:])
+    assert interval is not None, "measure runs at least 3 rounds"
+    mean, low, high = interval
+    return {
+        "batch_size": batch_size,
+        "success": True,
+        "step_time_s_mean": mean,
+        "step_time_s_ci95": [low, high],
+        "step_time_precision_reached": relative_half_width(mean, low, high) <= precision,
+        "rounds": len(means) - 1,
+        "steps_per_round": per_round,
+        "steps_measured": steps,
+    }
 
 
 def round_drift(means: dict[int, list[float]]) -> float | None:

@@ -40,8 +40,7 @@ log = logging.getLogger(__name__)
 #: How a sampler process may be started (``Sampler(start=...)``).
 STARTS = ("auto", "spawn", "fork")
 
-#: How long ``wait_for_first_row`` waits by default: a sampler process's first row comes 0.17 s after start()
-#: on a 2-core x86 VM (``child``), but can take seconds on a loaded Jetson; it returns as soon as it is there.
+#: How long ``wait_for_first_row`` waits by default; it returns as soon as the first row is there.
 FIRST_ROW_TIMEOUT_S = 10.0
 
 
@@ -206,8 +205,11 @@ class Sampler:
             return True
 
     def wait_for_first_row(self, timeout_s: float = FIRST_ROW_TIMEOUT_S) -> bool:
-        """Blocks until the first row since ``start()`` is written (a started process takes a moment:
-        about 0.17 s, seconds on a loaded board; a forked one 10-25 ms)."""
+        """Whether the first row since ``start()`` came: blocks until it does, the process dies or time is up.
+
+        Args:
+            timeout_s: Seconds at most (a started process takes ~0.17 s, seconds on a loaded board; a fork 10-25 ms).
+        """
         deadline = time.monotonic() + timeout_s
         while self._shared.count() == self._rows_at_start and time.monotonic() < deadline:
             if not self.running and not self._forked_after_load_failure():

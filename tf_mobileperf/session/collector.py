@@ -46,9 +46,7 @@ SETTLE_MAX_S = 1.0
 
 
 class Collector:
-    """The steps from their window to their report, and the thread that joins them to the samples.
-
-    ``lock`` guards the open, pending and kept steps (an RLock: a signal handler in the main thread may re-enter it)."""
+    """The steps from their window to their report, and the thread that joins them to the samples."""
 
     def __init__(self, sampler: Sampler | None, options: MonitorOptions, slowest_s: float, guard: Guard):
         self.channels = sampler.channels if sampler else []
@@ -61,7 +59,7 @@ class Collector:
         self.last_end: float | None = None  # when the last step closed
         self.open: StepRecord | None = None
         self.idle = IdleBaseline.not_measured(options)  # measured by start()
-        self.lock = threading.RLock()
+        self.lock = threading.RLock()  # the open, pending and kept steps' (a signal handler may re-enter it)
         self._options = options
         self._slowest_s = slowest_s
         self._guard = guard
@@ -84,17 +82,13 @@ class Collector:
         assert self._writers is not None, "the collector is not started"
         return self._writers
 
-    # -- steps ---------------------------------------------------------------
     def next_step(self, start_s: float, traced: bool = False, after_gap: bool = True) -> StepRecord:
-        """The record of the next step (index ``count``), not yet begun or counted.
+        """A new record of the next step (index ``count``), its end NaN, not yet begun or counted.
 
         Args:
             start_s: When it begins, seconds on the steps' clock.
             traced: The profiler traces it.
             after_gap: With the time since the last step's end (``gap_before_s``); False or no step yet: None.
-
-        Returns:
-            A new record, its end NaN and ``warmup`` set by its index.
         """
         index, last_end = self.count, self.last_end
         gap = start_s - last_end if after_gap and last_end is not None else None
@@ -108,6 +102,11 @@ class Collector:
         )
 
     def begin_step(self, step: StepRecord) -> None:
+        """Makes ``step`` the open step: its window has begun.
+
+        Args:
+            step: ``next_step``'s record, its ``start_s`` set.
+        """
         with self.lock:
             self.open = step
 

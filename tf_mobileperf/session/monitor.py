@@ -113,7 +113,6 @@ class PerfMonitor:
         """Where it writes: the logdir asked for, or from ``begin()`` on the one claimed (``<logdir>/run-N``)."""
         return self.layout.logdir
 
-    # -- session -----------------------------------------------------------
     @property
     def started(self) -> bool:
         """True between ``begin()`` and ``end()``."""
@@ -199,7 +198,6 @@ class PerfMonitor:
         self.note_failure(self.next_step, reason)
         self.end()
 
-    # -- steps -------------------------------------------------------------
     @property
     def next_step(self) -> int:
         return self.collector.count + (self.collector.open is not None)
@@ -257,8 +255,11 @@ class PerfMonitor:
         self._close_step(step, failed=True)
 
     def note_failure(self, step: int, reason: str) -> None:
-        """Records that the run failed at ``step`` (``success: false``) without closing a step:
-        a loss that turned NaN, a fit that ended by an error outside its steps."""
+        """Records that the run failed (``success: false``) without closing a step (a NaN loss, an error outside steps).
+
+        Args:
+            step, reason: The step it failed at and why; a later failure is not recorded.
+        """
         if self._failure is None:
             self._failure = (step, reason)
             log.warning("mobileperf: training failed at step %d: %s", step, reason.splitlines()[0] if reason else "")
@@ -285,7 +286,6 @@ class PerfMonitor:
     def _sampler_pid(self) -> int | None:
         return self.sampler.pid if self.sampler else None
 
-    # -- collection ----------------------------------------------------------
     def flush(self) -> None:
         """Drains the sampler, joins the steps it covers and writes them now (the collector thread
         does this every ``flush_s``; a simulation on its own clock calls it itself)."""

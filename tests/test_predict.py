@@ -8,7 +8,7 @@ import pytest
 
 from tf_mobileperf.analysis.predict import Line, largest_fitting_batch, predict
 from tf_mobileperf.analysis.step_model import precision_reached
-from tf_mobileperf.format.reader import read_steps
+from tf_mobileperf.format.steps_csv import read_steps
 from tf_mobileperf.sweep import launch
 from tf_mobileperf.sweep.config import SweepConfig
 from tf_mobileperf.sweep.runner import sweep

@@ -11,7 +11,7 @@ import pytest
 
 from tf_mobileperf.cli.parser import main
 from tf_mobileperf.format import finite_json
-from tf_mobileperf.format.reader import read_steps_counted
+from tf_mobileperf.format.steps_csv import read_steps_counted
 from tf_mobileperf.sweep.results import SweepError, read_rows
 
 ROW = '{"model": "cnn", "batch_size": 1, "success": true, "step_time_s_mean": %s}'

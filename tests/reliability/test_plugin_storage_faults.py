@@ -19,7 +19,8 @@ from tensorboard.summary.writer.event_file_writer import EventFileWriter
 from tensorboard.util import tensor_util
 
 from tf_mobileperf.format import names
-from tf_mobileperf.format.reader import MAX_JSON_BYTES, read_steps, read_steps_counted
+from tf_mobileperf.format.reader import MAX_JSON_BYTES
+from tf_mobileperf.format.steps_csv import read_steps, read_steps_counted
 from tf_mobileperf.format.summary import create_summary_metadata
 from tf_mobileperf.output.files import StepsCsv, write_json
 from tf_mobileperf.session.cluster import combine

@@ -35,8 +35,9 @@ import time
 from pathlib import Path
 
 from tf_mobileperf.format.layout import RunLayout
-from tf_mobileperf.format.reader import read_report, read_steps
+from tf_mobileperf.format.reader import read_report
 from tf_mobileperf.format.schema import COMBINED
+from tf_mobileperf.format.steps_csv import read_steps
 from tf_mobileperf.format.writer import write_report
 from tf_mobileperf.output.files import StepProgress
 

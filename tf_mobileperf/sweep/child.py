@@ -149,7 +149,7 @@ def _precision(logdir: Path, precision: float) -> dict:
     """The 95% interval of the mean step time of the run's measured steps (steps.csv), and whether it is within
     ``precision``."""
     from tf_mobileperf.analysis.step_model import ci95
-    from tf_mobileperf.format.reader import read_steps
+    from tf_mobileperf.format.steps_csv import read_steps
 
     durations = [s["duration_s"] for s in read_steps(logdir) if not (s["warmup"] or s["failed"])]
     interval = ci95(durations)

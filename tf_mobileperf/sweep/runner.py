@@ -41,8 +41,9 @@ from tqdm import tqdm
 from tqdm.contrib.logging import logging_redirect_tqdm
 
 from tf_mobileperf.format.layout import RunLayout
-from tf_mobileperf.format.reader import read_steps, read_sweep_summary
+from tf_mobileperf.format.reader import read_sweep_summary
 from tf_mobileperf.format.schema import ENVELOPE
+from tf_mobileperf.format.steps_csv import read_steps
 from tf_mobileperf.output.files import StepProgress
 from tf_mobileperf.sensors.board import identify
 from tf_mobileperf.sweep import launch, power_modes

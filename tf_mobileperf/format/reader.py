@@ -143,14 +143,26 @@ def read_report(directory: str | Path, logdir: Path | None = None) -> dict | Non
 
 
 def read_combined(logdir: str | Path) -> dict | None:
-    """The ``combined.json`` of a multi-worker ``logdir`` (``session.cluster``), upgraded and checked as
-    ``read_report``; None if there is none."""
+    """The ``combined.json`` of a multi-worker run (``session.cluster``), upgraded and checked as ``read_report``.
+
+    Args:
+        logdir: The chief's logdir.
+
+    Returns:
+        The combined report; None if there is none.
+    """
     return _read_report(RunLayout(Path(logdir)).combined, None, (schema.COMBINED,))
 
 
 def read_sweep_summary(logdir: str | Path) -> dict | None:
-    """The ``summary.json`` a sweep child wrote into the logdir it measured into, upgraded and checked as
-    ``read_report``; None if there is none."""
+    """The ``summary.json`` a sweep child wrote, upgraded and checked as ``read_report``.
+
+    Args:
+        logdir: The logdir the child measured into.
+
+    Returns:
+        The summary; None if there is none.
+    """
     return _read_report(RunLayout(Path(logdir)).sweep_summary, None, (schema.SWEEP_SUMMARY,))
 
 

@@ -7,7 +7,8 @@ its sensor's own period); ``fake`` (the ``Sampler``, mode="process", with its
 C tick loop, on six INA3221 hwmon rails of a fake sysfs tree, two files each
 as with JetPack 5-7, plus ``CpuSensor`` and ``MemorySensor`` on the real
 /proc); ``fake_python`` (the same with the Python tick loop,
-MOBILEPERF_NATIVE=0); ``own`` (the ``Sampler`` on ``detect()``). For each: the sampling process's CPU
+MOBILEPERF_NATIVE=0); ``own`` (the ``Sampler`` on ``detect()``) and ``own_floor`` (``floor.c`` doing
+``own``'s reads at their rates, the floor ``own`` is held to). For each: the sampling process's CPU
 per second of wall time (all threads, /proc/<pid>/task/*/schedstat;
 utime+stime too), wake-ups per second (voluntary context switches), achieved
 rate and p99 interval error. Then ``perf_counter_ns`` around each step of
@@ -50,7 +51,9 @@ RAILS = {
     "1-0040/hwmon/hwmon1": ["VDD_IN", "VDD_SYS_GPU", "VDD_SYS_CPU"],
     "1-0041/hwmon/hwmon2": ["VDD_SYS_SOC", "VDD_SYS_DDR", "VDD_4V0_WIFI"],
 }
-VARIANTS = ("floor", "fake", "fake_python", "own")
+VARIANTS = ("floor", "fake", "fake_python", "own_floor", "own")
+#: The floor each variant is held to (``cpu_ratio_to_floor``): the C loop doing the same reads.
+FLOOR_OF = {"fake": "floor", "fake_python": "floor", "floor": "floor", "own": "own_floor", "own_floor": "own_floor"}
 
 
 def fake_rails(root: Path) -> Path:
@@ -234,9 +237,9 @@ def one_round(variants: dict, binary: Path | None, args: argparse.Namespace, shi
     order = VARIANTS[shift % len(VARIANTS) :] + VARIANTS[: shift % len(VARIANTS)]
     for period_ms in args.periods:
         period_s = period_ms / 1e3
-        for name in (n for n in order if n != "floor" or binary is not None):
-            sensors = variants["own" if name == "own" else "fake"]
-            if name == "floor":
+        for name in (n for n in order if n not in FLOOR_OF.values() or binary is not None):
+            sensors = variants["own" if name.startswith("own") else "fake"]
+            if name in FLOOR_OF.values():
                 result = run_floor(
                     binary, floor_specs(sensors, period_s), period_s, args.warmup, args.seconds, args.fifo
                 )
@@ -259,21 +262,21 @@ KEYS = ("cpu_pct", "cpu_pct_utime_stime", "wakeups_per_s", "due_per_s", "achieve
 
 
 def summarize(results: list[dict], periods: list[float], breakdowns: dict) -> list[dict]:
-    """Median over rounds of each figure per (variant, period), the CPU ratio to the floor, and the
-    CPU per tick outside the loop's work (the wake-up, the sleep, the rest): the floor's own count
-    of its work, the sampler's from the in-process breakdown."""
+    """Median over rounds of each figure per (variant, period), the CPU ratio to its floor (``FLOOR_OF``), and
+    the CPU per tick outside the loop's work (the wake-up, the sleep, the rest): a floor's own count of its
+    work, the sampler's from the in-process breakdown."""
     summary = []
     for period_ms in periods:
-        floor = [r["cpu_pct"] for r in results if r["variant"] == "floor" and r["period_ms"] == period_ms]
-        floor_cpu = float(np.median(floor)) if floor else None
         for name in VARIANTS:
+            floor = [r["cpu_pct"] for r in results if r["variant"] == FLOOR_OF[name] and r["period_ms"] == period_ms]
+            floor_cpu = float(np.median(floor)) if floor else None
             runs = [r for r in results if r["variant"] == name and r["period_ms"] == period_ms]
             if runs:
                 row = {"variant": name, "period_ms": period_ms, "rounds": len(runs)}
                 row |= {key: float(np.median([r[key] for r in runs])) for key in KEYS}
                 row["cpu_pct_range"] = [min(r["cpu_pct"] for r in runs), max(r["cpu_pct"] for r in runs)]
                 row["cpu_ratio_to_floor"] = row["cpu_pct"] / floor_cpu if floor_cpu else None
-                if name == "floor":
+                if name in FLOOR_OF.values():
                     row["loop_us_per_tick"] = float(np.median([r["work_us_per_tick"] for r in runs]))
                 elif name == "fake_python":  # the C loop's own work is not timed apart from its wake-up
                     row["loop_us_per_tick"] = breakdowns[f"fake at {period_ms:g} ms"]["total_us_per_tick_mean"]
@@ -293,14 +296,14 @@ def _or_dash(value: float | None) -> str:
 def table_lines(summary: list[dict]) -> list[str]:
     """The table of ``summary`` (a results file's), as printed and as docs/benchmarks.md quotes it."""
     lines = [
-        f"{'variant':<7} {'period':>6} {'cpu %':>7} {'range':>13} {'x floor':>8} {'us/row':>7} {'loop us':>8} "
+        f"{'variant':<9} {'period':>6} {'cpu %':>7} {'range':>13} {'x floor':>8} {'us/row':>7} {'loop us':>8} "
         f"{'rest us':>8} {'wake/s':>7} {'due/s':>6} {'Hz':>7} {'p99 ms':>7}"
     ]
     for r in summary:
         ratio = f"{r['cpu_ratio_to_floor']:.2f}" if r["cpu_ratio_to_floor"] else "-"
         span = f"{r['cpu_pct_range'][0]:.2f}-{r['cpu_pct_range'][1]:.2f}"
         lines.append(
-            f"{r['variant']:<7} {r['period_ms']:>4g}ms {r['cpu_pct']:>7.2f} {span:>13} {ratio:>8} "
+            f"{r['variant']:<9} {r['period_ms']:>4g}ms {r['cpu_pct']:>7.2f} {span:>13} {ratio:>8} "
             f"{r['cpu_us_per_row']:>7.1f} {_or_dash(r['loop_us_per_tick'])} {_or_dash(r['outside_loop_us_per_tick'])} "
             f"{r['wakeups_per_s']:>7.0f} {r['due_per_s']:>6.0f} {r['achieved_hz']:>7.1f} {r['err_p99_ms']:>7.3f}"
         )
@@ -338,7 +341,7 @@ def main() -> None:
             for name in ("fake",)
             for p in args.periods
         }
-        specs = {f"{p:g} ms": floor_specs(variants["fake"], p / 1e3) for p in args.periods}
+        specs = {f"{n} at {p:g} ms": floor_specs(variants[n], p / 1e3) for n in ("fake", "own") for p in args.periods}
     summary = summarize(results, args.periods, breakdowns)
     print_table(summary, breakdowns)
     save(

@@ -5,7 +5,8 @@
  * on an absolute CLOCK_MONOTONIC grid and, on each tick, reads every file
  * that is due with pread into a fixed buffer, parses its numbers and writes a
  * row (time, one value per file) into a ring.  A file is due every N ticks
- * (N from the sensor's own period), as in the sampler.
+ * (N from the sensor's own period), and it wakes only on ticks where a file is
+ * due, as the sampler does.
  *
  *   floor PERIOD_NS SECONDS TIMES_OUT FIFO EVERY:KIND:PATH...
  *
@@ -27,6 +28,13 @@
 #define BUF 65536
 
 struct file { int fd; long every; int sum; };
+
+/* Whether any file is due on this tick. */
+static int due(const struct file *files, int nfiles, long long tick) {
+    for (int i = 0; i < nfiles; i++)
+        if (tick % files[i].every == 0) return 1;
+    return 0;
+}
 
 static double parse(const char *buf, ssize_t n, int sum) {
     double total = 0.0;
@@ -74,7 +82,7 @@ int main(int argc, char **argv) {
     long long rows = 0, work = 0;
     struct timespec next, now, done;
     clock_gettime(CLOCK_MONOTONIC, &next);
-    for (long long tick = 0; rows < ticks; ) {
+    for (long long tick = 0; tick < ticks; ) {
         clock_gettime(CLOCK_MONOTONIC, &now);
         double *row = ring + rows * width;
         row[0] = ns(&now) * 1e-9;
@@ -92,6 +100,10 @@ int main(int argc, char **argv) {
         long long skip = late >= 0 ? late / period + 1 : 0;  /* overran: stay on the grid */
         tick += 1 + skip;
         t += skip * period;
+        while (!due(files, nfiles, tick)) {  /* nothing to read: sleep on to the next tick with a file due */
+            tick++;
+            t += period;
+        }
         next.tv_sec = t / 1000000000LL;
         next.tv_nsec = t % 1000000000LL;
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) != 0) {}

@@ -37,7 +37,7 @@ from tf_mobileperf.sampling.loop import SamplingLoop
 from tf_mobileperf.sampling.offload import read_sensor
 from tf_mobileperf.sampling.ring import EPOCH, SharedRing
 from tf_mobileperf.sampling.sampler import Sampler
-from tf_mobileperf.sampling.schedule import every_ticks
+from tf_mobileperf.sampling.schedule import every_ticks, grid_periods, plan
 from tf_mobileperf.sensors import detect
 from tf_mobileperf.sensors.base import Sensor
 from tf_mobileperf.sensors.ina3221 import Ina3221HwmonSensor
@@ -74,10 +74,12 @@ def sensor_files(sensor: Sensor) -> list[str]:
 
 
 def floor_specs(sensors: list[Sensor], period_s: float) -> list[str]:
-    """The C loop's EVERY:KIND:PATH arguments: every file the sensors read, at their own rate."""
+    """The C loop's EVERY:KIND:PATH arguments: every file the sensors read, on the ticks the sampler reads it
+    (``schedule.plan``: a slower sensor's reads on the fastest one's wake-ups)."""
+    every, _ = plan(grid_periods(sensors), period_s)
     return [
-        f"{every_ticks(sensor.min_period_s, period_s)}:{'sum' if path.startswith('/proc/') else 'num'}:{path}"
-        for sensor in sensors
+        f"{every[i]}:{'sum' if path.startswith('/proc/') else 'num'}:{path}"
+        for i, sensor in enumerate(sensors)
         for path in sensor_files(sensor)
     ]
 

@@ -141,14 +141,19 @@ def figures(first: dict, last: dict, t: np.ndarray, period_s: float) -> dict:
     }
 
 
-def run_floor(binary: Path, specs: list[str], period_s: float, warmup_s: float, seconds: float, fifo: bool) -> dict:
+def run_floor(
+    binary: Path, sensors: list[Sensor], period_s: float, warmup_s: float, seconds: float, fifo: bool
+) -> dict:
+    """The floor loop doing ``sensors``' reads on a ``period_s`` grid; its rows' intervals against its wake-up
+    stride (``schedule.plan``), as the sampler's rows are held to its row period."""
+    _, stride = plan(grid_periods(sensors), period_s)
     with tempfile.NamedTemporaryFile(suffix=".f64") as times:
         args = [str(binary), str(int(period_s * 1e9)), str(warmup_s + seconds + 0.5), times.name, str(int(fifo))]
-        child = subprocess.Popen(args + specs, stdout=subprocess.PIPE, text=True)
+        child = subprocess.Popen(args + floor_specs(sensors, period_s), stdout=subprocess.PIPE, text=True)
         first, last = window(child.pid, warmup_s, seconds)
         out, _ = child.communicate(timeout=60)
         t = np.fromfile(times.name, np.float64)
-    result = figures(first, last, t, period_s)
+    result = figures(first, last, t, period_s * stride)
     report = json.loads(out)
     result["work_us_per_tick"] = report["work_ns"] / report["rows"] / 1e3
     return result
@@ -242,9 +247,7 @@ def one_round(variants: dict, binary: Path | None, args: argparse.Namespace, shi
         for name in (n for n in order if n not in FLOOR_OF.values() or binary is not None):
             sensors = variants["own" if name.startswith("own") else "fake"]
             if name in FLOOR_OF.values():
-                result = run_floor(
-                    binary, floor_specs(sensors, period_s), period_s, args.warmup, args.seconds, args.fifo
-                )
+                result = run_floor(binary, sensors, period_s, args.warmup, args.seconds, args.fifo)
             else:
                 result = run_sampler(sensors, period_s, args.warmup, args.seconds, args.fifo, name == "fake_python")
             due_per_s = 1.0 / (

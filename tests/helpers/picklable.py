@@ -76,7 +76,8 @@ class OneChannelFails(Sensor):
 
 
 class Slow(Sensor):
-    """A device call of ``seconds`` (NVML's total energy: about 4 ms); channel "slow_t" is when the read started."""
+    """A device call of ``seconds`` (NVML's total energy: about 4 ms); channel "slow_t" is when the read started,
+    "slow_end" when its wait ended (on a loaded machine the call takes longer than ``seconds``)."""
 
     name = "slow"
     own_thread = True
@@ -84,12 +85,12 @@ class Slow(Sensor):
     def __init__(self, seconds: float, own_thread: bool = True):
         self.seconds = seconds
         self.own_thread = own_thread
-        self.channels = [Channel("slow_t", "state", "test")]
+        self.channels = [Channel("slow_t", "state", "test"), Channel("slow_end", "state", "test")]
 
     def read(self):
         started = time.monotonic()
         time.sleep(self.seconds)
-        return {"slow_t": started}
+        return {"slow_t": started, "slow_end": time.monotonic()}
 
 
 class Stalling(Slow):

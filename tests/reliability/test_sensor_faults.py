@@ -111,8 +111,11 @@ def test_no_power_sensor_reports_the_rest_and_null_power_with_one_log_line(tmp_p
         len(said) == 1 and "rapl (powercap)" in said[0].getMessage() and "`mobileperf sensors`" in said[0].getMessage()
     )
     assert said[0].levelno == logging.INFO  # one info line, as the README says: nothing went wrong
-    # nothing warns, but what this loaded machine did to the step times (a Jetson trains at 100% CPU too)
-    assert [r.getMessage() for r in ours if r.levelno >= logging.WARNING and not about_the_machine(r)] == []
+    # nothing warns, but what this loaded machine did to the step times (a Jetson trains at 100% CPU too) and to the
+    # sampler (a gap in its rows is the sampling section's, tested in test_sampler_isolation)
+    gap = "mobileperf: no valid reading of"
+    warned = [r.getMessage() for r in ours if r.levelno >= logging.WARNING and not about_the_machine(r)]
+    assert [m for m in warned if not m.startswith(gap)] == []
 
 
 def test_sensors_none_still_times_every_step(tmp_path):

@@ -321,12 +321,21 @@ return {lines: [...box.querySelectorAll('.u-legend .u-series')].slice(1).map((s)
 def replays(tmp_path_factory):
     """The replayed boards' runs (REPLAYS) served: (url, {run folder: its report})."""
     logdir = tmp_path_factory.mktemp("replays")
-    logs = {board: replay_log(logdir.parent, board) for board in ("tx2", "orin")}
+    logs = {"tx2": replay_log(logdir.parent, "tx2"), "orin": busy_log(logdir.parent, "orin")}
     for folder, name, size, board in REPLAYS:
         train(logdir / folder, name, [ReplaySensor(logs[board], speed=20)], size)
     reports = {folder: json.loads((logdir / folder / "report.json").read_text()) for folder, *_ in REPLAYS}
     with serving(logdir) as url:
         yield url, reports
+
+
+def busy_log(tmp: Path, name: str) -> Path:
+    """The recorded log's last line (training) alone, repeated as ``replay_log``'s: a replay whose power does not
+    depend on which of its lines a run covered (the whole log's idle and busy lines average near the TX2's)."""
+    busy = replay_log(tmp, name).read_text().splitlines(keepends=True)[-1]
+    path = tmp / f"{name}_busy.log"
+    path.write_text(busy * 6000)
+    return path
 
 
 def energy_per_step(report: dict) -> float:
@@ -352,7 +361,7 @@ def test_crossrun_chart_keeps_replays_of_two_boards_on_their_own_lines_with_thei
         "return [...document.querySelectorAll('.crossrun select.grouping option')].map((o) => o.textContent)"
     )
     assert grouping == ["board and model", "model", "run folder"]
-    label = {"tx2": f"{host}, replay of tx2_long.log", "orin": f"{host}, replay of orin_long.log"}
+    label = {"tx2": f"{host}, replay of tx2_long.log", "orin": f"{host}, replay of orin_busy.log"}
     assert crossrun_state(browser)["y"] == "energy per step (J)"
     for size in (1, 4):
         hover_batch(browser, size, [1, 4])
@@ -370,8 +379,8 @@ def test_crossrun_chart_keeps_replays_of_two_boards_on_their_own_lines_with_thei
         assert state["spreads"] == []  # a run per point
     screenshot(browser, ".crossrun", "crossrun-replays.png")
     # The replayed logs' own power (energy per step is also this machine's step time), each on its own line: apart by
-    # more than twice the tolerance each line is held to, so two swapped lines would fail (how far apart depends on
-    # the lines each run covered: 11% on a quiet machine, 1.8% on a loaded one, near the two logs' own means).
+    # more than twice the tolerance each line is held to, so two swapped lines would fail (the Orin's busy line alone
+    # draws 16.1 W; the TX2's log 9.4 to 11.8 W, by the lines a run covered).
     pick(browser, ".crossrun select.quantity", "mean power: total rail group")
     hover_batch(browser, 4, [1, 4])
     values = dict(browser.execute_script(LEGEND)["lines"])

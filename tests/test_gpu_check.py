@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -144,7 +145,11 @@ def test_wrong_devices_fail_each_naming_its_cause(fake_gpu, capsys):
         "(e) sampler CPU": verdicts["(e) sampler CPU"],
         "(f) callback overhead": verdicts["(f) callback overhead"],
     }, printed
-    assert "the counter runs 1.30x the power the GPU reports" in lines["(a) counter against power field"]["text"]
+    # The fake's counter runs 1.3x its field; the field's 1 s average lags the steps, more on a loaded machine.
+    ratio = re.search(
+        r"the counter runs (\d+\.\d\d)x the power the GPU reports", lines["(a) counter against power field"]["text"]
+    )
+    assert ratio and float(ratio[1]) == pytest.approx(1.3, abs=0.05), lines["(a) counter against power field"]["text"]
     assert lines["(c) allocator peak"]["text"].startswith("0 MiB from the test's allocator")
     assert lines["(d) utilization"]["text"].startswith("0% while a 1 s matmul ran, threshold above 50%")
     assert "FAILED: (a) counter against power field, (c) allocator peak, (d) utilization" in printed

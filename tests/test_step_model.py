@@ -7,9 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tf_mobileperf.analysis.hinge import Hinge
 from tf_mobileperf.analysis.power_model import predict_energy
 from tf_mobileperf.analysis.size_choice import choose_sizes
-from tf_mobileperf.analysis.step_model import Hinge, StepTimeModel, ci95, precision_reached
+from tf_mobileperf.analysis.step_model import StepTimeModel, ci95, precision_reached
 
 LAWS = [  # a (s), b1, b2 (s per sample), the batch size where the cost per sample changes
     (0.020, 0.0005, 0.0025, 16),

@@ -141,3 +141,16 @@ def test_a_size_that_stopped_at_max_steps_short_of_its_precision_says_so():
     )
     assert _short_of_precision(row, 0.05, 400) == ""  # reached
     assert _short_of_precision(row, None, None) == ""  # no precision asked: exactly --steps
+
+
+def test_shapes_that_share_the_prediction_are_said_and_one_that_carries_it_is_not(capsys):
+    from tf_mobileperf.cli.predict_command import _print_shapes
+
+    _print_shapes({"shapes": {"bends up": 0.44, "steps up": 0.43, "line": 0.13}})
+    _print_shapes({"shapes": {"line": 0.95, "bends down": 0.05}})
+    _print_shapes(None)  # step time not fitted
+    assert capsys.readouterr().out == (
+        "  step time: shapes that fit the measured sizes alike share the prediction by weight: a bend up (the device"
+        " saturates) 44%, a step up 43%, a straight line 13%; a size past the largest measured one would tell them"
+        " apart\n"
+    )

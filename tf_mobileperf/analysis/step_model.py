@@ -17,10 +17,12 @@ two measured sizes; the fit puts it at the gap's geometric middle, and every oth
 plausible fits below, so a prediction inside the gap has an interval that holds both levels
 (``size_choice.choose_sizes`` spends its budget narrowing that gap).
 
-It is fitted by weighted non-negative least squares for each candidate ``Bs`` (every measured size, and points
-between them), keeping the best; a straight line (no saturation seen) is kept unless the bend fits clearly better (a
-penalty of 2 per extra parameter on the weighted sum of squares). Each measured size weighs by the inverse square of
-its mean's standard error (from the 95% interval its run reports, ``step_time_s_ci95``).
+Each shape is fitted by weighted non-negative least squares for each candidate ``Bs`` or ``Bj`` (every measured
+size, and points between them), keeping its best (``hinge``); the law predicts by every shape's best fit, each
+weighted by its Akaike weight (a penalty of 2 per parameter on the weighted sum of squares; ``hinge.AveragedLaw``):
+a straight line (no saturation seen) outweighs a bend that does not fit clearly better, and a step and a bend that
+fit alike (a rise seen in the last measured gap only) share the prediction. Each measured size weighs by the inverse
+square of its mean's standard error (from the 95% interval its run reports, ``step_time_s_ci95``).
 
 Uncertainty: a parametric bootstrap, and every saturation point the measurements cannot rule out (profile
 likelihood: a weighted sum of squares within 3.84 of the best). Each bootstrap resample draws each measured mean
@@ -43,7 +45,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from tf_mobileperf.analysis.hinge import Hinge
+from tf_mobileperf.analysis.hinge import AveragedLaw, Hinge
 from tf_mobileperf.steps.precision import ci95, relative_half_width
 
 #: Relative run-to-run noise of a mean step time (between fresh processes), used where too few sizes were measured
@@ -97,13 +99,13 @@ class Estimate:
 class StepTimeModel:
     """The fitted step-time law of one (model, device), its bootstrap and its noise."""
 
-    law: Hinge
+    law: AveragedLaw  # each shape's best fit, by its Akaike weight
     sizes: list[float]
     means: list[float]
     sds: list[float]  # standard errors of the measured means
     run_noise: float  # relative run-to-run noise
     run_noise_from: str
-    resamples: list[Hinge]
+    resamples: list[AveragedLaw]
     plausible: list[Hinge]  # fits whose saturation point the measurements cannot rule out
 
     @classmethod
@@ -130,9 +132,9 @@ class StepTimeModel:
         y = np.array([p[1] for p in points], float)
         sd = np.array([(p[2][1] - p[2][0]) / 2 / Z95 if p[2] else RUN_NOISE * p[1] for p in points])
         sd = np.maximum(sd, 0.005 * y)  # an interval of a few steps can be too narrow to believe
-        law, _ = Hinge.fit(b, y, np.sqrt(sd**2 + (RUN_NOISE * y) ** 2))
-        params = 2 if law.bs is None and law.bj is None else 4
-        rel_resid = (y - law(b)) / y
+        first, _ = Hinge.fit(b, y, np.sqrt(sd**2 + (RUN_NOISE * y) ** 2))
+        params = first.parameters
+        rel_resid = (y - first(b)) / y
         if len(b) > params + 1:
             excess = float((rel_resid**2).sum() / (len(b) - params)) - float(((sd / y) ** 2).mean())
             noise, source = math.sqrt(max(excess, 0.01**2)), f"residuals of {len(b)} sizes"
@@ -140,11 +142,13 @@ class StepTimeModel:
         else:
             noise, source = RUN_NOISE, f"assumed ({len(b)} sizes are too few to tell)"
         total_sd = np.sqrt(sd**2 + (noise * y) ** 2)
-        law, best = Hinge.fit(b, y, total_sd)
+        _, best = Hinge.fit(b, y, total_sd)
+        law = AveragedLaw.fit(b, y, total_sd)
         # Saturation points the measurements cannot tell from the best one (profile likelihood, 95%: chi2 + 3.84).
         plausible = [h for h, chi2 in Hinge.fit_all(b, y, total_sd) if chi2 <= best + 3.84]
         rng = np.random.default_rng(seed)
-        boots = [Hinge.fit(b, np.maximum(y + rng.normal(0.0, total_sd), 1e-9), total_sd)[0] for _ in range(resamples)]
+        drawn = (np.maximum(y + rng.normal(0.0, total_sd), 1e-9) for _ in range(resamples))
+        boots = [AveragedLaw.fit(b, resample, total_sd) for resample in drawn]
         return cls(law, b.tolist(), y.tolist(), sd.tolist(), noise, source, boots, plausible)
 
     def predict(self, batch_size: float) -> Estimate:
@@ -166,7 +170,7 @@ class StepTimeModel:
         low, high = value - math.hypot(value - lo, scatter * value), value + math.hypot(hi - value, scatter * value)
         # A step up that may lie on either side of B makes two outcomes, not one spread: the other level
         # gets the scatter of its own.
-        other_level = [float(h(batch_size)) for h in self.plausible if _other_side(h, self.law, batch_size)]
+        other_level = [float(h(batch_size)) for h in self.plausible if _other_side(h, self.law.best, batch_size)]
         if other_level:
             low, high = min(low, min(other_level) * (1 - scatter)), max(high, max(other_level) * (1 + scatter))
         return Estimate(value, max(low, 0.0), high)
@@ -187,7 +191,8 @@ class StepTimeModel:
         return float((hi - lo) / 2 / self.law(batch_size))
 
     def describe(self) -> dict:
-        law = self.law
+        """The best shape's parameters (the prediction weighs every shape by its weight: ``shapes``), the noise."""
+        law = self.law.best
         return {
             "a_s": law.a,
             "b1_s_per_sample": law.b1,
@@ -198,4 +203,5 @@ class StepTimeModel:
             "run_noise": self.run_noise,
             "run_noise_from": self.run_noise_from,
             "law": "t(B) = a + b1*B + (b2-b1)*max(0, B - saturates_at) + step_up*[B >= steps_up_at]",
+            "shapes": self.law.shapes(),
         }

@@ -56,6 +56,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"  {line}")
     _print_measured(rows, config)
     _print_predictions(predictions)
+    fitted = describe(rows)
+    _print_shapes(fitted["step_time"])
     write_json(
         args.out / "prediction.json",
         {
@@ -66,7 +68,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             "max_steps": config.max_steps,
             "memory_limit_bytes": args.memory_limit,
             "step_times": timing,
-            "fitted": describe(rows),
+            "fitted": fitted,
             "predictions": [dataclasses.asdict(p) for p in predictions],
         },
     )
@@ -103,6 +105,26 @@ def _print_predictions(predictions: list) -> None:
     unmeasured = [p.energy_unavailable for p in predictions if p.energy_unavailable not in (None, p.extrapolated)]
     if unmeasured:
         print(unmeasured[0])
+
+
+#: The step-time law's shapes (``hinge.Hinge.shape``) in words.
+SHAPE_WORDS = {
+    "line": "a straight line",
+    "bends up": "a bend up (the device saturates)",
+    "bends down": "a bend down",
+    "steps up": "a step up",
+}
+
+
+def _print_shapes(step_time: dict | None) -> None:
+    """A line where more than one shape of the step-time law carries weight: the prediction is shared."""
+    shares = {shape: w for shape, w in (step_time or {}).get("shapes", {}).items() if w >= 0.1}
+    if len(shares) > 1:
+        print(
+            "  step time: shapes that fit the measured sizes alike share the prediction by weight: "
+            + ", ".join(f"{SHAPE_WORDS.get(shape, shape)} {w:.0%}" for shape, w in shares.items())
+            + "; a size past the largest measured one would tell them apart"
+        )
 
 
 def _interleaved_times(model: str, rows: list[dict], config) -> tuple[list[dict], dict]:

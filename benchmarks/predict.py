@@ -43,7 +43,7 @@ from _results import save  # noqa: E402
 #: each on this 2-core machine; these 14 cover it, every gap at most 8 above 16).
 GRID = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 40, 48, 56, 64]
 #: Input sizes of the models that take one (this benchmark runs cnn; benchmarks/predict_users.py the others too).
-INPUT_SIZE = {"cnn": 64, "dcgan": 32, "resnet50": 32}
+INPUT_SIZE = {"cnn": 64, "dcgan": 32, "resnet50": 32, "bert": 32}
 #: The truth when measured interleaved in one process (``tf_mobileperf.sweep.interleaved``): every size 1..64.
 ALL = list(range(1, 65))
 #: Power replayed from a recorded TX2 log (5 records), slowed 20x to cover a run of up to 100 s.

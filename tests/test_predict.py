@@ -150,7 +150,6 @@ def test_shapes_that_share_the_prediction_are_said_and_one_that_carries_it_is_no
     _print_shapes({"shapes": {"line": 0.95, "bends down": 0.05}})
     _print_shapes(None)  # step time not fitted
     assert capsys.readouterr().out == (
-        "  step time: shapes that fit the measured sizes alike share the prediction by weight: a bend up (the device"
-        " saturates) 44%, a step up 43%, a straight line 13%; a size past the largest measured one would tell them"
-        " apart\n"
+        "  step time: the prediction weighs each shape that fits the measured sizes: a bend up (the device saturates)"
+        " 44%, a step up 43%, a straight line 13% (a size past the largest measured one would tell them apart)\n"
     )

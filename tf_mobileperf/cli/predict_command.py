@@ -117,13 +117,13 @@ SHAPE_WORDS = {
 
 
 def _print_shapes(step_time: dict | None) -> None:
-    """A line where more than one shape of the step-time law carries weight: the prediction is shared."""
+    """A line where more than one shape of the step-time law carries weight (10% or more): the prediction is shared."""
     shares = {shape: w for shape, w in (step_time or {}).get("shapes", {}).items() if w >= 0.1}
     if len(shares) > 1:
         print(
-            "  step time: shapes that fit the measured sizes alike share the prediction by weight: "
+            "  step time: the prediction weighs each shape that fits the measured sizes: "
             + ", ".join(f"{SHAPE_WORDS.get(shape, shape)} {w:.0%}" for shape, w in shares.items())
-            + "; a size past the largest measured one would tell them apart"
+            + " (a size past the largest measured one would tell them apart)"
         )
 
 

@@ -34,7 +34,7 @@ def prediction_table(results: dict) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for m in results["models"]:
-        name = m["model"] + (f" {m['input_size']}x{m['input_size']}" if m["input_size"] else "")
+        name = m["model"] + _input(m["model"], m["input_size"])
         for t in m["targets"]:
             if not t["trained"]:
                 lines.append(f"| {name} | {m['role']} | {t['batch_size']} | did not train | | | |")
@@ -47,6 +47,16 @@ def prediction_table(results: dict) -> str:
                 f"| {'yes' if t['step_time_in_interval'] else 'no'} |"
             )
     return "\n".join(lines)
+
+
+def _input(model: str, size: int | None) -> str:
+    """" 64x64" of an image model's input size, " (sequences of 32)" of a sequence model's (one without an
+    image rule)."""
+    from tf_mobileperf.zoo.shapes import RULES
+
+    if not size:
+        return ""
+    return f" {size}x{size}" if model in RULES else f" (sequences of {size})"
 
 
 def prediction_summary(results: dict) -> str:

@@ -115,7 +115,7 @@ def test_a_step_up_in_time_is_found_and_the_interval_spans_it_where_it_cannot_be
 
 
 def test_a_rise_only_the_last_gap_shows_is_predicted_by_each_shape_it_may_be_until_sizes_past_it_tell():
-    # The char-LSTM's means measured in turns at 1..16 (benchmarks/results/predict_users.json, 2026-12-06): a rise
+    # The char-LSTM's means measured in turns at 1..16 (benchmarks/results/predict_users_one_shape.json): a rise
     # of 30 ms between 8 and 16 that a step up and a bend upward follow alike.
     sizes, means = [1, 2, 4, 8, 16], [0.05012, 0.04901, 0.05421, 0.06077, 0.09143]
     law = AveragedLaw.fit(sizes, means, [0.002] * 5)

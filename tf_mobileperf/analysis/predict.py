@@ -236,7 +236,7 @@ def describe(rows: Sequence[dict]) -> dict:
 
 #: Past the largest measured size, the step time's interval is widened by this much per doubling (each way):
 #: nothing measured says where the device saturates further on. From 1-16, this machine's errors at 32 and 64
-#: were up to 11% (benchmarks/results/predict_users.json).
+#: were up to 21.5% (benchmarks/results/predict_users.json, 2026-12-07).
 EXTRAPOLATION_PER_DOUBLING = 0.10
 #: Step time (and energy) are not predicted past this multiple of the largest measured size.
 MAX_EXTRAPOLATION = 8.0

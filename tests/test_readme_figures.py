@@ -50,7 +50,7 @@ def prediction_table(results: dict) -> str:
 
 
 def _input(model: str, size: int | None) -> str:
-    """" 64x64" of an image model's input size, " (sequences of 32)" of a sequence model's (one without an
+    """ " 64x64" of an image model's input size, " (sequences of 32)" of a sequence model's (one without an
     image rule)."""
     from tf_mobileperf.zoo.shapes import RULES
 

@@ -120,7 +120,9 @@ def test_a_counter_that_freezes_mid_run_leaves_the_later_steps_null_and_says_so_
     measured = [s for s in report["steps"] if not s["warmup"]]
     before = [s["energy_j"]["gpu0_energy"] for s in measured if s["end_s"] < freeze - 0.2]
     after = [s["energy_j"]["gpu0_energy"] for s in measured if s["start_s"] > freeze + 0.2]
-    assert len(before) >= 3 and all(e is not None and e > 0 for e in before), (len(before), len(measured))
+    # As under training above, a step over a delayed counter read may be null (seen in CI under load: 1 of 15).
+    known = [e for e in before if e is not None]
+    assert len(known) >= max(3, 0.8 * len(before)) and all(e > 0 for e in known), (before, len(measured))
     assert len(after) >= 3 and all(e is None for e in after), after  # null, never 0
     said = [r.getMessage() for r in caplog.records if "stopped changing" in r.getMessage()]
     assert len(said) == 1 and "gpu0_energy" in said[0] and "(null), not 0" in said[0]

@@ -25,8 +25,10 @@ compute the exact energy. Nothing here is a reading of hardware.
 - utilization changes every 200 ms (measured); memory used only when
   allocations change (measured): constant here; the graphics clock is fixed.
 - Call costs: ``nvmlDeviceGetTotalEnergyConsumption`` sleeps ``ENERGY_CALL_S``
-  (measured 3.9-4.8 ms: a driver round trip, so a sleep, not CPU); every other
-  call costs what Python does (measured 0.9-5.2 us).
+  (measured 3.9-4.8 ms of wall time, its CPU not measured: a driver round
+  trip, taken as a sleep); with ``$FAKE_NVML_ENERGY_CALL=cpu`` it spins
+  instead, as a driver that polls would (``driver_wait``). Every other call
+  costs what Python does (measured 0.9-5.2 us).
 
 - Other processes on a GPU: ``PROCESSES`` (GPU index -> a list of
   ``{"pid", "used_memory_b", "sm_util"}``; ``$FAKE_NVML_PROCESSES`` as JSON
@@ -176,9 +178,19 @@ def nvmlDeviceGetUUID(handle: _Handle) -> str:
     return f"GPU-fa4e0000-0000-0000-0000-00000000000{handle.index}"
 
 
+def driver_wait(until: float) -> None:
+    """Waits for the driver's answer until monotonic time ``until``: asleep, or spinning on the CPU where
+    ``$FAKE_NVML_ENERGY_CALL`` is ``cpu``."""
+    if os.environ.get("FAKE_NVML_ENERGY_CALL", "sleep") == "cpu":
+        while time.monotonic() < until:
+            pass
+    else:
+        time.sleep(max(0.0, until - time.monotonic()))
+
+
 def nvmlDeviceGetTotalEnergyConsumption(handle: _Handle) -> int:
     _check("nvmlDeviceGetTotalEnergyConsumption", handle)
-    time.sleep(ENERGY_CALL_S)  # the driver round trip
+    driver_wait(time.monotonic() + ENERGY_CALL_S)  # the driver round trip
     return counter_mj(handle.index, time.monotonic())
 
 

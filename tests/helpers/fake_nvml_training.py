@@ -14,7 +14,7 @@ load; this one adds what a real training run adds (published and measured,
   same in every process.
 - The total-energy counter (mJ, an integer) is the exact integral of the power
   up to its last update. One call takes 3.9-4.8 ms (``ENERGY_CALL_S``, a
-  driver round trip: a sleep) and its value is the counter at a random
+  driver round trip: a sleep, or spinning as in ``driver_wait``) and its value is the counter at a random
   instant inside the call, so a stamp at the call's middle is off by up to
   half the call.
 - The instant power field (``NVML_FI_DEV_POWER_INSTANT``) is the mean power
@@ -65,6 +65,7 @@ from helpers.fake_nvml_h200 import (  # noqa: F401  (re-exported: the API this m
     NVMLError,
     _check,
     _Handle,
+    driver_wait,
     nvmlDeviceGetClockInfo,
     nvmlDeviceGetComputeProcesses,
     nvmlDeviceGetProcessUtilization,
@@ -221,7 +222,7 @@ def nvmlDeviceGetTotalEnergyConsumption(handle: _Handle) -> int:
         at = min(at, float(busy.edges[frozen]))
     reload_at = float(busy.edges[reload]) if len(busy.edges) > reload else None
     value = busy.counter_mj(at, float(os.environ.get("FAKE_NVML_COUNTER_SCALE", 1)), reload_at)
-    time.sleep(max(0.0, start + cost - time.monotonic()))
+    driver_wait(start + cost)
     return value
 
 

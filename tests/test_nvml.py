@@ -106,6 +106,20 @@ def test_forked_child_opens_nvml_itself_and_reads_real_values(sensors):
     assert_fake_values(read_timed(sensors))  # the parent's session is untouched by the child's
 
 
+def test_prepare_opens_nvml_in_the_reading_process_so_that_no_read_opens_it(sensors):
+    # The sampler calls prepare before its first row: the first read then takes what a read takes.
+    def in_child() -> dict:
+        for sensor in sensors:
+            sensor.prepare()
+        opened = fake._state["count"]
+        readings = read_timed(sensors)
+        return {"opened": opened, "after_reads": fake._state["count"], "readings": readings}
+
+    payload = in_forked_child(in_child)
+    assert payload["opened"] == len(sensors) == payload["after_reads"]  # one nvmlInit each, none in a read
+    assert_fake_values(payload["readings"])
+
+
 def test_unpickled_in_a_fresh_python_it_opens_nvml_there_and_reads_real_values(sensors, tmp_path):
     state = tmp_path / "sensors.pickle"
     state.write_bytes(pickle.dumps(sensors))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import threading
 import time
 
@@ -106,6 +107,30 @@ class Stalling(Slow):
         if self.reads % self.every == 0:
             time.sleep(self.stall_s)
         return super().read()
+
+
+class OpensSlowly(Sensor):
+    """A device whose opening in a process takes ``open_s`` (a library imported, ``nvmlInit``); channel "opened"
+    then reads 1.0 at once. Its ``prepare`` opens it where ``prepares``, else its first read does."""
+
+    name = "opens slowly"
+
+    def __init__(self, open_s: float, prepares: bool = True):
+        self.open_s, self.prepares, self.pid = open_s, prepares, None
+        self.channels = [Channel("opened", "state", "test")]
+
+    def _open(self) -> None:
+        if self.pid != os.getpid():
+            time.sleep(self.open_s)
+            self.pid = os.getpid()
+
+    def prepare(self) -> None:
+        if self.prepares:
+            self._open()
+
+    def read(self):
+        self._open()
+        return {"opened": 1.0}
 
 
 #: A device's lock, as a driver library holds one around its calls.

@@ -59,6 +59,7 @@ class SamplingLoop(HungReadWatchdog):
     def run(self, alarm: bool, death_fd: int | None = None) -> int:
         """Samples until stopped or the parent dies; this thread is the watchdog.
 
+        The sensors' ``prepare`` runs first (``PREPARE_TIMEOUT_S`` at most).
         With ``alarm`` each row arms SIGALRM for the read budget, so the
         watchdog wakes only when a read overran it, when sampling ends, when
         the parent dies (``death_fd`` reads EOF) and, in case a process the
@@ -80,6 +81,7 @@ class SamplingLoop(HungReadWatchdog):
             library = native.load()
             if library is not None:
                 self.tables = native.NativeTables(library, self.sensors, self.every, [dict(c) for c in self.columns])
+        self._prepare()
         for i, sensor in enumerate(self.sensors):
             if sensor.own_thread:
                 self._offload(i, None)

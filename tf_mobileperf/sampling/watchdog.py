@@ -28,6 +28,10 @@ from tf_mobileperf.sensors.base import Sensor
 
 log = logging.getLogger(__name__)
 
+#: The longest sampling waits for the sensors' ``prepare`` before its first row; a sensor still inside it
+#: then meets its hang in its first read, which this watchdog takes over as any hung read.
+PREPARE_TIMEOUT_S = 5.0
+
 
 class HungReadWatchdog(SampleRows):
     """Which thread leads the sampling (``leader``, a generation), the read it has in flight, and the
@@ -119,6 +123,17 @@ class HungReadWatchdog(SampleRows):
         if self.alarm:
             signal.setitimer(signal.ITIMER_REAL, left_s + 0.001)
 
+    def _prepare(self) -> None:
+        """Runs every sensor's ``prepare`` in a thread of its own, waiting at most ``PREPARE_TIMEOUT_S``."""
+        thread = threading.Thread(target=prepare_all, args=(self.sensors,), daemon=True, name="mobileperf-prepare")
+        thread.start()
+        thread.join(PREPARE_TIMEOUT_S)
+        if thread.is_alive():
+            log.warning(
+                "mobileperf: a sensor was still opening its device after %g s; sampling starts without it",
+                PREPARE_TIMEOUT_S,
+            )
+
     def _offload(self, i: int, since: float | None) -> None:
         """Reads sensor i in its own thread from now on: its inline read in flight since ``since`` overran the
         budget (a failed read), or (None) it declares ``own_thread`` and this thread is started for it."""
@@ -148,3 +163,16 @@ class HungReadWatchdog(SampleRows):
         offloaded = None if i is None else self.offloaded[i]
         assert offloaded is not None, "the watchdog offloads the sensor whose read it took over"
         offloaded.serve_after_hung_read(self.alive)
+
+
+def prepare_all(sensors: list[Sensor]) -> None:
+    """Each sensor's ``prepare``, in order; one that raises is logged and left to its reads to report.
+
+    Args:
+        sensors: The sensors to prepare.
+    """
+    for sensor in sensors:
+        try:
+            sensor.prepare()
+        except Exception as exc:  # the reads fail with the words, counted where failed reads are
+            log.debug("mobileperf: %s did not open before the first read: %s", sensor.name, exc)

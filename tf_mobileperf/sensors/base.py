@@ -161,7 +161,8 @@ class Sensor(abc.ABC):
     The sampler reads a sensor in another process, started fresh (the
     sensor is pickled there) or forked: a handle to a device (a file
     descriptor, an NVML or jtop handle) is opened by the process that reads,
-    not carried over.
+    not carried over. Where opening it is slow, ``prepare`` opens it there
+    before the first read.
     """
 
     name: str = "sensor"
@@ -213,6 +214,11 @@ class Sensor(abc.ABC):
             The message: how long the source covers and that later samples are missing.
         """
         return f"{self.name} covers {self.covers_s:.3g} s; the run lasted {run_s:.3g} s: samples after that are missing"
+
+    def prepare(self) -> None:  # noqa: B027 - optional, a no-op by default
+        """Opens what the reads use, in the process that reads, before the first read: a library or device
+        whose first use is slow (``nvmlInit``), so that the first read takes what every read takes and is not
+        taken for a hung one. A no-op by default; what fails here is left to the reads to say."""
 
     def metadata(self) -> dict:
         """Static facts about the device (board, driver, limits) for the report."""

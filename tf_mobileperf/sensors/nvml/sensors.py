@@ -63,6 +63,14 @@ class NvmlSensorBase(Sensor):
         """This sensor's NVML session (opened in whichever process uses it)."""
         return self._session
 
+    def prepare(self) -> None:
+        """Opens NVML in this process (the library's import and ``nvmlInit``: longer than a read may take).
+
+        Raises:
+            SensorReadError: NVML cannot be opened in this process (the reads say it again).
+        """
+        self._session.handles()
+
     def _value(self, query: Query, handle) -> float | SensorReadError:
         nvml = self._session.nvml
         try:

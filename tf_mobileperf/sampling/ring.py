@@ -18,6 +18,7 @@ does not exist it is anonymous shared memory, which only a fork can share
 
 from __future__ import annotations
 
+import array
 import math
 import mmap
 import numbers
@@ -81,6 +82,7 @@ class SharedRing:
         self.side = np.frombuffer(
             self._memory, np.float64, SIDE_CAPACITY * width, offset=8 * slots + ring_bytes + text_bytes
         ).reshape(SIDE_CAPACITY, width)
+        self._side_floats = memoryview(self._memory)[8 * slots + ring_bytes + text_bytes :].cast("d")
 
     @classmethod
     def attach(cls, fd: int, capacity: int, width: int, n_sensors: int) -> SharedRing:
@@ -111,8 +113,14 @@ class SharedRing:
         """Whether side rows may come (``open_side``)."""
         return bool(self.header[self._side_open_slot])
 
-    def publish_side(self) -> None:
-        """Publishes the side ring's row being filled (``side[side_count() % SIDE_CAPACITY]``)."""
+    def write_side(self, row: list[float]) -> None:
+        """Writes ``row`` (``width`` floats) as the side ring's next row and publishes it.
+
+        Args:
+            row: The time, then one value per channel (NaN: no reading).
+        """
+        start = (self.side_count() % SIDE_CAPACITY) * self.width
+        self._side_floats[start : start + self.width] = array.array("d", row)
         self.header[self._side_slot] += 1
 
     def fail(self, sensor: int) -> None:
@@ -154,7 +162,7 @@ class SharedRing:
         return data.rstrip(b"\0").decode("utf-8", "ignore")  # "ignore": a character cut at the end
 
 
-def store_reading(values: Any, columns: list[tuple[str, int]], row: np.ndarray) -> dict[int, str] | None:
+def store_reading(values: Any, columns: list[tuple[str, int]], row: np.ndarray | list[float]) -> dict[int, str] | None:
     """Puts a sensor's reading (channel name -> value) into ``row`` at ``columns``.
 
     A channel missing from the mapping or NaN is no reading (NaN in ``row``), not a failure; an ``Exception``
@@ -190,7 +198,8 @@ def store_reading(values: Any, columns: list[tuple[str, int]], row: np.ndarray) 
                     else f"value {_shown(value)} is not a real number"
                 )
     except Exception as exc:  # a mapping whose get() or float() raises
-        row[[c for _, c in columns]] = np.nan
+        for _, c in columns:
+            row[c] = math.nan
         return dict.fromkeys((c for _, c in columns), error_text(exc))
     return failed
 

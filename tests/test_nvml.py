@@ -42,7 +42,7 @@ TESTS = Path(__file__).parent
 
 @pytest.fixture(scope="module")
 def probed():
-    """One probe of the fake H200s (it polls them for up to 0.35 s), shared by the tests that only read."""
+    """One probe of the fake H200s (it polls them for up to 0.6 s), shared by the tests that only read."""
     return probe_nvml(library=LIBRARY)
 
 
@@ -152,7 +152,7 @@ def test_probe_measures_the_counters_100ms_period_and_4ms_cost_and_reads_it_ever
         energy, power = gpu.rates["energy"], gpu.rates["power_instant"]
         assert energy.change_period_s == pytest.approx(fake.ENERGY_UPDATE_S, abs=0.012)
         assert power.change_period_s == pytest.approx(fake.POWER_UPDATE_S, abs=0.012)
-        assert energy.changes >= 3 and energy.window_s <= 0.45
+        assert energy.changes >= 3 and energy.window_s <= nvml_probe.PROBE_WINDOW_S + 0.1
         assert fake.ENERGY_CALL_S <= energy.wall_s < 0.015  # a sleep in the driver: wall time...
         assert energy.cpu_s < 0.001  # ...not CPU
         assert power.wall_s < 0.001

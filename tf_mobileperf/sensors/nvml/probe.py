@@ -21,8 +21,10 @@ from tf_mobileperf.sensors.nvml.session import LIBRARY, NvmlSession, as_text, gp
 log = logging.getLogger(__name__)
 
 
-#: How long the probe polls each GPU's values to measure their change periods and costs.
-PROBE_WINDOW_S = 0.35
+#: The longest the probe polls each GPU's values to measure their change periods and costs. It stops once
+#: the power and energy values changed 3 times (~0.3 s at 100 ms updates); the rest is room for a loaded
+#: machine, whose stalls drop changes (with 0.35 s, a probe in CI under load saw fewer than 2).
+PROBE_WINDOW_S = 0.6
 
 
 @dataclasses.dataclass

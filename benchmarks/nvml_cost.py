@@ -1,32 +1,34 @@
-"""What reading NVML costs the sampler, with and without the NVML sensors, in one interleaved run.
+"""What reading NVML costs the sampler, against the least any sampler could spend on the same reads.
 
-Variants, round after round in alternating order, each a ``Sampler``
-(mode="process") at 5 ms for ``--seconds``: ``procfs`` (this machine's
-``CpuSensor`` and ``MemorySensor``) and ``procfs+nvml`` (the same plus
-``nvml_sensors()`` on the fake H200 NVML of tests/helpers/fake_nvml_h200.py,
-``--gpus`` GPUs (1 by default) whose calls cost what an H200's were measured
-to cost: the energy counter a 4.3 ms driver round trip, the others
-microseconds). For each: the
-sampling process's CPU share of one core from /proc/<pid>/stat
-(utime+stime, all its threads; schedstat too), achieved row rate and p99
-interval error. The NVML part is the difference (median over rounds, and the
-range of each round's own difference); the target is at most 1% of a core.
-``--fake training`` reads the fake GPU under training instead. Then, in
-this process, the CPU and wall time of one read of each NVML sensor and the
-CPU per second that its read period implies.
+Variants, round after round in rotating order, each for ``--seconds``:
+``procfs``, a ``Sampler`` (mode="process") at 5 ms with this machine's
+``CpuSensor`` and ``MemorySensor``; ``procfs+nvml``, the same plus
+``nvml_sensors()`` on a fake NVML (``--fake``: the H200 as measured,
+tests/helpers/fake_nvml_h200.py, or the GPU under training) with ``--gpus``
+GPUs; and ``nvml_floor`` (benchmarks/nvml_floor.py), one bare thread in a
+process of its own making the same NVML calls at the read periods the
+sampler chose, on the counter's wake-ups. CPU is a process's share of a core
+from schedstat (nanoseconds, all its threads; utime+stime beside it, which
+ticks at 10 ms and resolves 0.1% of a core in 10 s). The NVML part is each
+round's ``procfs+nvml`` minus its ``procfs``; the figures are medians over
+rounds with the rounds' range, and the part against the floor as a ratio.
+The target is 1% of a core.
 
-The energy sensor (``own_thread``) is read in a thread of its own in the
-sampler process, so its 4.3 ms calls never sit in the 5 ms loop: the row
-rate and interval error of both variants show whether they do. Prints a
-table and writes benchmarks/results/nvml_cost.json.
+``--call`` is how the counter call's 4.3 ms (measured on an H200: wall time;
+its CPU was not measured) is spent: ``sleep`` (a driver round trip, the
+default) or ``cpu`` (a driver that spins). Then, in this process, the CPU
+and wall time of one read of each NVML sensor. Prints a table and writes
+benchmarks/results/nvml_cost[_training][_cpu_call].json.
 
-    python benchmarks/nvml_cost.py [--seconds 10] [--rounds 2] [--gpus 1] [--fake h200|training]
+    python benchmarks/nvml_cost.py [--seconds 10] [--rounds 5] [--gpus 1] [--fake h200|training] [--call sleep|cpu]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -42,12 +44,13 @@ from tf_mobileperf.sensors.nvml import nvml_sensors  # noqa: E402
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor  # noqa: E402
 
 from _results import save  # noqa: E402
-from sampler_cost import run_sampler  # noqa: E402
+from sampler_cost import run_sampler, window  # noqa: E402
 
 #: The fakes it can read: the H200 as measured (smooth power), and the GPU under training (jittered updates,
 #: the counter's value at a random instant of its 3.9-4.8 ms call; idle here, nothing marks steps).
 LIBRARIES = {"h200": "helpers.fake_nvml_h200", "training": "helpers.fake_nvml_training"}
-VARIANTS = ("procfs", "procfs+nvml")
+VARIANTS = ("procfs", "procfs+nvml", "nvml_floor")
+FLOOR = Path(__file__).with_name("nvml_floor.py")
 TARGET_PCT = 1.0
 
 
@@ -72,108 +75,132 @@ def read_cost(sensor: Sensor, reads: int) -> dict:
     }
 
 
+def read_periods(nvml: list[Sensor]) -> dict[str, dict[str, float]]:
+    """GPU index -> {query key -> the read period the sensors chose, s}: the floor's reads."""
+    energy = next((sensor.min_period_s for sensor in nvml if sensor.own_thread), None)
+    return {
+        str(gpu.index): {key: energy if key == "energy" else gpu.periods[key].period_s for key in gpu.queries}
+        for gpu in nvml[0].probed.gpus
+    }
+
+
+def run_floor(library: str, reads: dict, warmup_s: float, seconds: float) -> dict:
+    """``nvml_floor.py`` making ``reads``: its CPU share of a core and wake-ups over the window."""
+    child = subprocess.Popen(
+        [sys.executable, str(FLOOR), library, str(warmup_s + seconds + 0.5), json.dumps(reads)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    first, last = window(child.pid, warmup_s, seconds)
+    out, _ = child.communicate(timeout=60)
+    wall = last["t"] - first["t"]
+    return {
+        "cpu_pct": 100.0 * (last["run_s"] - first["run_s"]) / wall,
+        "cpu_pct_utime_stime": 100.0 * (last["ticks_s"] - first["ticks_s"]) / wall,
+        "wakeups_per_s": (last["wakeups"] - first["wakeups"]) / wall,
+        "reads": json.loads(out)["reads"],
+    }
+
+
+def run_round(variants: dict, library: str, reads: dict, args: argparse.Namespace, shift: int) -> list[dict]:
+    """Every variant once, their order rotated by ``shift``."""
+    results = []
+    for name in VARIANTS[shift % 3 :] + VARIANTS[: shift % 3]:
+        if name == "nvml_floor":
+            result = run_floor(library, reads, args.warmup, args.seconds)
+        else:
+            result = run_sampler(variants[name], args.period_ms / 1e3, args.warmup, args.seconds, fifo=False)
+        results.append({"variant": name, "round": shift} | result)
+        print(
+            f"  round {shift + 1} {name:<12} {result['cpu_pct']:.3f}% of a core (schedstat), "
+            f"{result['cpu_pct_utime_stime']:.2f}% (utime+stime), {result['wakeups_per_s']:.0f} wake-ups/s",
+            flush=True,
+        )
+    return results
+
+
+def nvml_part(results: list[dict], rounds: int) -> dict:
+    """Per round: the NVML part (``procfs+nvml`` minus ``procfs``), the floor, and their ratio; the median of
+    each over rounds, and the rounds' range."""
+    pct = {(r["round"], r["variant"]): r["cpu_pct"] for r in results}
+    part = [pct[k, "procfs+nvml"] - pct[k, "procfs"] for k in range(rounds)]
+    floor = [pct[k, "nvml_floor"] for k in range(rounds)]
+    ratio = [p / f for p, f in zip(part, floor)]
+    return {
+        name: {"median": float(np.median(values)), "low": float(min(values)), "high": float(max(values))}
+        for name, values in (("part_pct", part), ("floor_pct", floor), ("ratio", ratio))
+    } | {"part_pct_per_round": part, "floor_pct_per_round": floor}
+
+
+def table_lines(results: dict) -> list[str]:
+    """The table of one run's figures: the NVML part, its floor and their ratio (median over rounds, range).
+
+    Args:
+        results: A results file of this benchmark.
+    """
+    part = results["nvml_part"]
+    lines = [
+        "| fake | counter call | reads every | NVML part | its floor | part / floor |",
+        "|---|---|---|---|---|---|",
+    ]
+    cells = [
+        f"{part[k]['median']:.2f}% [{part[k]['low']:.2f}, {part[k]['high']:.2f}]" for k in ("part_pct", "floor_pct")
+    ]
+    ratio = part["ratio"]
+    lines.append(
+        f"| {results['fake']} | {results['call']} | {1e3 * results['energy_read_period_s']:.0f} ms | "
+        f"{cells[0]} | {cells[1]} | {ratio['median']:.2f}x [{ratio['low']:.2f}, {ratio['high']:.2f}] |"
+    )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="measured window of each run")
     parser.add_argument("--warmup", type=float, default=1.0, help="seconds before the window")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--period-ms", type=float, default=5.0)
     parser.add_argument("--reads", type=int, default=200, help="reads of each NVML sensor timed in-process")
     parser.add_argument("--gpus", type=int, default=1, choices=(1, 2), help="fake H200s read")
     parser.add_argument("--fake", choices=sorted(LIBRARIES), default="h200", help="which fake GPU (training: one)")
+    parser.add_argument("--call", choices=("sleep", "cpu"), default="sleep", help="how the counter call waits")
     args = parser.parse_args()
     if args.fake == "training" and args.gpus != 1:
         parser.error("the fake GPU under training has one GPU: --gpus 1")
-    nvml = nvml_sensors(indices=list(range(args.gpus)), library=LIBRARIES[args.fake])
-    procfs = [CpuSensor(), MemorySensor()]
-    variants = {"procfs": procfs, "procfs+nvml": procfs + nvml}
-    results = []
-    for shift in range(args.rounds):
-        order = VARIANTS[shift % 2 :] + VARIANTS[: shift % 2]
-        for name in order:
-            result = run_sampler(variants[name], args.period_ms / 1e3, args.warmup, args.seconds, fifo=False)
-            results.append({"variant": name, "round": shift} | result)
-            print(
-                f"  round {shift + 1} {name:<12} {result['cpu_pct_utime_stime']:.2f}% of a core (utime+stime), "
-                f"{result['cpu_pct']:.2f}% (schedstat), {result['achieved_hz']:.1f} Hz, "
-                f"p99 {result['err_p99_ms']:.3f} ms, failed reads {result['errors']}",
-                flush=True,
-            )
-    summary = {
-        name: {
-            key: float(np.median([r[key] for r in results if r["variant"] == name]))
-            for key in ("cpu_pct_utime_stime", "cpu_pct", "achieved_hz", "err_p99_ms")
-        }
-        for name in VARIANTS
-    }
-    nvml_part = summary["procfs+nvml"]["cpu_pct_utime_stime"] - summary["procfs"]["cpu_pct_utime_stime"]
-    # Each round's own difference (its two variants ran one after the other): their range is the interval.
-    per_round = [
-        next(r for r in results if r["round"] == k and r["variant"] == "procfs+nvml")["cpu_pct_utime_stime"]
-        - next(r for r in results if r["round"] == k and r["variant"] == "procfs")["cpu_pct_utime_stime"]
-        for k in range(args.rounds)
-    ]
-    reads = [read_cost(sensor, args.reads) for sensor in nvml]
-    probed = {
-        g.index: {
-            key: {
-                "wall_us": 1e6 * rate.wall_s,
-                "cpu_us": 1e6 * rate.cpu_s,
-                "change_period_s": rate.change_period_s,
-                "read_period_s": g.periods[key].period_s,
-                "why": g.periods[key].why,
-            }
-            for key, rate in g.rates.items()
-        }
-        for g in nvml[0].probed.gpus
+    os.environ["FAKE_NVML_ENERGY_CALL"] = args.call  # before the probe: it measures the call's cost
+    library = LIBRARIES[args.fake]
+    nvml = nvml_sensors(indices=list(range(args.gpus)), library=library)
+    reads = read_periods(nvml)
+    variants = {"procfs": [CpuSensor(), MemorySensor()], "procfs+nvml": [CpuSensor(), MemorySensor(), *nvml]}
+    results = [r for shift in range(args.rounds) for r in run_round(variants, library, reads, args, shift)]
+    measured = {
+        "fake": args.fake,
+        "call": args.call,
+        "cores": os.cpu_count(),
+        "gpus": args.gpus,
+        "seconds": args.seconds,
+        "warmup_s": args.warmup,
+        "period_ms": args.period_ms,
+        "target_pct": TARGET_PCT,
+        "energy_read_period_s": reads["0"]["energy"],
+        "energy_read_why": next(sensor.read_period.why for sensor in nvml if sensor.own_thread),
+        "read_periods_s": reads,
+        "nvml_part": nvml_part(results, args.rounds),
+        "reads": [read_cost(sensor, args.reads) for sensor in nvml],
+        "runs": results,
     }
     for sensor in nvml:
         sensor.close()
-
-    print(f"\n{'variant':<12} {'cpu % utime+stime':>18} {'cpu % schedstat':>16} {'Hz':>7} {'p99 ms':>7}")
-    for name in VARIANTS:
-        row = summary[name]
-        print(
-            f"{name:<12} {row['cpu_pct_utime_stime']:>18.2f} {row['cpu_pct']:>16.2f} {row['achieved_hz']:>7.1f} "
-            f"{row['err_p99_ms']:>7.3f}"
-        )
-    verdict = "within" if nvml_part <= TARGET_PCT else "OVER"
-    print(
-        f"\nNVML part ({args.fake} fake): {nvml_part:.2f}% of a core, rounds {min(per_round):.2f}..{max(per_round):.2f}"
-        f" ({verdict} the {TARGET_PCT:g}% target; {nvml_part / TARGET_PCT:.2f} x target)"
-    )
-    print("\nper read, in-process (every value due):")
-    for r in reads:
+    print("\n" + "\n".join(table_lines(measured)))
+    part = measured["nvml_part"]["part_pct"]["median"]
+    print(f"\nthe NVML part is {part / TARGET_PCT:.2f}x the {TARGET_PCT:g}% target")
+    for r in measured["reads"]:
         print(
             f"  {r['sensor']:<12} every {r['read_period_s'] * 1e3:6.1f} ms: {r['wall_ms']:.3f} ms wall, "
-            f"{r['cpu_us']:.1f} us CPU -> {r['cpu_pct_at_period']:.3f}% of a core at that period"
+            f"{r['cpu_us']:.1f} us CPU a read in-process -> {r['cpu_pct_at_period']:.3f}% of a core at that period"
         )
-    print(f"\nprobed on the {args.fake} fake (GPU 0):")
-    for key, figs in probed[0].items():
-        change = f"{figs['change_period_s']:.3f} s" if figs["change_period_s"] else "not seen"
-        print(
-            f"  {key:<14} {figs['wall_us']:9.1f} us wall {figs['cpu_us']:7.1f} us CPU, changes every {change:>9}, "
-            f"read every {figs['read_period_s'] * 1e3:6.1f} ms ({figs['why']})"
-        )
-    save(
-        "nvml_cost" if args.fake == "h200" else f"nvml_cost_{args.fake}",
-        {
-            "command": " ".join([Path(sys.executable).name, *sys.argv]),
-            "fake": args.fake,
-            "nvml_part_pct_per_round": per_round,
-            "cores": os.cpu_count(),
-            "gpus": args.gpus,
-            "seconds": args.seconds,
-            "warmup_s": args.warmup,
-            "period_ms": args.period_ms,
-            "nvml_part_pct": nvml_part,
-            "target_pct": TARGET_PCT,
-            "summary": summary,
-            "reads": reads,
-            "probed": probed,
-            "runs": results,
-        },
-    )
+    suffix = ("" if args.fake == "h200" else f"_{args.fake}") + ("" if args.call == "sleep" else "_cpu_call")
+    save(f"nvml_cost{suffix}", measured)
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ from tf_mobileperf.sensors.base import Sensor  # noqa: E402
 from tf_mobileperf.sensors.nvml import nvml_sensors  # noqa: E402
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor  # noqa: E402
 
-from _results import save  # noqa: E402
+from _results import STARTED, save  # noqa: E402
 from sampler_cost import run_sampler, window  # noqa: E402
 
 #: The fakes it can read: the H200 as measured (smooth power), and the GPU under training (jittered updates,
@@ -132,25 +132,26 @@ def nvml_part(results: list[dict], rounds: int) -> dict:
     } | {"part_pct_per_round": part, "floor_pct_per_round": floor}
 
 
-def table_lines(results: dict) -> list[str]:
-    """The table of one run's figures: the NVML part, its floor and their ratio (median over rounds, range).
+def table_lines(runs: list[dict]) -> list[str]:
+    """A table of runs' figures: the NVML part, its floor and their ratio (median over rounds, [range]).
 
     Args:
-        results: A results file of this benchmark.
+        runs: Results files of this benchmark, a row each, named by their commit.
     """
-    part = results["nvml_part"]
     lines = [
-        "| fake | counter call | reads every | NVML part | its floor | part / floor |",
-        "|---|---|---|---|---|---|",
+        "| commit | fake | counter call | reads every | NVML part | its floor | part / floor |",
+        "|---|---|---|---|---|---|---|",
     ]
-    cells = [
-        f"{part[k]['median']:.2f}% [{part[k]['low']:.2f}, {part[k]['high']:.2f}]" for k in ("part_pct", "floor_pct")
-    ]
-    ratio = part["ratio"]
-    lines.append(
-        f"| {results['fake']} | {results['call']} | {1e3 * results['energy_read_period_s']:.0f} ms | "
-        f"{cells[0]} | {cells[1]} | {ratio['median']:.2f}x [{ratio['low']:.2f}, {ratio['high']:.2f}] |"
-    )
+    for run in runs:
+        part, ratio = run["nvml_part"], run["nvml_part"]["ratio"]
+        cells = [
+            f"{part[k]['median']:.2f}% [{part[k]['low']:.2f}, {part[k]['high']:.2f}]" for k in ("part_pct", "floor_pct")
+        ]
+        lines.append(
+            f"| {run['provenance']['commit'][:7]} | {run['fake']} | {run['call']} | "
+            f"{1e3 * run['energy_read_period_s']:.0f} ms | {cells[0]} | {cells[1]} | "
+            f"{ratio['median']:.2f}x [{ratio['low']:.2f}, {ratio['high']:.2f}] |"
+        )
     return lines
 
 
@@ -191,7 +192,7 @@ def main() -> None:
     }
     for sensor in nvml:
         sensor.close()
-    print("\n" + "\n".join(table_lines(measured)))
+    print("\n" + "\n".join(table_lines([{"provenance": STARTED} | measured])))
     part = measured["nvml_part"]["part_pct"]["median"]
     print(f"\nthe NVML part is {part / TARGET_PCT:.2f}x the {TARGET_PCT:g}% target")
     for r in measured["reads"]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,3 +185,18 @@ def test_the_hook_cost_in_docs_is_that_of_hook_cost_json():
     results = json.loads((ROOT / "benchmarks" / "results" / "hook_cost.json").read_text())
     doc = " ".join((ROOT / "docs" / "benchmarks.md").read_text().split())
     assert hook_sentence(results) in doc
+
+
+#: The runs of docs/benchmarks.md's NVML table: before the sampler's trims, after, and a counter call that spins.
+NVML_FILES = ("nvml_cost_before", "nvml_cost", "nvml_cost_cpu_call")
+
+
+def test_the_nvml_cost_table_in_docs_is_that_of_its_results_files(monkeypatch):
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the benchmark puts tests/ on both paths at import
+    monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
+    table_lines = _benchmark("nvml_cost").table_lines
+    runs = [json.loads((ROOT / "benchmarks" / "results" / f"{n}.json").read_text()) for n in NVML_FILES]
+    doc = (ROOT / "docs" / "benchmarks.md").read_text()
+    assert "\n".join(table_lines(runs)) in doc
+    runs[1]["nvml_part"]["ratio"]["median"] *= 1.05  # a figure that moved
+    assert "\n".join(table_lines(runs)) not in doc

@@ -254,11 +254,11 @@ def test_a_device_that_never_opens_holds_up_the_first_row_only_for_the_prepare_t
     sampler = Sampler([picklable.OpensSlowly(3600.0), rail()], 0.005, mode="process", start="spawn")
     with sampler:
         began = time.monotonic()
-        assert sampler.wait_for_first_row(PREPARE_TIMEOUT_S + 5.0)
+        assert sampler.wait_for_first_row(PREPARE_TIMEOUT_S + 10.0)  # the process's start, on loaded cores
         waited = time.monotonic() - began
         time.sleep(1.0)
     rows = sampler.drain()
-    assert PREPARE_TIMEOUT_S - 0.5 < waited < PREPARE_TIMEOUT_S + 4.0
+    assert PREPARE_TIMEOUT_S - 0.5 < waited < PREPARE_TIMEOUT_S + 8.0
     # Its first read meets the hang, which the watchdog takes over: its channel empty, the rail read on.
     opened, watts = rows.values[:, 0], rows.values[:, 1]
     assert np.isnan(opened).all() and np.isfinite(watts).mean() > 0.9

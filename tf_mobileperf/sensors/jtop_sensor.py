@@ -65,6 +65,15 @@ class JtopSensor(Sensor):
             self._jetson, self._pid = jetson, os.getpid()
         return self._jetson
 
+    def prepare(self) -> None:
+        """Starts jtop in this process (it connects to the jtop service and waits for its first data: longer
+        than a read may take).
+
+        Raises:
+            SensorReadError: jtop could not be started in this process (the reads say it again).
+        """
+        self._connection()
+
     def _rails(self) -> dict:
         return (self._connection().power or {}).get("rail", {})
 

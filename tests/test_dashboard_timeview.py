@@ -239,7 +239,8 @@ def test_the_process_memory_line_is_drawn_over_its_peak_band_in_its_own_colour(t
 
 
 #: The columns of the first time chart's plot area where a step-start line (or the warm-up shading) is drawn,
-#: read off a row just under the plot's top, which no line of this run reaches; as runs of adjacent columns.
+#: read off a row just under the plot's top, as runs of adjacent columns of grey: a data line that reaches that row
+#: (a loaded CI run drew one there) is coloured.
 STEP_MARKS = """
 const chart = document.querySelector('#time-view .time-chart');
 const canvas = chart.querySelector('canvas'), over = chart.querySelector('.u-over');
@@ -247,8 +248,10 @@ const cr = canvas.getBoundingClientRect(), or = over.getBoundingClientRect(), k 
 const [x0, y0, w] = [or.left - cr.left, or.top - cr.top, or.width].map((v) => Math.round(v * k));
 const px = canvas.getContext('2d').getImageData(x0, y0 + 2, w, 1).data;
 const marks = [];
+const grey = (i) => Math.abs(px[i] - px[i + 1]) < 10 && Math.abs(px[i + 1] - px[i + 2]) < 10;
 for (let x = 0; x < w; x++) {
-  if (px[x * 4 + 3] > 50) {  // not the grid's faint lines (alpha 0.07)
+  // Not the grid's faint lines (alpha 0.07), nor a data line that reaches the top (coloured).
+  if (px[x * 4 + 3] > 50 && grey(x * 4)) {
     if (marks.length && marks[marks.length - 1][1] === x - 1) marks[marks.length - 1][1] = x;
     else marks.push([x, x]);
   }

@@ -44,7 +44,7 @@ from tf_mobileperf.sensors.nvml import nvml_sensors  # noqa: E402
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor  # noqa: E402
 
 from _results import STARTED, save  # noqa: E402
-from sampler_cost import run_sampler, window  # noqa: E402
+from sampler_cost import cpu_figures, run_sampler, window  # noqa: E402
 
 #: The fakes it can read: the H200 as measured (smooth power), and the GPU under training (jittered updates,
 #: the counter's value at a random instant of its 3.9-4.8 ms call; idle here, nothing marks steps).
@@ -93,13 +93,7 @@ def run_floor(library: str, reads: dict, warmup_s: float, seconds: float) -> dic
     )
     first, last = window(child.pid, warmup_s, seconds)
     out, _ = child.communicate(timeout=60)
-    wall = last["t"] - first["t"]
-    return {
-        "cpu_pct": 100.0 * (last["run_s"] - first["run_s"]) / wall,
-        "cpu_pct_utime_stime": 100.0 * (last["ticks_s"] - first["ticks_s"]) / wall,
-        "wakeups_per_s": (last["wakeups"] - first["wakeups"]) / wall,
-        "reads": json.loads(out)["reads"],
-    }
+    return cpu_figures(first, last) | {"reads": json.loads(out)["reads"]}
 
 
 def run_round(variants: dict, library: str, reads: dict, args: argparse.Namespace, shift: int) -> list[dict]:

@@ -124,17 +124,24 @@ def window(pid: int, warmup_s: float, seconds: float) -> tuple[dict, dict]:
     return first, snapshot(pid)
 
 
-def figures(first: dict, last: dict, t: np.ndarray, period_s: float) -> dict:
-    """CPU share, wake-ups per second, rate and interval error of the rows ``t`` inside the window."""
+def cpu_figures(first: dict, last: dict) -> dict:
+    """The window's length, CPU share of a core (schedstat, and utime+stime) and wake-ups per second, from two
+    ``snapshot``s."""
     wall = last["t"] - first["t"]
-    t = t[(t >= first["t"]) & (t <= last["t"])]
-    error_ms = np.abs(np.diff(t) - period_s) * 1e3
     return {
         "wall_s": wall,
-        "rows": int(len(t)),
         "cpu_pct": 100.0 * (last["run_s"] - first["run_s"]) / wall,
         "cpu_pct_utime_stime": 100.0 * (last["ticks_s"] - first["ticks_s"]) / wall,
         "wakeups_per_s": (last["wakeups"] - first["wakeups"]) / wall,
+    }
+
+
+def figures(first: dict, last: dict, t: np.ndarray, period_s: float) -> dict:
+    """``cpu_figures``, and the rate and interval error of the rows ``t`` inside the window."""
+    t = t[(t >= first["t"]) & (t <= last["t"])]
+    error_ms = np.abs(np.diff(t) - period_s) * 1e3
+    return cpu_figures(first, last) | {
+        "rows": int(len(t)),
         "achieved_hz": (len(t) - 1) / (t[-1] - t[0]) if len(t) > 1 else float("nan"),
         "err_p99_ms": float(np.percentile(error_ms, 99)) if len(error_ms) else float("nan"),
         "cpu_us_per_row": 1e6 * (last["run_s"] - first["run_s"]) / max(1, len(t)),

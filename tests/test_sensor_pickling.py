@@ -91,6 +91,10 @@ def test_jtop_opens_its_connection_in_the_process_that_reads(fake_libraries):
     assert payload["reading"] == {"VDD_GPU_SOC": pytest.approx(5.2), "VDD_CPU_CV": pytest.approx(1.4)}
     sensor.close()
     assert sensor.read()["VDD_CPU_CV"] == pytest.approx(1.4)  # reopened on the next read
-    # The sampler's process starts it before the first row (prepare), not in a read.
-    payload = in_forked_child(lambda: (sensor.prepare(), {"started_in": started, "pid": os.getpid()})[1])
+
+    def prepared() -> dict:  # the sampler's process starts it before the first row, not in a read
+        sensor.prepare()
+        return {"started_in": started, "pid": os.getpid()}
+
+    payload = in_forked_child(prepared)
     assert payload["started_in"][-1] == payload["pid"]

@@ -84,7 +84,7 @@ class SamplingLoop(HungReadWatchdog):
         self._prepare()
         for i, sensor in enumerate(self.sensors):
             if sensor.own_thread:
-                self._offload(i, None)
+                self._pace(i)
         self._lead(0)
         if alarm:
             self._watch_child(death_fd)
@@ -167,7 +167,7 @@ class SamplingLoop(HungReadWatchdog):
                 self.tick = loop.loop.tick
                 row = self._slot()
                 now = row[0]
-                polled = any(o is not None and o.publish is None for o in self.offloaded)  # taken over after a hang
+                polled = any(o is not None for o in self.offloaded)  # taken over after a hang
                 for i in range(len(self.sensors)) if polled else python_side:
                     if not self._visit(i, bool(tables.sensors[i].due_now), now, row, generation):
                         return  # replaced in a Python read: C is not reading

@@ -1,5 +1,4 @@
-"""A sensor read in its own thread: one whose ``read()`` once held up the sampling thread, or one that
-declares ``own_thread`` (a slow device call, such as NVML's total-energy counter at about 4 ms a call).
+"""A sensor read in its own thread after its ``read()`` once held up the sampling thread.
 
 It exists so that one slow or hung sensor costs only its own channels: the
 sampling loop (``loop.SamplingLoop``) asks for a read when it is due and takes
@@ -8,18 +7,16 @@ the result when it is there, without waiting for it.
 Every reading of such a thread is a row of its own (``ring.SharedRing.side``)
 at the instant of the read (the middle of the call), which a counter needs to
 place its changes in time; a read that took longer than the sensor's
-``stamp_within_s`` is dropped, its instant unknown. A sensor taken over after
-a hung read is read when the sampling loop asks at a wake-up; its reading is
-handed back at a later one (``poll``) with that instant, not the later row's.
-A sensor that declares ``own_thread`` reads on a grid of its own (``paced_s``,
-never waking the sampling loop) and ``publish``es each reading itself. A read
-that takes longer than its deadline (``deadline_s``: the larger of the inline
-budget and the sensor's own period) is a failed read, its values dropped.
+``stamp_within_s`` is dropped, its instant unknown. The sensor is read when
+the sampling loop asks at a wake-up; its reading is handed back at a later
+one (``poll``) with that instant, not the later row's. A read that takes
+longer than its deadline (``deadline_s``: the larger of the inline budget
+and the sensor's own period) is a failed read, its values dropped. (A
+sensor that declares ``own_thread`` is read by ``paced.PacedReader``.)
 """
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Callable
@@ -35,34 +32,20 @@ INLINE_AGAIN_AFTER = 200
 
 
 class OffloadedSensor:
-    """A sensor read on request by its own thread.
+    """A sensor read on request by its own thread, after its inline read overran the budget.
 
     Args:
         sensor: The sensor.
-        since: The start of its read that overran the inline budget (already
-            counted as failed); None for a sensor read in its own thread from
-            the start (``Sensor.own_thread``), which is never read inline again.
-        publish: For such a sensor, what each reading is handed to with its
-            instant (the sampling loop's side rows).
-        paced_s: For such a sensor, the period of its own reading grid.
+        since: The start of its read that overran the inline budget (already counted as failed).
     """
 
-    def __init__(
-        self,
-        sensor: Sensor,
-        since: float | None,
-        publish: Callable[[float, Any], None] | None = None,
-        paced_s: float | None = None,
-    ):
+    def __init__(self, sensor: Sensor, since: float):
         self.sensor = sensor
-        self.publish = publish  # (instant, values) of each read, for a sensor read in its own thread from the start
-        self.paced_s = paced_s  # such a sensor reads every paced_s on its own grid, never waking the loop
         self.requested = threading.Event()
         self.since: float | None = since  # start of the read in flight (the hung one at first), None when idle
-        self.missed = since is not None  # the read in flight is already counted as failed
+        self.missed = True  # the read in flight is already counted as failed
         self.result: tuple[Any, float, float | None] | None = None  # (values, s since asked, instant) until taken
         self.quick = 0  # reads in a row that took under half the inline budget
-        self.permanent = since is None  # never read inline again
         self.retired = False  # read inline again: this thread ends
 
     def serve_after_hung_read(self, alive: Callable[[], bool]) -> None:
@@ -75,16 +58,11 @@ class OffloadedSensor:
         self.serve(alive)
 
     def serve(self, alive: Callable[[], bool]) -> None:
-        """Reads on request while ``alive()`` and not ``retired`` (every ``paced_s`` on its own grid, where it
-        publishes).
+        """Reads on request while ``alive()`` and not ``retired``.
 
         Args:
             alive: Says whether sampling goes on; the thread ends once it returns False.
         """
-        if self.publish is not None:
-            assert self.paced_s is not None, "a sensor that publishes its readings reads on its own grid"
-            self._serve_paced(alive, self.publish, self.paced_s)
-            return
         while alive() and not self.retired:
             if not self.requested.wait(0.5):
                 continue
@@ -94,35 +72,14 @@ class OffloadedSensor:
             began = time.monotonic()
             values = read_sensor(self.sensor)
             done = time.monotonic()
-            self.result = (values, done - start, self._instant(began, done))
+            self.result = (values, done - start, stamped_instant(self.sensor, began, done))
             self.since = None  # after result: the sampler sees idle only with the result in place
-
-    def _instant(self, began: float, done: float) -> float | None:
-        """The instant a read from ``began`` to ``done`` is stamped with: its middle, None where it took longer
-        than the sensor's ``stamp_within_s`` (which instant it read is unknown)."""
-        within = self.sensor.stamp_within_s
-        return 0.5 * (began + done) if within is None or done - began <= within else None
-
-    def _serve_paced(self, alive: Callable[[], bool], publish: Callable[[float, Any], None], paced_s: float) -> None:
-        """Reads every ``paced_s`` on the monotonic grid from the first read and publishes each reading; a
-        read that overran skips the grid's ticks already past."""
-        origin, tick = time.monotonic(), 0
-        while alive():
-            began = time.monotonic()
-            values = read_sensor(self.sensor)
-            done = time.monotonic()
-            if (instant := self._instant(began, done)) is not None:  # else its instant is unknown: dropped
-                publish(instant, values)
-            tick = max(tick + 1, math.floor((done - origin) / paced_s) + 1)
-            while alive() and (wait := origin + tick * paced_s - time.monotonic()) > 0:
-                time.sleep(min(wait, 0.5))
 
     def poll(self, due: bool, now: float, deadline_s: float, budget_s: float) -> tuple[tuple[float, Any] | None, bool]:
         """At a wake-up of the sampling loop: a finished read to store and whether a read failed.
 
         Asks for the next read when ``due`` and none is in flight. Sets ``retired`` when its last
-        ``INLINE_AGAIN_AFTER`` reads took under half ``budget_s``: it is read inline again. Does nothing for a
-        sensor that publishes its own readings.
+        ``INLINE_AGAIN_AFTER`` reads took under half ``budget_s``: it is read inline again.
 
         Args:
             due: Whether the sensor is due at this wake-up.
@@ -134,8 +91,6 @@ class OffloadedSensor:
             ((the read's instant, its values), or None: no read finished in time, or its instant is
             unknown; whether a read failed by missing ``deadline_s``, counted once per read).
         """
-        if self.publish is not None:  # it reads and publishes by itself
-            return None, False
         if self.since is not None:  # a read in flight
             missed_now = not self.missed and now - self.since > deadline_s
             self.missed = self.missed or missed_now
@@ -149,9 +104,7 @@ class OffloadedSensor:
             elif instant is not None:
                 reading = (instant, got)
             self.quick = self.quick + 1 if took < budget_s / 2 else 0
-            if (
-                self.quick >= INLINE_AGAIN_AFTER and not self.permanent
-            ):  # this thread is idle: no read in flight to race with
+            if self.quick >= INLINE_AGAIN_AFTER:  # this thread is idle: no read in flight to race with
                 self.retired = True
                 return reading, failed
         if due:
@@ -159,6 +112,21 @@ class OffloadedSensor:
             self.since = now
             self.requested.set()
         return reading, failed
+
+
+def stamped_instant(sensor: Sensor, began: float, done: float) -> float | None:
+    """The instant a read of ``sensor`` from ``began`` to ``done`` is stamped with.
+
+    Args:
+        sensor: The sensor read.
+        began, done: When the read began and returned, seconds of the monotonic clock.
+
+    Returns:
+        The read's middle; None where it took longer than the sensor's ``stamp_within_s`` (which instant it
+        read is unknown).
+    """
+    within = sensor.stamp_within_s
+    return 0.5 * (began + done) if within is None or done - began <= within else None
 
 
 def read_sensor(sensor: Sensor) -> Any:

@@ -11,7 +11,6 @@ budget; the hung thread, once its read returns, serves that sensor's reads.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import select
@@ -21,6 +20,7 @@ import time
 
 from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.offload import OffloadedSensor
+from tf_mobileperf.sampling.paced import PacedReader
 from tf_mobileperf.sampling.ring import SharedRing
 from tf_mobileperf.sampling.rows import SampleRows
 from tf_mobileperf.sampling.schedule import NEVER, inline_budget_s
@@ -134,28 +134,25 @@ class HungReadWatchdog(SampleRows):
                 PREPARE_TIMEOUT_S,
             )
 
-    def _offload(self, i: int, since: float | None) -> None:
-        """Reads sensor i in its own thread from now on: its inline read in flight since ``since`` overran the
-        budget (a failed read), or (None) it declares ``own_thread`` and this thread is started for it."""
+    def _pace(self, i: int) -> None:
+        """Starts the thread that reads sensor i (``own_thread``) on its own grid; neither loop reads it."""
         self.shared.open_side()
-        publish = functools.partial(self._publish_side, i) if since is None else None
-        paced_s = max(self.sensors[i].min_period_s, self.period_s) if since is None else None
-        self.offloaded[i] = offloaded = OffloadedSensor(self.sensors[i], since, publish, paced_s)
-        if since is not None:  # taken over: the C loop hands every wake-up back to Python to poll it
-            if self.tables is not None:
-                self.tables.sensors[i].offloaded = 1
-        else:  # paced by its own thread: neither loop reads it nor wakes for it
-            self.due[i] = NEVER
-            if self.tables is not None:
-                self.tables.sensors[i].due = NEVER
-        if since is None:
-            threading.Thread(
-                target=offloaded.serve, args=(self.alive,), daemon=True, name=f"mobileperf-{self.sensors[i].name}"
-            ).start()
-        else:
-            self._fail(
-                i, f"read held up sampling over {self.budget_s * 1e3:.0f} ms (read in its own thread from then on)"
-            )
+        self.due[i] = NEVER
+        if self.tables is not None:
+            self.tables.sensors[i].due = NEVER
+        reader = PacedReader(i, self.sensors[i], self._publish_side, max(self.sensors[i].min_period_s, self.period_s))
+        threading.Thread(
+            target=reader.serve, args=(self.alive,), daemon=True, name=f"mobileperf-{self.sensors[i].name}"
+        ).start()
+
+    def _offload(self, i: int, since: float) -> None:
+        """Reads sensor i in its own thread from now on: its inline read in flight since ``since`` overran the
+        budget (a failed read)."""
+        self.shared.open_side()
+        self.offloaded[i] = OffloadedSensor(self.sensors[i], since)
+        if self.tables is not None:  # the C loop hands every wake-up back to Python to poll it
+            self.tables.sensors[i].offloaded = 1
+        self._fail(i, f"read held up sampling over {self.budget_s * 1e3:.0f} ms (read in its own thread from then on)")
 
     def _serve_after_hang(self, i: int | None) -> None:
         """This thread's read of sensor i hung and the watchdog moved the sensor to its own thread

@@ -134,16 +134,21 @@ class HungReadWatchdog(SampleRows):
                 PREPARE_TIMEOUT_S,
             )
 
-    def _pace(self, i: int) -> None:
-        """Starts the thread that reads sensor i (``own_thread``) on its own grid; neither loop reads it."""
+    def _pace(self, members: list[tuple[int, Sensor]]) -> None:
+        """Starts the thread that reads these sensors (``own_thread``) on their own grid; neither loop reads
+        them.
+
+        Args:
+            members: (index, sensor) of each, as ``paced.thread_groups`` gives them.
+        """
         self.shared.open_side()
-        self.due[i] = NEVER
-        if self.tables is not None:
-            self.tables.sensors[i].due = NEVER
-        reader = PacedReader(i, self.sensors[i], self._publish_side, max(self.sensors[i].min_period_s, self.period_s))
-        threading.Thread(
-            target=reader.serve, args=(self.alive,), daemon=True, name=f"mobileperf-{self.sensors[i].name}"
-        ).start()
+        for i, _ in members:
+            self.due[i] = NEVER
+            if self.tables is not None:
+                self.tables.sensors[i].due = NEVER
+        reader = PacedReader(members, self._publish_side, self.period_s)
+        name = "mobileperf-" + "+".join(sensor.name for _, sensor in members)
+        threading.Thread(target=reader.serve, args=(self.alive,), daemon=True, name=name).start()
 
     def _offload(self, i: int, since: float) -> None:
         """Reads sensor i in its own thread from now on: its inline read in flight since ``since`` overran the

@@ -40,7 +40,7 @@ sys.path.insert(0, str(TESTS))  # the fake NVML, imported by name wherever the s
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))
 
 from tf_mobileperf.sensors.base import Sensor  # noqa: E402
-from tf_mobileperf.sensors.nvml import nvml_sensors  # noqa: E402
+from tf_mobileperf.sensors.nvml import NvmlEnergySensor, nvml_sensors  # noqa: E402
 from tf_mobileperf.sensors.procfs import CpuSensor, MemorySensor  # noqa: E402
 
 from _results import STARTED, save  # noqa: E402
@@ -77,7 +77,7 @@ def read_cost(sensor: Sensor, reads: int) -> dict:
 
 def read_periods(nvml: list[Sensor]) -> dict[str, dict[str, float]]:
     """GPU index -> {query key -> the read period the sensors chose, s}: the floor's reads."""
-    energy = next((sensor.min_period_s for sensor in nvml if sensor.own_thread), None)
+    energy = next((sensor.min_period_s for sensor in nvml if isinstance(sensor, NvmlEnergySensor)), None)
     return {
         str(gpu.index): {key: energy if key == "energy" else gpu.periods[key].period_s for key in gpu.queries}
         for gpu in nvml[0].probed.gpus
@@ -178,7 +178,7 @@ def main() -> None:
         "period_ms": args.period_ms,
         "target_pct": TARGET_PCT,
         "energy_read_period_s": reads["0"]["energy"],
-        "energy_read_why": next(sensor.read_period.why for sensor in nvml if sensor.own_thread),
+        "energy_read_why": next(sensor.read_period.why for sensor in nvml if isinstance(sensor, NvmlEnergySensor)),
         "read_periods_s": reads,
         "nvml_part": nvml_part(results, args.rounds),
         "reads": [read_cost(sensor, args.reads) for sensor in nvml],

@@ -107,22 +107,22 @@ def fleet():
 
 @pytest.fixture(scope="module")
 def first_sweep(fleet, tmp_path_factory):
-    """cnn and lstm x batch 1,2,4 on every board type of the fleet: (sweep directory, exit status, wall s)."""
+    """cnn and lstm x batch 1,4 on every board type of the fleet: (sweep directory, exit status, wall s)."""
     out = tmp_path_factory.mktemp("fleet") / "sweep"
     start = time.monotonic()
     status = main(
-        ["sweep", "--ray", fleet.address, "--models", "cnn,lstm", "--batch-sizes", "1,2,4", *TINY, "--out", str(out)]
+        ["sweep", "--ray", fleet.address, "--models", "cnn,lstm", "--batch-sizes", "1,4", *TINY, "--out", str(out)]
     )
     return out, status, time.monotonic() - start
 
 
 @pytest.mark.slow
-def test_two_models_by_three_batch_sizes_on_two_board_types_each_row_on_its_board(fleet, first_sweep):
+def test_two_models_by_two_batch_sizes_on_two_board_types_each_row_on_its_board(fleet, first_sweep):
     out, status, _ = first_sweep
     assert status == 0
     rows = json.loads((out / "results.json").read_text())
     assert sorted((r["board_type"], r["model"], r["batch_size"]) for r in rows) == sorted(
-        (t, m, b) for t in ("orin-nano", "tx2") for m in ("cnn", "lstm") for b in (1, 2, 4)
+        (t, m, b) for t in ("orin-nano", "tx2") for m in ("cnn", "lstm") for b in (1, 4)
     )
     node_type = {n.node_id: t for t, nodes in fleet.nodes.items() for n in nodes}
     for row in rows:
@@ -155,7 +155,7 @@ def test_a_rerun_runs_nothing(fleet, first_sweep, capsys):
                 "--models",
                 "cnn,lstm",
                 "--batch-sizes",
-                "1,2,4",
+                "1,4",
                 *TINY,
                 "--out",
                 str(out),
@@ -164,7 +164,7 @@ def test_a_rerun_runs_nothing(fleet, first_sweep, capsys):
         == 0
     )
     assert (out / "results.json").read_text() == before
-    assert {p: p.stat().st_mtime_ns for p in (out / "runs").glob("*/*/summary.json")} == runs and len(runs) == 12
+    assert {p: p.stat().st_mtime_ns for p in (out / "runs").glob("*/*/summary.json")} == runs and len(runs) == 8
     assert time.monotonic() - start < first_s  # connecting only, no configuration
 
 

@@ -58,12 +58,13 @@ lint: $(STAMP) $(FRONTEND)/node_modules/.package-lock.json
 	$(BIN)/mypy
 	cd $(FRONTEND) && npm run --silent lint
 
-# Tests run in parallel (pytest-xdist), each test file on one worker, so that its module fixtures are built once.
-# `make test` runs every test (what CI runs); `make test-fast` leaves out the slow and the browser tests.
+# Tests run in parallel (pytest-xdist), each test file on one worker, so that its module fixtures are built once;
+# the longest files first (tests/file_durations.json). `make test` runs every test (what CI runs); `make test-fast`
+# leaves out the slow and the browser tests. PYTEST_ARGS adds pytest options (benchmarks/test_times.py: a report).
 TEST_WORKERS ?= 4
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 test: $(STAMP) $(BUNDLE) browser lint
-	$(PYTEST) --durations=15
+	$(PYTEST) --durations=15 $(PYTEST_ARGS)
 
 test-fast: $(STAMP) $(BUNDLE)
 	$(PYTEST) -m "not slow and not browser"

@@ -5,12 +5,15 @@
 It clones this repository's HEAD into a temporary folder, runs `make test` there (the venv, npm and Chromium
 installed as a fresh machine would, lint, then every test) and then `make test-fast` (the venv made), timing each
 and reading pytest's own summary line; it writes benchmarks/results/test_times.json with the commit, the
-commands, the date and the machine. The README's figures are this file's (tests/test_readme_figures.py).
+commands, the date and the machine. The README's figures are this file's (tests/test_readme_figures.py). It also
+writes each test file's seconds in that `make test` to tests/file_durations.json, by which later runs start the
+longest files first.
 """
 
 from __future__ import annotations
 
 import datetime
+import json
 import os
 import re
 import subprocess
@@ -19,10 +22,11 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _results import save  # noqa: E402
-
 ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(Path(__file__).parent), str(ROOT / "tests")]
+from _results import save  # noqa: E402
+from helpers import durations  # noqa: E402
+
 #: pytest's last line: "812 passed, 3 skipped, 59 warnings in 1370.82s (0:22:50)".
 SUMMARY = re.compile(r"^=*\s*(?P<counts>\d+ passed.*?) in (?P<seconds>[\d.]+)s", re.MULTILINE)
 
@@ -52,8 +56,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         clone = Path(tmp) / "clone"
         subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
-        full = timed(["make", "test"], clone)
+        junit = Path(tmp) / "junit.xml"
+        full = timed(["make", "test", f"PYTEST_ARGS=--junitxml={junit}"], clone)
         fast = timed(["make", "test-fast"], clone)
+        if junit.is_file():
+            durations.FILE_DURATIONS.write_text(json.dumps(durations.from_junit(junit, clone), indent=1) + "\n")
     result = {
         "commit": commit,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

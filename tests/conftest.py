@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import durations
+
 #: The fixtures tests of several modules share.
 pytest_plugins = ["helpers.fixtures"]
 
@@ -225,7 +227,10 @@ SLOW_FIXTURES = {"boards_sweep", "fleet", "first_sweep", "cpu_sweep", "replay_sw
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """A test that uses the ``browser`` fixture is a browser test, and one that uses a fixture of
-    ``SLOW_FIXTURES`` a slow test (``make test-fast`` leaves both out)."""
+    ``SLOW_FIXTURES`` a slow test (``make test-fast`` leaves both out). The files are ordered by how long they
+    took in the last measured run, longest first (``helpers.durations``); the tests of a file keep their order."""
+    took = durations.load()
+    items.sort(key=lambda item: -took.get(durations.file_of(item.nodeid), 0.0))
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
         if "browser" in fixtures:

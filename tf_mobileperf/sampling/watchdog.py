@@ -3,8 +3,9 @@
 A watchdog replaces a sampling thread that stays inside one sensor's read
 longer than ``inline_budget_s`` by a new one, and that sensor is read in its
 own thread (``offload.OffloadedSensor``) with a deadline: a read that misses
-it is a failed read, its channels NaN. A sensor that declares ``own_thread``
-is read in its own thread from the start. In the sampler process SIGALRM,
+it is a failed read, its channels NaN. Sensors that declare ``own_thread``
+are read by a thread of their own from the start (``paced.PacedReader``,
+one per ``thread_group``). In the sampler process SIGALRM,
 armed while a row is filled, wakes the watchdog only when a read overran the
 budget; the hung thread, once its read returns, serves that sensor's reads.
 """

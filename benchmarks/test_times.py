@@ -39,7 +39,7 @@ def timed(command: list[str], cwd: Path) -> dict:
     found = SUMMARY.findall(proc.stdout + proc.stderr)
     counts, seconds = found[-1] if found else (None, None)
     if proc.returncode != 0:  # the whole output kept, so that a failure under load can be read afterwards
-        log = Path(tempfile.gettempdir()) / f"test_times-{command[-1]}.log"
+        log = Path(tempfile.gettempdir()) / f"test_times-{command[1]}.log"  # make's target
         log.write_text(proc.stdout + proc.stderr)
         sys.stderr.write(f"{(proc.stdout + proc.stderr)[-5000:]}\n{' '.join(command)} failed: its output is in {log}\n")
     return {

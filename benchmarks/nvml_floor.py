@@ -3,7 +3,7 @@
 One thread, nothing else: it wakes on the energy counter's grid (the read
 period the sampler chose), reads every GPU's counter there, and reads each
 other value at those wake-ups when it is due, so that it adds no wake-up of
-its own (as the sampler's NVML thread does). No rows, no ring, no
+its own (in the sampler they ride on the 5 ms loop's). No rows, no ring, no
 error handling. It runs ``SECONDS`` and prints the reads it made as JSON.
 
     python benchmarks/nvml_floor.py LIBRARY SECONDS READS

@@ -178,8 +178,7 @@ def test_probe_measures_the_counters_100ms_period_and_4ms_cost_and_reads_it_ever
     ceiling = max(min(g.rates["energy"].change_period_s for g in probed.gpus) / 3, wall, cpu / 0.01)
     assert counters.min_period_s == pytest.approx(min(max(slowest, wall, cpu / 0.002), ceiling))
     assert counters.min_period_s < fake.ENERGY_UPDATE_S / 2
-    # One thread reads both: the values at every wake-up of the counter's grid their period has come.
-    assert counters.own_thread and values.own_thread and counters.thread_group == values.thread_group == "nvml"
+    assert counters.own_thread and not getattr(values, "own_thread", False)
     reads = counters.metadata()["nvml_reads"][0]
     assert set(reads) == {"power_instant", "energy", "util", "clock", "memory"}
     assert {"wall_s", "cpu_s", "change_period_s", "read_period_s", "why"} <= set(reads["energy"])

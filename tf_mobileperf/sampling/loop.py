@@ -22,7 +22,6 @@ import numpy as np
 from tf_mobileperf.sampling import native
 from tf_mobileperf.sampling.native import NativeTables
 from tf_mobileperf.sampling.offload import OffloadedSensor, read_sensor
-from tf_mobileperf.sampling.paced import thread_groups
 from tf_mobileperf.sampling.ring import SharedRing
 from tf_mobileperf.sampling.schedule import grid_periods, next_due, next_wake, plan
 from tf_mobileperf.sampling.watchdog import HungReadWatchdog
@@ -83,8 +82,9 @@ class SamplingLoop(HungReadWatchdog):
             if library is not None:
                 self.tables = native.NativeTables(library, self.sensors, self.every, [dict(c) for c in self.columns])
         self._prepare()
-        for members in thread_groups(self.sensors):
-            self._pace(members)
+        for i, sensor in enumerate(self.sensors):
+            if sensor.own_thread:
+                self._pace(i)
         self._lead(0)
         if alarm:
             self._watch_child(death_fd)

@@ -3,9 +3,8 @@
 A watchdog replaces a sampling thread that stays inside one sensor's read
 longer than ``inline_budget_s`` by a new one, and that sensor is read in its
 own thread (``offload.OffloadedSensor``) with a deadline: a read that misses
-it is a failed read, its channels NaN. Sensors that declare ``own_thread``
-are read by a thread of their own from the start (``paced.PacedReader``,
-one per ``thread_group``). In the sampler process SIGALRM,
+it is a failed read, its channels NaN. A sensor that declares ``own_thread``
+is read in its own thread from the start. In the sampler process SIGALRM,
 armed while a row is filled, wakes the watchdog only when a read overran the
 budget; the hung thread, once its read returns, serves that sensor's reads.
 """
@@ -135,21 +134,16 @@ class HungReadWatchdog(SampleRows):
                 PREPARE_TIMEOUT_S,
             )
 
-    def _pace(self, members: list[tuple[int, Sensor]]) -> None:
-        """Starts the thread that reads these sensors (``own_thread``) on their own grid; neither loop reads
-        them.
-
-        Args:
-            members: (index, sensor) of each, as ``paced.thread_groups`` gives them.
-        """
+    def _pace(self, i: int) -> None:
+        """Starts the thread that reads sensor i (``own_thread``) on its own grid; neither loop reads it."""
         self.shared.open_side()
-        for i, _ in members:
-            self.due[i] = NEVER
-            if self.tables is not None:
-                self.tables.sensors[i].due = NEVER
-        reader = PacedReader(members, self._publish_side, self.period_s)
-        name = "mobileperf-" + "+".join(sensor.name for _, sensor in members)
-        threading.Thread(target=reader.serve, args=(self.alive,), daemon=True, name=name).start()
+        self.due[i] = NEVER
+        if self.tables is not None:
+            self.tables.sensors[i].due = NEVER
+        reader = PacedReader(i, self.sensors[i], self._publish_side, max(self.sensors[i].min_period_s, self.period_s))
+        threading.Thread(
+            target=reader.serve, args=(self.alive,), daemon=True, name=f"mobileperf-{self.sensors[i].name}"
+        ).start()
 
     def _offload(self, i: int, since: float) -> None:
         """Reads sensor i in its own thread from now on: its inline read in flight since ``since`` overran the

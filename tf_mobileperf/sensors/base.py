@@ -157,8 +157,6 @@ class Sensor(abc.ABC):
     ``own_thread``: the sampler then reads it in a thread of its own from the
     start, so it never holds up the other sensors' ticks; each reading is a
     row of its own at the instant of the read (the middle of the call).
-    Sensors of one device that set the same ``thread_group`` share that
-    thread.
 
     The sampler reads a sensor in another process, started fresh (the
     sensor is pickled there) or forked: a handle to a device (a file
@@ -172,9 +170,6 @@ class Sensor(abc.ABC):
     min_period_s: float = 0.0
     file_reads: FileReads | None = None
     own_thread: bool = False
-    #: For an ``own_thread`` sensor: sensors naming the same group are read by one thread, woken on the
-    #: fastest one's grid (``sampling.paced``); None: a thread of its own.
-    thread_group: ClassVar[str | None] = None
     #: For an ``own_thread`` sensor: the longest a read may take and still be stamped at its middle. A longer
     #: one (the thread or the machine stalled inside it) read its values at an instant it cannot tell, and is
     #: dropped: a counter's next reading still holds what it had. None: every read is kept.

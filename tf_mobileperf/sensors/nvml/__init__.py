@@ -33,16 +33,12 @@ Hence two sensors, built from one probe by ``nvml_sensors`` (the registry's
   utilization every ~200 ms, clock and memory every 0.1 s: they change on
   events), only when its own period has come; a value not due is left out
   of the reading (NaN, not a failure).
-- ``NvmlEnergySensor``: the total-energy counter (Volta and newer), read
-  every max(0.3 T, 10 ms, its CPU cost / 0.2%) where T is the counter's
-  change period measured at probe time (``rates``) and the CPU cost that of
-  one read of every GPU's counter (``ENERGY_FRACTION`` says why 0.3).
-
-One thread of their own reads both (``own_thread``, ``thread_group``
-"nvml"), so that the counter's ~4 ms call never sits in the sampler's 5 ms
-loop: it wakes on the faster one's grid (the counter's, as a rule) and reads
-the values at every wake-up their period has come, so they cost no wake-ups
-of their own (``sampling.paced``).
+- ``NvmlEnergySensor``: the total-energy counter (Volta and newer), read in
+  its own thread (``own_thread``) so that its ~4 ms call never sits in the
+  sampler's 5 ms loop, on a grid of its own, every max(0.3 T, 10 ms, its CPU
+  cost / 0.2%) where T is the counter's change period measured at probe time
+  (``rates``) and the CPU cost that of one read of every GPU's counter
+  (``ENERGY_FRACTION`` says why 0.3).
 
 Both say in ``metadata()["nvml_reads"]`` what was measured per GPU (each
 query's cost and change period) and the read period chosen and why. No

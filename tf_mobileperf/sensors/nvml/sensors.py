@@ -1,4 +1,4 @@
-"""The two NVML sensors, read by one thread of their own: values each at its own pace, and the energy counter."""
+"""The two NVML sensors: values read each at its own pace, and the energy counter in a thread of its own."""
 
 from __future__ import annotations
 
@@ -35,13 +35,9 @@ class NvmlSensorBase(Sensor):
     A sensor reads the probed values of the kinds in ``kinds``; each read
     value is a float, or a ``SensorReadError`` ("NVML: <call>: <NVML's
     words>") where that call failed. A read whose NVML cannot be opened in
-    this process raises it. Both are read by one thread of their own
-    (``own_thread``, one ``thread_group``): no NVML call sits in the
-    sampler's loop, and the values cost no wake-ups beside the counter's.
+    this process raises it.
     """
 
-    own_thread = True
-    thread_group = "nvml"
     kinds: ClassVar[tuple[str, ...]] = ()
     what: ClassVar[str] = ""
 
@@ -158,6 +154,7 @@ class NvmlEnergySensor(NvmlSensorBase):
     """
 
     name = "nvml energy"
+    own_thread = True  # its ~4 ms call never sits in the sampler's loop
     provides = frozenset({("energy", "gpu")})
     kinds = ("energy",)
     what = "total-energy counter"

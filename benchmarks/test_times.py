@@ -1,6 +1,6 @@
 """How long the README's test commands take from a clean clone: `make test`, then `make test-fast`.
 
-    .venv/bin/python benchmarks/test_times.py    # about 20 minutes here
+    .venv/bin/python benchmarks/test_times.py    # about 15 minutes here
 
 It clones this repository's HEAD into a temporary folder, runs `make test` there (the venv, npm and Chromium
 installed as a fresh machine would, lint, then every test) and then `make test-fast` (the venv made), timing each

@@ -93,9 +93,15 @@ class _Track:
             self.changed_at.append(((self.last[0] + ended) / 2, ended - self.last[0]))
         self.last = (began, value)
 
+    def placed_spacings(self) -> list[float]:
+        """The spacings of consecutive changes both placed within ``PLACED_S``, s: what a change period is
+        measured from."""
+        changes = self.changed_at
+        return [b[0] - a[0] for a, b in zip(changes, changes[1:]) if max(a[1], b[1]) <= PLACED_S]
+
     def rate(self, window_s: float) -> QueryRate:
         changes = self.changed_at
-        placed = [b[0] - a[0] for a, b in zip(changes, changes[1:]) if max(a[1], b[1]) <= PLACED_S]
+        placed = self.placed_spacings()
         period = min(placed) if placed else None
         return QueryRate(
             len(self.walls),
@@ -119,14 +125,18 @@ def watch(
     """Calls every query in turn, round after round (a round at most every ``pace_s``), and measures each.
 
     Stops after ``window_s``, or sooner once every query of ``until_changes``
-    has changed ``changes`` times and every query was called ``min_calls``
-    times. A query that raises is not called again (its ``error`` says why).
+    has changed ``changes`` times in a row placed in time (``PLACED_S``: the
+    changes a period is measured from; on a loaded machine stalled polls
+    leave some unplaced, and polling goes on), and every query was called
+    ``min_calls`` times. A query that raises is not called again (its
+    ``error`` says why).
 
     Args:
         queries: Name -> a call that returns the value.
         until_changes: Names of the queries whose changes polling waits for.
         window_s: The longest it polls, s.
-        changes: How many changes of each of ``until_changes`` let it stop early.
+        changes: Polling may stop once each of ``until_changes`` has ``changes - 1`` spacings between
+            consecutive changes both placed (``changes`` changes in a row where no poll stalled).
         min_calls: How many calls of every query it makes before it stops early.
         pace_s: The shortest time from the start of one round to the next, s.
 
@@ -143,7 +153,7 @@ def watch(
         now = time.monotonic()
         live = [t for t in tracks.values() if t.error is None]
         enough = all(len(t.walls) >= min_calls for t in live) and all(
-            len(tracks[n].changed_at) >= changes for n in until_changes if tracks[n].error is None
+            len(tracks[n].placed_spacings()) >= changes - 1 for n in until_changes if tracks[n].error is None
         )
         if enough or now - start >= window_s or not live:
             break

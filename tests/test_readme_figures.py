@@ -187,7 +187,8 @@ def test_the_hook_cost_in_docs_is_that_of_hook_cost_json():
     assert hook_sentence(results) in doc
 
 
-#: The runs of docs/benchmarks.md's NVML table: before the sampler's trims, after, and a counter call that spins.
+#: The runs of docs/benchmarks.md's NVML table: before the sampler's trims, after them (earlier, and beside the
+#: one-thread trial), that reverted trial, and a counter call that spins.
 NVML_FILES = (
     "nvml_cost_before",
     "nvml_cost_values_in_loop",

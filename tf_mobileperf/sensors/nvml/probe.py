@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 
 #: The longest the probe polls each GPU's values to measure their change periods and costs. It stops once
-#: the power and energy values changed 3 times, each placed in time (~0.3 s at 100 ms updates); the rest is
+#: the power and energy values have 2 spacings between changes placed in time (~0.3 s at 100 ms updates); the rest is
 #: room for a loaded machine, whose stalls leave changes unplaced (with 0.35 s, and with 0.6 s stopping at
 #: 3 changes placed or not, a probe in CI under load placed fewer than 2).
 PROBE_WINDOW_S = 1.0

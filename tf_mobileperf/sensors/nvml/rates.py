@@ -125,10 +125,10 @@ def watch(
     """Calls every query in turn, round after round (a round at most every ``pace_s``), and measures each.
 
     Stops after ``window_s``, or sooner once every query of ``until_changes``
-    has changed ``changes`` times in a row placed in time (``PLACED_S``: the
-    changes a period is measured from; on a loaded machine stalled polls
-    leave some unplaced, and polling goes on), and every query was called
-    ``min_calls`` times. A query that raises is not called again (its
+    has ``changes - 1`` spacings between consecutive changes both placed in
+    time (``PLACED_S``: what a period is measured from; on a loaded machine
+    stalled polls leave some unplaced, and polling goes on), and every query
+    was called ``min_calls`` times. A query that raises is not called again (its
     ``error`` says why).
 
     Args:

@@ -228,19 +228,21 @@ class StepsCsv:
         self.path = Path(path)
         self._file = AppendFile(self.path)
         self._fields = fields
-        self._write(lambda writer: writer.writeheader())
+        self._write([fields])
 
     def write(self, rows: list[dict]) -> None:
         """Appends ``rows`` in one write.
 
         Args:
-            rows: One dict per step, field -> value; keys not among the fields are ignored, missing ones left empty.
+            rows: One dict per step, field -> value; keys not among the fields are ignored, missing ones and None
+                left empty.
         """
-        self._write(lambda writer: writer.writerows(rows))
+        fields = self._fields
+        self._write([[row.get(f) for f in fields] for row in rows])
 
-    def _write(self, fill) -> None:
+    def _write(self, lines: list[list]) -> None:
         text = io.StringIO()
-        fill(csv.DictWriter(text, fieldnames=self._fields, extrasaction="ignore"))
+        csv.writer(text).writerows(lines)
         self._file.append(text.getvalue().encode())
 
     def close(self) -> None:

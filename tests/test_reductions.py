@@ -34,6 +34,5 @@ def test_a_new_reduction_is_one_registry_entry(monkeypatch):
     steps = [StepRecord(step=i, start_s=s, end_s=e) for i, (s, e) in enumerate(zip(starts, ends))]
     fill_steps(steps, joined, [UTIL])
     totals = StepTotals()
-    for step in steps:
-        totals.add(step)
+    totals.add_steps(steps)
     assert totals.channel_summary([UTIL])["cpu_util"]["low"] == 10.0 + 40.0 * 0.2

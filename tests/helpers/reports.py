@@ -11,8 +11,7 @@ def report_of(steps, channels, batch_size=None, idle_w=None, joined=None) -> Rep
     totals = StepTotals()
     if joined is not None:
         totals.note_update_periods(joined)
-    for step in steps:
-        totals.add(step)
+    totals.add_steps(steps)
     return Report(
         success=True,
         failed_step=None,

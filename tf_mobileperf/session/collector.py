@@ -269,9 +269,7 @@ class Collector:
             self.totals.note_update_periods(joined)
             self.held.note_update_periods(joined)
             self.watch.warn_frozen_counters(t, values)
-        for step in steps:
-            if not step.warmup and not step.failed:
-                self.totals.add(step)
+        self.totals.add_steps([s for s in steps if not s.warmup and not s.failed])
         writers = self._started_writers
         self._guard("write steps.csv", writers.csv.write, [s.csv_row() for s in steps])
         self._guard("write scalars", writers.scalars.write_steps, steps)

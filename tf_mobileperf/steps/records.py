@@ -20,10 +20,9 @@ import dataclasses
 import math
 from typing import Any
 
-import numpy as np
-
 from tf_mobileperf.sensors.base import Channel
 from tf_mobileperf.steps import reductions
+from tf_mobileperf.steps.columns import Columns
 from tf_mobileperf.steps.join import INTERPOLATED, MEASURED, StepValues
 
 GIB = float(2**30)
@@ -214,18 +213,17 @@ class Roles:
 
 
 def _fill_energy(
-    step: StepRecord, joined: dict[str, StepValues], roles: Roles, i: int, idle_w: dict[str, float | None]
+    step: StepRecord, joined: dict[str, Columns], roles: Roles, i: int, idle_w: dict[str, float | None]
 ) -> None:
     duration = step.duration_s
     for rail in roles.rails:
-        energy = _num(joined[rail.name].value[i])
+        columns = joined[rail.name]
+        energy = columns.value[i]
         step.energy_j[rail.name] = energy
-        bound = joined[rail.name].bound
-        step.energy_bound_j[rail.name] = None if bound is None or energy is None else _num(bound[i])
-        method = joined[rail.name].method
-        step.energy_method[rail.name] = None if method is None else method[i]
+        step.energy_bound_j[rail.name] = None if columns.bound is None or energy is None else columns.bound[i]
+        step.energy_method[rail.name] = None if columns.method is None else columns.method[i]
         step.power_w[rail.name] = _num(energy / duration) if energy is not None and duration > 0 else None
-        if not joined[rail.name].complete[i]:
+        if not columns.complete[i]:
             step.incomplete.append(rail.name)
     if roles.rails:
         parts = [step.energy_j[c.name] for c in roles.total]
@@ -273,15 +271,17 @@ def fill_steps(
         idle_w: Idle power (W) per rail and "total"; no active energy for a rail without one (None: for any).
     """
     roles = Roles.of(channels)
+    columns = {name: Columns.of(values) for name, values in joined.items()}
     for i, step in enumerate(steps):
-        step.channels = {name: {r: _num(v[i]) for r, v in values.reductions.items()} for name, values in joined.items()}
-        _fill_energy(step, joined, roles, i, idle_w or {})
+        step.channels = {name: {r: v[i] for r, v in c.reductions.items()} for name, c in columns.items()}
+        _fill_energy(step, columns, roles, i, idle_w or {})
         step.throttled = _throttled(step, roles.throttle)
         if roles.cpu:
-            step.cpu_util = _num(joined[roles.cpu[0].name].value[i])
-        step.cpu_util_per_core = {f"cpu{c.core}": _num(joined[c.name].value[i]) for c in roles.cores}
+            step.cpu_util = columns[roles.cpu[0].name].value[i]
+        step.cpu_util_per_core = {f"cpu{c.core}": columns[c.name].value[i] for c in roles.cores}
         if roles.gpus:
-            values = [joined[c.name].value[i] for c in roles.gpus]
-            step.gpu_util = _num(np.mean(values)) if np.isfinite(values).all() else None
+            gpus = [u for c in roles.gpus if (u := columns[c.name].value[i]) is not None]
+            step.gpu_util = sum(gpus) / len(gpus) if len(gpus) == len(roles.gpus) else None
         if roles.memory:
-            step.mem_peak_gb = _num(joined[roles.memory[0].name].value[i] / GIB)
+            peak = columns[roles.memory[0].name].value[i]
+            step.mem_peak_gb = None if peak is None else peak / GIB

@@ -72,12 +72,19 @@ class StepTotals:
         self.methods: dict[str, dict[str, int]] = {}  # rail -> method -> measured steps with its energy known
         self._update_periods: dict[str, array.array] = {}  # channel -> one estimate per join
 
-    def add(self, step: StepRecord) -> None:
-        """Adds one measured step to the totals.
+    def add_steps(self, steps: list[StepRecord]) -> None:
+        """Adds measured steps to the totals.
 
         Args:
-            step: A measured step (not warm-up, not failed).
+            steps: Measured steps (not warm-up, not failed), with the same channels (one join's).
         """
+        for step in steps:
+            self._add(step)
+        if steps:
+            self._add_channels([s.channels for s in steps])
+
+    def _add(self, step: StepRecord) -> None:
+        """Adds one step's quantities, all but its channels."""
         self.count += 1
         self.batches += step.batches
         self._durations.append(step.duration_s)
@@ -113,21 +120,24 @@ class StepTotals:
         if step.gpu_mem_peak_gb is not None:
             self.gpu_mem_peak_gb = max(self.gpu_mem_peak_gb or 0.0, step.gpu_mem_peak_gb)
         self.throttled += bool(step.throttled)
-        self._add_channels(step.channels)
 
-    def _add_channels(self, channels: dict[str, dict[str, float | None]]) -> None:
-        for name, values in channels.items():
-            for reduction, value in values.items():
-                key = f"{name}/{reduction}"
-                if value is None:
-                    continue
+    def _add_channels(self, rows: list[dict[str, dict[str, float | None]]]) -> None:
+        """Adds each channel's reductions over steps, one reduction at a time (``steps.reductions.COMBINE``)."""
+        for name, values in rows[0].items():
+            for reduction in values:
                 combine = reductions.COMBINE.get(reduction)
-                if combine in ("max", "min"):
+                if combine not in ("max", "min", "mean"):
+                    continue
+                known = [v for row in rows if (v := row.get(name, {}).get(reduction)) is not None]
+                if not known:
+                    continue
+                key = f"{name}/{reduction}"
+                if combine == "mean":
+                    self._sums[key] = self._sums.get(key, 0.0) + sum(known)
+                    self._counts[key] = self._counts.get(key, 0) + len(known)
+                else:
                     pick = max if combine == "max" else min
-                    self._extremes[key] = pick(self._extremes.get(key, value), value)
-                elif combine == "mean":
-                    self._sums[key] = self._sums.get(key, 0.0) + value
-                    self._counts[key] = self._counts.get(key, 0) + 1
+                    self._extremes[key] = pick(self._extremes.get(key, known[0]), pick(known))
 
     def note_update_periods(self, joined: dict[str, StepValues]) -> None:
         """Keeps the update period of each channel that one join estimated.

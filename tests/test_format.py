@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from tf_mobileperf.format import names
 from tf_mobileperf.format.channels import CHANNELS_VERSION, parse_channels
+from tf_mobileperf.format.gaps import median
 from tf_mobileperf.format.layout import RunLayout
 from tf_mobileperf.format.reader import OutsideLogdir, read_report, read_series
 from tf_mobileperf.output.files import SeriesWriter, StepProgress, StepsCsv, claim_logdir, write_json
@@ -271,3 +272,11 @@ def test_record_file_writes_the_bytes_tensorboards_record_writer_writes(tmp_path
         reference.write(data)
     ours.close()
     assert path.read_bytes() == theirs.getvalue()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), min_size=1, max_size=300))
+def test_median_equals_numpys_on_generated_values(values):
+    """The joins' median (one sort) and np.median agree exactly, even and odd counts, ties and extremes."""
+    array = np.array(values)
+    assert median(array) == float(np.median(array))

@@ -28,6 +28,21 @@ def allowed_gap_s(period_s: float, gap_factor: float = GAP_FACTOR, min_gap_s: fl
     return max(gap_factor * period_s, min_gap_s)
 
 
+def median(values: np.ndarray) -> float:
+    """The median of finite values, equal to ``np.median``'s, from one sort: ``np.median``'s fixed cost is
+    about ten sorts of the few hundred values a join looks at, per channel.
+
+    Args:
+        values: A non-empty 1-D array of finite values.
+
+    Returns:
+        The middle value; the mean of the two middle ones for an even count.
+    """
+    ordered = np.sort(values)
+    half = len(ordered) // 2
+    return float(ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2)
+
+
 def median_spacing(t: np.ndarray, at_most: int = 4096) -> float | None:
     """The median interval of the increasing ``t``: a robust typical spacing, cheap for a million samples
     (the join asks for it per sensor at every join).
@@ -42,7 +57,7 @@ def median_spacing(t: np.ndarray, at_most: int = 4096) -> float | None:
     spacing = np.diff(t)
     if len(spacing) > at_most:
         spacing = spacing[:: len(spacing) // at_most]
-    return float(np.median(spacing)) if len(spacing) else None
+    return median(spacing) if len(spacing) else None
 
 
 def own_period_s(t: np.ndarray, column: np.ndarray) -> float | None:

@@ -30,7 +30,7 @@ import dataclasses
 
 import numpy as np
 
-from tf_mobileperf.format.gaps import median_spacing
+from tf_mobileperf.format.gaps import median, median_spacing
 from tf_mobileperf.sensors.base import Channel
 
 
@@ -59,7 +59,7 @@ def _narrow(before: np.ndarray, after: np.ndarray) -> np.ndarray:
     three are): a bracket that a stalled reader widened (a descheduled thread, a frozen VM) does not place
     the grid, its midpoint far from the change."""
     width = after - before
-    narrow = width <= WIDE * float(np.median(width))
+    narrow = width <= WIDE * median(width)
     return narrow if narrow.sum() >= 3 else np.ones(len(width), dtype=bool)
 
 

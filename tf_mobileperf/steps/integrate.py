@@ -9,6 +9,7 @@ longer than ``max_gap_s``, gets NaN and is flagged incomplete (``steps.join`` sa
 from __future__ import annotations
 
 import dataclasses
+from typing import Literal
 
 import numpy as np
 
@@ -23,9 +24,15 @@ def _cumulative(t: np.ndarray, v: np.ndarray) -> np.ndarray:
     return out
 
 
+def _interval_of(t: np.ndarray, x: np.ndarray, side: Literal["left", "right"] = "right") -> np.ndarray:
+    """The index k of the interval [t[k], t[k+1]] that holds each x (``side``: which one at a sample), clipped
+    to the first and last (np.minimum and np.maximum: np.clip's fixed cost is several times theirs)."""
+    return np.minimum(np.maximum(np.searchsorted(t, x, side=side) - 1, 0), len(t) - 2)
+
+
 def _integral_to(t: np.ndarray, v: np.ndarray, cum: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Integral from t[0] to each x (t[0] <= x <= t[-1]) of the piecewise-linear v."""
-    k = np.clip(np.searchsorted(t, x, side="right") - 1, 0, len(t) - 2)
+    k = _interval_of(t, x)
     dt = t[k + 1] - t[k]
     frac = np.divide(x - t[k], dt, out=np.zeros_like(x), where=dt > 0)
     vx = v[k] + frac * (v[k + 1] - v[k])
@@ -60,8 +67,8 @@ def _range_reduce(ufunc: np.ufunc, values: np.ndarray, lo: np.ndarray, hi: np.nd
 
 def _interval_max(t: np.ndarray, per_interval: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Largest ``per_interval[k]`` (interval k = [t[k], t[k+1]]) over the intervals each window overlaps."""
-    first = np.clip(np.searchsorted(t, starts, side="right") - 1, 0, len(t) - 2)
-    last = np.clip(np.searchsorted(t, ends, side="left") - 1, 0, len(t) - 2)
+    first = _interval_of(t, starts)
+    last = _interval_of(t, ends, side="left")
     return _range_reduce(np.maximum, per_interval, first, np.maximum(last + 1, first + 1))
 
 
@@ -210,7 +217,7 @@ def power_bound(t: np.ndarray, power: np.ndarray, starts: np.ndarray, ends: np.n
     t, power = t[keep], power[keep]
 
     def edge(x: np.ndarray) -> np.ndarray:
-        k = np.clip(np.searchsorted(t, x, side="right") - 1, 0, len(t) - 2)
+        k = _interval_of(t, x)
         side = t[k + 1] - t[k] if held else np.clip(np.minimum(x - t[k], t[k + 1] - x), 0.0, None)
         return np.abs(power[k + 1] - power[k]) * side
 

@@ -12,14 +12,15 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def provenance() -> dict:
-    """The commit the benchmark ran at (``+dirty`` with uncommitted changes), its command line and the date."""
+    """The commit the benchmark ran at (``+dirty`` with uncommitted changes outside the results), its command
+    line and the date."""
     root = Path(__file__).parent.parent
 
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True).stdout.strip()
 
     commit = git("rev-parse", "HEAD") or None
-    if commit and git("status", "--porcelain", "--untracked-files=no"):
+    if commit and git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!benchmarks/results"):
         commit += "+dirty"
     command = "python " + " ".join([str(Path(sys.argv[0]).resolve().relative_to(root)), *sys.argv[1:]])
     return {"commit": commit, "command": command, "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}

@@ -170,21 +170,40 @@ def test_the_overhead_table_in_docs_is_that_of_its_results_files():
     assert overhead_table(files) not in doc
 
 
-def hook_sentence(results: dict) -> str:
-    """docs/benchmarks.md's sentence of what the monitor costs per step in-process, from hook_cost.json."""
+#: hook_cost.json's parts, as docs/benchmarks.md names them.
+HOOK_PARTS = {
+    "join": "the join",
+    "scalars": "scalars",
+    "steps.csv": "steps.csv",
+    "fill step records": "filling the step records",
+    "take samples (stats, series file)": "taking samples",
+    "totals": "totals",
+}
+
+
+def hook_sentence(results: dict, before: dict) -> str:
+    """docs/benchmarks.md's sentences of what the monitor costs per step in-process, from hook_cost.json and
+    the run before its per-step work was batched (hook_cost_before_columns.json)."""
+    collector = "mobileperf-collector"
+    parts = ", ".join(f"{HOOK_PARTS[p]} {pct:.2f}%" for p, pct in results["collector_parts_pct"].items())
     return (
         f"Measured in-process (`benchmarks/hook_cost.py`: a `PerfMonitor` around {results['steps']} busy "
         f"{results['step_ms']:g} ms steps, no training framework; `benchmarks/results/hook_cost.json`), the hooks "
         f"take a median of {results['hook_us']['median']:.0f} us a step (mean {results['hook_us']['mean']:.0f}, "
         f"p99 {results['hook_us']['p99']:.0f}) and the collector's thread "
-        f"{results['thread_cpu_pct']['mobileperf-collector']:.1f}% of a core."
+        f"{results['thread_cpu_pct'][collector]:.1f}% of a core ({before['thread_cpu_pct'][collector]:.1f}% in the "
+        f"run just before, at {before['provenance']['commit'][:7]}, before its per-step work was batched per join: "
+        f"`hook_cost_before_columns.json`). Of that thread, by part: {parts}."
     )
 
 
 def test_the_hook_cost_in_docs_is_that_of_hook_cost_json():
     results = json.loads((ROOT / "benchmarks" / "results" / "hook_cost.json").read_text())
+    before = json.loads((ROOT / "benchmarks" / "results" / "hook_cost_before_columns.json").read_text())
     doc = " ".join((ROOT / "docs" / "benchmarks.md").read_text().split())
-    assert hook_sentence(results) in doc
+    assert hook_sentence(results, before) in doc
+    results["collector_parts_pct"]["join"] += 0.01  # a figure that moved
+    assert hook_sentence(results, before) not in doc
 
 
 #: The runs of docs/benchmarks.md's NVML table: before the sampler's trims, after them (earlier, and beside the

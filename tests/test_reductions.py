@@ -36,3 +36,12 @@ def test_a_new_reduction_is_one_registry_entry(monkeypatch):
     totals = StepTotals()
     totals.add_steps(steps)
     assert totals.channel_summary([UTIL])["cpu_util"]["low"] == 10.0 + 40.0 * 0.2
+
+
+def test_a_channel_that_only_a_later_step_of_a_join_has_is_combined():
+    first = StepRecord(step=0, start_s=0.0, end_s=0.1)
+    later = StepRecord(step=1, start_s=0.1, end_s=0.2)
+    later.channels = {"cpu_util": {"mean": 40.0, "peak": 70.0}}
+    totals = StepTotals()
+    totals.add_steps([first, later])
+    assert totals.channel_summary([UTIL])["cpu_util"] == {"mean": 40.0, "peak": 70.0}

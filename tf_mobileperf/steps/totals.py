@@ -76,7 +76,7 @@ class StepTotals:
         """Adds measured steps to the totals.
 
         Args:
-            steps: Measured steps (not warm-up, not failed), with the same channels (one join's).
+            steps: Measured steps (not warm-up, not failed), one join's.
         """
         for step in steps:
             self._add(step)
@@ -122,22 +122,23 @@ class StepTotals:
         self.throttled += bool(step.throttled)
 
     def _add_channels(self, rows: list[dict[str, dict[str, float | None]]]) -> None:
-        """Adds each channel's reductions over steps, one reduction at a time (``steps.reductions.COMBINE``)."""
-        for name, values in rows[0].items():
-            for reduction in values:
-                combine = reductions.COMBINE.get(reduction)
-                if combine not in ("max", "min", "mean"):
-                    continue
-                known = [v for row in rows if (v := row.get(name, {}).get(reduction)) is not None]
-                if not known:
-                    continue
-                key = f"{name}/{reduction}"
-                if combine == "mean":
-                    self._sums[key] = self._sums.get(key, 0.0) + sum(known)
-                    self._counts[key] = self._counts.get(key, 0) + len(known)
-                else:
-                    pick = max if combine == "max" else min
-                    self._extremes[key] = pick(self._extremes.get(key, known[0]), pick(known))
+        """Adds each channel's reductions over steps, one reduction at a time (``steps.reductions.COMBINE``); a
+        channel or reduction that only some steps have counts over those."""
+        pairs = dict.fromkeys((name, reduction) for row in rows for name, values in row.items() for reduction in values)
+        for name, reduction in pairs:
+            combine = reductions.COMBINE.get(reduction)
+            if combine not in ("max", "min", "mean"):
+                continue
+            known = [v for row in rows if (v := row.get(name, {}).get(reduction)) is not None]
+            if not known:
+                continue
+            key = f"{name}/{reduction}"
+            if combine == "mean":
+                self._sums[key] = self._sums.get(key, 0.0) + sum(known)
+                self._counts[key] = self._counts.get(key, 0) + len(known)
+            else:
+                pick = max if combine == "max" else min
+                self._extremes[key] = pick(self._extremes.get(key, known[0]), pick(known))
 
     def note_update_periods(self, joined: dict[str, StepValues]) -> None:
         """Keeps the update period of each channel that one join estimated.

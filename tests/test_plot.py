@@ -23,7 +23,7 @@ from tf_mobileperf.figures.specs import figures
 
 from helpers.dashboard import CHROMEDRIVER, CHROMIUM, OUTPUT
 from helpers.figures import line_pixels, run_cli, spec
-from helpers.stall_rerun import made_unstalled
+from helpers.stall_rerun import made_unstalled, reports_gap
 
 TX2_LOG = Path(__file__).parent / "data" / "tx2_tegrastats.log"
 #: The rows of a real sweep on a replayed TX2 (tx2_tegrastats.log repeated, at 20x) under a 1.4 GiB memory limit:
@@ -60,11 +60,7 @@ def replay_sweep(tmp_path_factory):
         assert code == 0, stderr[-3000:]
         return out
 
-    def stalled(out: Path) -> bool:
-        reports = [json.loads(p.read_text()) for p in out.rglob("report.json")]
-        return any("VDD_IN" in r.get("sampling", {}).get("channel_gaps", {}) for r in reports)
-
-    return made_unstalled(make, stalled)
+    return made_unstalled(make, lambda out: reports_gap(out, "VDD_IN"))
 
 
 def rows_of(out: Path) -> list[dict]:

@@ -52,11 +52,22 @@ def stalled(item: pytest.Item, reports: list[pytest.TestReport]) -> bool:
         if STALL in report.longreprtext or any(STALL in text for _, text in report.sections):
             return True
     tmp = item.stash.get(TMP_PATH, None)
-    for path in tmp.rglob("report.json") if tmp is not None else []:
+    return tmp is not None and reports_gap(tmp)
+
+
+def reports_gap(root: Path, channel: str | None = None) -> bool:
+    """Whether a ``report.json`` under ``root`` counts a sampling gap.
+
+    Args:
+        root: Where to look for reports (every depth).
+        channel: Only a gap of this channel counts; None: any gap.
+    """
+    for path in root.rglob("report.json"):
         try:
-            if json.loads(path.read_text())["sampling"]["gaps"]:
+            sampling = json.loads(path.read_text())["sampling"]
+            if sampling["channel_gaps"].get(channel) if channel is not None else sampling["gaps"]:
                 return True
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
     return False
 

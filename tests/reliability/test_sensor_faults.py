@@ -18,6 +18,7 @@ import pytest
 
 from tf_mobileperf import MobilePerfCallback, PerfMonitor
 from tf_mobileperf.sensors import Ina3221HwmonSensor, SyntheticSensor
+from tf_mobileperf.session import cpu_times
 
 from helpers.machine_warnings import about_the_machine
 from helpers.training import data, small_model
@@ -99,6 +100,24 @@ def test_sensor_failing_mid_run(tmp_path, orin_tree, caplog, kind):
     assert gap == pytest.approx((fault_end or perf.report.steps[-1].end_s - t0) - FAULT_FROM, abs=0.15)
     assert len(warnings) == 1 and failing in warnings[0]
     assert on_disk["sampling"]["channel_gaps"] == {failing: 1}
+
+
+@pytest.mark.parametrize("steal_per_drain_s,cause", [(0.1, "the host held this VM back"), (0.0, "a sensor stopped")])
+def test_a_gap_while_the_host_held_the_vm_back_says_so(tmp_path, caplog, monkeypatch, steal_per_drain_s, cause):
+    """Synthetic steal counter (/proc/stat's, read at each drain) rising by 0.1 CPU s a drain, as under a host
+    that throttles its VM 100 ms at a time, or not rising; a synthetic rail that vanishes mid-run."""
+    steal = iter(range(10_000))
+    monkeypatch.setattr(cpu_times, "steal_s", lambda: next(steal) * steal_per_drain_s)
+    caplog.set_level(logging.WARNING, logger="tf_mobileperf")
+    t0 = time.monotonic()
+    sensors = [FailingSensor(t0, OSError(errno.ENODEV, "No such device"), None), healthy()]
+    with PerfMonitor(tmp_path, idle_s=0, sensors=sensors, warmup_steps=0) as perf:
+        while time.monotonic() - t0 < RUN_S:
+            with perf.step():
+                time.sleep(0.04)
+    gaps = [r.getMessage() for r in caplog.records if "rail" in r.getMessage() and "allowed gap" in r.getMessage()]
+    assert len(gaps) == 1 and f"({cause}" in gaps[0], gaps
+    assert perf.report.sampling["channel_gaps"]["rail"] == 1
 
 
 def test_no_power_sensor_reports_the_rest_and_null_power_with_one_log_line(tmp_path, caplog):

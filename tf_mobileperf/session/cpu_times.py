@@ -57,6 +57,21 @@ def read_system(path: str | os.PathLike = "/proc/stat") -> SystemTimes:
     return SystemTimes(busy_s=(total - idle - steal) / hz, steal_s=steal / hz, total_s=total / hz)
 
 
+def steal_s(path: str | os.PathLike = "/proc/stat") -> float | None:
+    """The hypervisor's steal since boot: CPU seconds, all cores summed, in 10 ms ticks.
+
+    Args:
+        path: The file to read, in ``/proc/stat``'s format.
+
+    Returns:
+        The seconds, or None where the file cannot be read or has no steal field.
+    """
+    try:
+        return read_system(path).steal_s
+    except (OSError, ValueError):
+        return None
+
+
 def children_cpu_s(exclude: int | None = None) -> float:
     """CPU seconds of this process's children: the live ones and their descendants (psutil), and those
     reaped (``RUSAGE_CHILDREN``).

@@ -26,11 +26,17 @@ import numpy as np
 from tf_mobileperf.sampling.sampler import Sampler
 from tf_mobileperf.sampling.samples import Samples
 from tf_mobileperf.sampling.stats import SamplingStats
+from tf_mobileperf.session import cpu_times
 from tf_mobileperf.session.guard import Guard
 from tf_mobileperf.session.unread import absent_in_source, ending_sources, never_valued, unread_reasons
 from tf_mobileperf.steps.counter import frozen
 
 log = logging.getLogger(__name__)
+
+#: The hypervisor's steal (CPU seconds, all cores) between two drains from which a gap is said to be the host's:
+#: half of one core's 100 ms. A VM's host that throttles it to its CPU quota holds it back 100 ms at a time,
+#: sampler and trainer alike, and each such hold is a gap of every channel.
+HELD_BACK_S = 0.05
 
 
 class SamplingWatch:
@@ -58,6 +64,7 @@ class SamplingWatch:
         self._absent = absent_in_source(sampler)  # no value there is the source's word, not a gap
         self._absent_noted: set[str] = set()
         self._unread_warned: set[str] = set()
+        self._steal_s = cpu_times.steal_s()  # at the last rows, for a gap the host caused
         self.frozen_since_s: dict[str, float] = {}  # energy counter -> when it last changed, once it froze
         self._measured_seen = False  # the first measured step has closed: unread channels are named now
         self._ran_out_said = False
@@ -99,19 +106,28 @@ class SamplingWatch:
             rows: The rows just added; not empty.
             gapped: The channels whose gap grew past the allowed one (``SamplingStats.add``'s result).
         """
+        held = self._held_back()
         self._note_absent([name for name in gapped if name in self._absent])
         gapped = [name for name in gapped if name not in self._absent and name not in self._ended(rows.t[-1])]
         unread = set(never_valued(self.stats))
         stopped = [name for name in gapped if name not in unread]
         if stopped:
+            cause = "a sensor stopped answering?"
+            if held is not None and held >= HELD_BACK_S:
+                cause = f"the host held this VM back meanwhile: the hypervisor's steal rose {held:.2f} CPU s"
             log.warning(
-                "mobileperf: no valid reading of %s for longer than the allowed gap (a sensor "
-                "stopped answering?); energy over the gap is marked incomplete, the sampling "
-                "section of the report counts the gaps",
+                "mobileperf: no valid reading of %s for longer than the allowed gap (%s); energy over the "
+                "gap is marked incomplete, the sampling section of the report counts the gaps",
                 ", ".join(stopped),
+                cause,
             )
         if self._measured_seen and any(name in unread for name in gapped):
             self._warn_unread([name for name in gapped if name in unread])
+
+    def _held_back(self) -> float | None:
+        """The hypervisor's steal since the last rows (CPU seconds), None where ``/proc/stat`` does not say."""
+        before, self._steal_s = self._steal_s, cpu_times.steal_s()
+        return self._steal_s - before if self._steal_s is not None and before is not None else None
 
     def _ended(self, t: float) -> set[str]:
         """The channels of the sources that have ended by ``t`` (a replayed log: ``covers_s`` after the first

@@ -61,9 +61,8 @@ lint: $(STAMP) $(FRONTEND)/node_modules/.package-lock.json
 # Tests run in parallel (pytest-xdist), each test file on one worker, so that its module fixtures are built once;
 # the longest files first (tests/file_durations.json). `make test` runs every test (what CI runs); `make test-fast`
 # leaves out the slow and the browser tests. PYTEST_ARGS adds pytest options (benchmarks/test_times.py: a report).
-# One worker per core: on 2 cores, 4 workers took longer than 2 (161 s against 122 s for four TensorFlow test
-# files side by side) and kept the machine so busy that its host held back the VM for 100 ms at a time
-# (steal 2.8% against 0.5%), a hole in every sampler's record that the tests then saw.
+# One worker per core: more workers than cores made the suite slower here, and kept the VM busy enough for its
+# host to hold it back a scheduling period at a time (docs/measuring.md): a hole in every sampler's record.
 TEST_WORKERS ?= $(shell nproc)
 PYTEST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 test: $(STAMP) $(BUNDLE) browser lint

@@ -262,7 +262,13 @@ return [marks, w, k];
 
 def test_step_lines_of_steps_denser_than_pixels_are_thinned_out(tensorboard, browser):
     show(browser, tensorboard, (FAST_RUN,))
-    marks, width, ratio = browser.execute_script(STEP_MARKS)
+    found, width, ratio = browser.execute_script(STEP_MARKS)
+    marks: list[list[int]] = []
+    for a, b in found:  # a column or two after the warm-up shading is its blended edge, not a line
+        if marks and marks[-1][1] - marks[-1][0] > 3 and a - marks[-1][1] <= 2:
+            marks[-1][1] = b
+        else:
+            marks.append([a, b])
     starts = [a for a, _ in marks]
     gaps = [b - a for a, b in zip(starts, starts[1:])]
     # 400 steps across the chart: a line at each would be a few pixels apart, a grey block.

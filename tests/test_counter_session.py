@@ -9,7 +9,6 @@ import csv
 import json
 import logging
 import re
-import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -91,10 +90,9 @@ def short_steps(tmp_path_factory) -> tuple[Path, dict]:
     logdir = tmp_path_factory.mktemp("counter") / "short"
 
     def make() -> dict:
-        shutil.rmtree(logdir, ignore_errors=True)
         return measure(logdir, steps=60, step_s=0.01)
 
-    return logdir, made_unstalled(make, lambda report: "gpu0_energy" in report["sampling"]["channel_gaps"])
+    return logdir, made_unstalled(logdir, make, lambda report: "gpu0_energy" in report["sampling"]["channel_gaps"])
 
 
 def test_steps_shorter_than_the_counters_update_are_bounded_and_add_up_to_its_energy(short_steps):

@@ -8,7 +8,6 @@ from __future__ import annotations
 import csv
 import json
 import multiprocessing
-import shutil
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -85,10 +84,9 @@ def board_run(tmp_path_factory) -> tuple[Path, dict]:
     logdir = tmp_path_factory.mktemp("idle") / "board"
 
     def make() -> dict:
-        shutil.rmtree(logdir, ignore_errors=True)
         return measure(logdir, idle_s=IDLE_S)
 
-    return logdir, made_unstalled(make, lambda report: report["sampling"]["gaps"] > 0)
+    return logdir, made_unstalled(logdir, make, lambda report: report["sampling"]["gaps"] > 0)
 
 
 def test_idle_power_is_each_rails_mean_before_the_first_step(board_run):

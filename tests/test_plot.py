@@ -54,13 +54,12 @@ def replay_sweep(tmp_path_factory):
     out = tmp / "sweep"
 
     def make() -> Path:
-        shutil.rmtree(out, ignore_errors=True)
         args = ["--models", "cnn", "--batch-sizes", "1,2", "--steps", "5", "--sensors", f"replay:{log}@20"]
         code, _, stderr = run_cli(["sweep", *args, "--out", str(out)])
         assert code == 0, stderr[-3000:]
         return out
 
-    return made_unstalled(make, lambda out: reports_gap(out, "VDD_IN"))
+    return made_unstalled(out, make, lambda out: reports_gap(out, "VDD_IN"))
 
 
 def rows_of(out: Path) -> list[dict]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shutil
 import time
 from pathlib import Path
 
@@ -66,7 +65,6 @@ def tx2_run(tmp_path_factory) -> tuple[dict, Captured, Path]:
     tmp = tmp_path_factory.mktemp("tx2")
 
     def make() -> tuple[dict, Captured]:
-        shutil.rmtree(tmp / "run", ignore_errors=True)
         logger, captured = logging.getLogger("tf_mobileperf"), Captured()
         level = logger.level
         logger.addHandler(captured)
@@ -77,7 +75,7 @@ def tx2_run(tmp_path_factory) -> tuple[dict, Captured, Path]:
             logger.removeHandler(captured)
             logger.setLevel(level)
 
-    report, captured = made_unstalled(make, lambda made: "VDD_IN" in made[0]["sampling"]["channel_gaps"])
+    report, captured = made_unstalled(tmp / "run", make, lambda made: "VDD_IN" in made[0]["sampling"]["channel_gaps"])
     return report, captured, tmp / "run" / "train"
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import fcntl
 import functools
-import shutil
 from pathlib import Path
 
 import pytest
@@ -47,12 +46,6 @@ def browser():
     driver.quit()
 
 
-def _train_afresh(run: Path, batch_size: int):
-    """``train`` into an emptied ``run``; its report."""
-    shutil.rmtree(run, ignore_errors=True)
-    return train(run, batch_size=batch_size)
-
-
 def _trained(tmp_path_factory, batch_sizes: dict[str, int]) -> Path:
     """A logdir of real runs: one per name, at its batch size. A run during which the machine stalled the
     sampler (a sampling gap) is trained again, at most ``stall_rerun.RERUNS`` times: the tests that share it
@@ -60,7 +53,8 @@ def _trained(tmp_path_factory, batch_sizes: dict[str, int]) -> Path:
     root = tmp_path_factory.mktemp("logs")
     for name, batch_size in batch_sizes.items():
         stall_rerun.made_unstalled(
-            functools.partial(_train_afresh, root / name, batch_size),
+            root / name,
+            functools.partial(train, root / name, batch_size=batch_size),
             lambda report: bool(report.sampling["channel_gaps"]),
         )
     return root

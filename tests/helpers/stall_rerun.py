@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -72,15 +73,17 @@ def reports_gap(root: Path, channel: str | None = None) -> bool:
     return False
 
 
-def made_unstalled(make: Callable[[], T], stalled: Callable[[T], bool]) -> T:
+def made_unstalled(folder: Path, make: Callable[[], T], stalled: Callable[[T], bool]) -> T:
     """``make()``'s result, made again (at most ``RERUNS`` times) while ``stalled`` finds the sampler stalled in
     it: for a fixture that several tests share, which a test's rerun does not make again.
 
     Args:
-        make: Makes the fixture's value (a measured run), replacing what an earlier call made.
+        folder: Where ``make`` writes; emptied before each call.
+        make: Makes the fixture's value (a measured run) in ``folder``.
         stalled: Whether a value was measured during a stall (a gap of a channel that never has one otherwise).
     """
     for attempt in range(RERUNS + 1):
+        shutil.rmtree(folder, ignore_errors=True)
         value = make()
         if attempt == RERUNS or not stalled(value):
             break
